@@ -1,0 +1,1 @@
+"""Readers, one per format, behind one protocol (see registry)."""

@@ -1,0 +1,71 @@
+"""Which reader opens which format. Readers are imported only when a file needs them.
+
+A reader module exposes ``open_document(path: Path) -> Document``. Adding a format means adding
+a module, a sniff rule, and one row here; nothing else changes.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from nneditor.artifacts.sniff import sniff_path
+from nneditor.errors import ArtifactError, UnknownFormatError, UnsupportedFormatError
+from nneditor.model.document import Document
+
+#: format -> (reader module or None when not built yet, human-readable name)
+READERS: dict[str, tuple[str | None, str]] = {
+    "onnx": ("nneditor.artifacts.onnx.reader", "ONNX model"),
+    "safetensors": ("nneditor.artifacts.safetensors", "safetensors file"),
+    "gguf": ("nneditor.artifacts.gguf", "GGUF file"),
+    "pytorch": ("nneditor.artifacts.torch_pickle", "PyTorch checkpoint"),
+    "torchscript": ("nneditor.artifacts.torchscript", "TorchScript archive"),
+    "pt2": ("nneditor.artifacts.pt2", "PyTorch exported program (.pt2)"),
+    "huggingface": ("nneditor.artifacts.hf_snapshot", "Hugging Face snapshot folder"),
+    "stablehlo": ("nneditor.artifacts.stablehlo", "textual StableHLO module"),
+    "tflite": ("nneditor.artifacts.tflite", "TensorFlow Lite flatbuffer"),
+    "coreml": ("nneditor.artifacts.coreml", "Core ML model"),
+    "tf_graphdef": (None, "TensorFlow GraphDef (.pb)"),
+    "tf_savedmodel": (None, "TensorFlow SavedModel"),
+    "dlc": (None, "Qualcomm DLC container"),
+    "mlir_bytecode": (None, "MLIR bytecode"),
+    "npz": (None, "NumPy .npz archive (tensors, not a model)"),
+    "zip": (None, "zip archive of unknown content"),
+}
+
+
+def open_document(path: str | Path) -> Document:
+    """Open an artifact by its contents. Raises :class:`ArtifactError` with a sentence."""
+    p = Path(path)
+    if not p.exists():
+        raise ArtifactError("no such file or folder", path=str(p), hint="check the path")
+    try:
+        fmt = sniff_path(p)
+    except PermissionError as exc:
+        raise ArtifactError("permission denied", path=str(p)) from exc
+    except OSError as exc:
+        raise ArtifactError(f"cannot be read ({exc.strerror})", path=str(p)) from exc
+    if fmt is None:
+        what = "folder" if p.is_dir() else "file"
+        raise UnknownFormatError(
+            f"this {what} is not a model format NNEditor recognises",
+            path=str(p),
+            hint="supported: ONNX, safetensors, GGUF, PyTorch (.pt/.pth/.ckpt/.bin, TorchScript, "
+            ".pt2), Hugging Face snapshot folders, textual StableHLO, TFLite, Core ML",
+        )
+    module_name, human = READERS[fmt]
+    module = None
+    if module_name is not None:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+    if module is None:
+        raise UnsupportedFormatError(
+            f"recognised as a {human}; NNEditor cannot open this format yet",
+            path=str(p),
+            format=fmt,
+        )
+    doc: Document = module.open_document(p)
+    return doc

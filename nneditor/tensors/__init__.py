@@ -1,0 +1,1 @@
+"""Tensor decoding: dtypes, packed and block encodings, bounded caches, slicing."""

@@ -1,0 +1,158 @@
+"""Loaders turn a tensor's stored bytes into numpy arrays, touching only what a read needs.
+
+- :class:`RawLoader`: dense little-endian elements (raw_data, safetensors, torch storages);
+  a slice maps only the leading-axis rows it needs, straight from the memory map.
+- :class:`PackedLoader`: sub-byte types (int4/uint4/float4/int2) packed low bits first.
+- :class:`DecodedLoader`: anything decoded as a whole by a function (typed protobuf fields,
+  strings); decoded once and kept in the bounded cache.
+- :class:`ArrayLoader`: values already in memory (tiny constants, test data).
+
+Every ``read`` returns a fresh, writable array the caller owns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from nneditor.errors import ArtifactError
+from nneditor.io.source import ByteSource
+from nneditor.tensors.cache import DECODED
+from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype
+from nneditor.tensors.slicing import Key, leading_rows
+
+# Types numpy can represent in big-endian order for byte swapping.
+_SWAPPABLE = set("fiuc")
+
+
+class TensorLoader:
+    """Decodes a tensor, or a slice of it."""
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        raise NotImplementedError
+
+
+def _apply_rest(arr: np.ndarray, key: Key | None, first_row: int) -> np.ndarray:
+    """Apply ``key`` to ``arr`` whose leading axis starts at row ``first_row``."""
+    if key is None:
+        return np.array(arr, copy=True)
+    if not key:
+        return np.array(arr, copy=True)
+    k0 = key[0]
+    if isinstance(k0, int):
+        k0 = k0 - first_row
+    else:
+        k0 = slice(k0.start - first_row, k0.stop - first_row, k0.step)
+    return np.array(arr[(k0, *key[1:])], copy=True)
+
+
+class RawLoader(TensorLoader):
+    def __init__(self, source: ByteSource, offset: int, dtype: str, big_endian: bool = False):
+        self.source = source
+        self.offset = offset
+        self.dtype = dtype
+        self.big_endian = big_endian
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        dt = numpy_dtype(self.dtype)
+        if self.big_endian and dt.kind in _SWAPPABLE and dt.itemsize > 1:
+            dt = dt.newbyteorder(">")
+        row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+        r0, r1 = (0, shape[0] if shape else 1) if key is None else leading_rows(key, shape)
+        if not shape:
+            r0, r1 = 0, 1
+        count = (r1 - r0) * row_elems
+        start = self.offset + r0 * row_elems * dt.itemsize
+        buf = self.source.view(start, count * dt.itemsize)
+        flat = np.frombuffer(buf, dtype=dt, count=count)
+        rows = flat.reshape(((r1 - r0), *shape[1:]) if shape else ())
+        out = _apply_rest(rows, key, r0)
+        if dt.byteorder == ">":
+            out = out.astype(dt.newbyteorder("<"))
+        return out
+
+
+class PackedLoader(TensorLoader):
+    """Sub-byte elements packed little-end first (ONNX int4/uint4, float4, int2)."""
+
+    def __init__(self, source: ByteSource, offset: int, nbytes: int, dtype: str):
+        self.source = source
+        self.offset = offset
+        self.nbytes = nbytes
+        self.dtype = dtype
+        self.bits = SUB_BYTE_BITS[dtype]
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+        r0, r1 = (0, shape[0] if shape else 1) if key is None else leading_rows(key, shape)
+        if not shape:
+            r0, r1 = 0, 1
+        e0, e1 = r0 * row_elems, r1 * row_elems
+        per = 8 // self.bits
+        b0, b1 = e0 // per, (e1 + per - 1) // per
+        raw = np.frombuffer(self.source.view(self.offset + b0, b1 - b0), dtype=np.uint8)
+        codes = unpack_bits(raw, self.bits)[e0 - b0 * per : e1 - b0 * per]
+        values = codes_to_dtype(codes, self.dtype)
+        rows = values.reshape(((r1 - r0), *shape[1:]) if shape else ())
+        return _apply_rest(rows, key, r0)
+
+
+def unpack_bits(raw: np.ndarray, bits: int) -> np.ndarray:
+    """Split bytes into ``8 // bits`` codes each, lowest bits first."""
+    per = 8 // bits
+    mask = (1 << bits) - 1
+    shifts = np.arange(per, dtype=np.uint8) * bits
+    return ((raw[:, None] >> shifts[None, :]) & mask).reshape(-1).astype(np.uint8)
+
+
+def codes_to_dtype(codes: np.ndarray, dtype: str) -> np.ndarray:
+    bits = SUB_BYTE_BITS[dtype]
+    if dtype in ("int4", "int2"):
+        signed = codes.astype(np.int8)
+        signed = np.where(signed >= (1 << (bits - 1)), signed - (1 << bits), signed)
+        return signed.astype(numpy_dtype(dtype))
+    if dtype == "float4_e2m1fn":
+        return codes.view(numpy_dtype(dtype))
+    return codes.astype(numpy_dtype(dtype))
+
+
+class DecodedLoader(TensorLoader):
+    """Decodes the whole tensor with ``decode()`` once (cached), then slices."""
+
+    def __init__(self, decode: Callable[[], np.ndarray], cache_key: object | None = None):
+        self.decode = decode
+        self.cache_key = cache_key if cache_key is not None else ("decoded", id(self))
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        def make() -> np.ndarray:
+            arr = np.asarray(self.decode())
+            expected = int(np.prod(shape, dtype=np.int64))
+            if arr.size != expected:
+                raise ArtifactError(
+                    f"stored data has {arr.size} elements but the declared shape "
+                    f"{list(shape)} needs {expected}"
+                )
+            return arr.reshape(shape)
+
+        arr = DECODED.get_or_make(self.cache_key, make)
+        return np.array(arr if key is None else arr[key], copy=True)
+
+
+class ArrayLoader(TensorLoader):
+    def __init__(self, array: np.ndarray):
+        self.array = array
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        arr = self.array.reshape(shape)
+        return np.array(arr if key is None else arr[key], copy=True)
+
+
+class UnavailableLoader(TensorLoader):
+    """A tensor whose values cannot be decoded; ``read`` explains why."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        raise ArtifactError(self.reason)
