@@ -35,14 +35,15 @@ def parse_slice(text: str, shape: tuple[int, ...]) -> Key:
 
 
 def _parse_one(part: str, dim: int, axis: int, text: str) -> slice | int:
-    try:
-        if ":" not in part:
+    if ":" not in part:
+        try:
             idx = int(part)
-            if idx < -dim or idx >= dim:
-                raise SliceError(
-                    f"index {idx} is out of range for axis {axis} of size {dim} in {text!r}"
-                )
-            return idx % dim
+        except ValueError:
+            raise SliceError(f"cannot read {part!r} (axis {axis}) in slice {text!r}") from None
+        if idx < -dim or idx >= dim:
+            raise SliceError(f"index {idx} is out of range for axis {axis} of size {dim} in {text!r}")
+        return idx % dim
+    try:
         fields = part.split(":")
         if len(fields) > 3:
             raise ValueError

