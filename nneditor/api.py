@@ -7,21 +7,55 @@
 - ``doc.graph`` (or ``None`` and ``doc.graph_unavailable_reason``),
 - ``doc.capabilities[action].available`` / ``.reason``.
 
-Use it as a context manager (``with nneditor.open(p) as doc:``) to release file maps promptly.
+``hierarchy(doc)`` gives the semantic levels (architecture → blocks → layers → operators).
+Use documents as context managers (``with nneditor.open(p) as doc:``) to release file maps.
 """
 
 from __future__ import annotations
 
-import builtins
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nneditor.artifacts.registry import open_document
+from nneditor.model.capabilities import Capabilities, Capability
 from nneditor.model.document import Document
 
-_builtin_open = builtins.open
+if TYPE_CHECKING:
+    from nneditor.semantic.hierarchy import Hierarchy
 
 
 def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
     """Open an artifact (file or folder) by its contents, lazily."""
-    return open_document(Path(path))
+    doc = open_document(Path(path))
+    if doc.graph is None and doc.format in ("gguf", "huggingface"):
+        _attach_checkpoint_graph(doc)
+    return doc
+
+
+def _attach_checkpoint_graph(doc: Document) -> None:
+    from nneditor.semantic.checkpoint_graphs import synthesize_graph
+
+    graph, reason = synthesize_graph(doc)
+    if graph is None:
+        if reason:
+            doc.graph_unavailable_reason = reason
+        return
+    doc.graph = graph
+    doc.graph_unavailable_reason = ""
+    entries = dict(doc.capabilities)
+    entries["view_graph"] = Capability(
+        True,
+        "synthesized from the checkpoint's architecture metadata and tensor names; "
+        "the file itself stores no topology",
+    )
+    doc.capabilities = Capabilities(entries)
+
+
+def hierarchy(doc: Document) -> Hierarchy | None:
+    """The semantic hierarchy of the document's graph (None when it has no graph)."""
+    if doc.graph is None:
+        return None
+    from nneditor.semantic.hierarchy import build_hierarchy
+
+    return build_hierarchy(doc.graph, doc.tensors)

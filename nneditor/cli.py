@@ -51,7 +51,9 @@ def cmd_tensors(args: argparse.Namespace) -> int:
         else:
             for r in rows:
                 shape = "x".join(str(d) for d in r["shape"]) or "scalar"
-                print(f"{r['name']}\t{r['dtype']}\t{shape}\t{human_size(r['nbytes'])}\t{r['encoding']}")
+                print(
+                    f"{r['name']}\t{r['dtype']}\t{shape}\t{human_size(r['nbytes'])}\t{r['encoding']}"
+                )
     return 0
 
 
@@ -85,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"nneditor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    s = sub.add_parser("inspect", help="summarise an artifact (format, graph, tensors, capabilities)")
+    s = sub.add_parser(
+        "inspect", help="summarise an artifact (format, graph, tensors, capabilities)"
+    )
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.set_defaults(func=cmd_inspect)
@@ -109,7 +113,9 @@ SUBCOMMANDS = {"inspect", "tensors", "tensor"}
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if not args_list or (args_list[0] not in SUBCOMMANDS and args_list[0] not in ("-h", "--help", "--version")):
+    if not args_list or (
+        args_list[0] not in SUBCOMMANDS and args_list[0] not in ("-h", "--help", "--version")
+    ):
         return _run_guarded(lambda: _launch_gui(args_list))
     parser = build_parser()
     try:

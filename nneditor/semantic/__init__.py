@@ -1,0 +1,1 @@
+"""Semantic structure over graphs: hierarchy levels, pattern detection with evidence."""

@@ -1,0 +1,370 @@
+"""Graphs synthesized for checkpoints (GGUF files, Hugging Face snapshots) of known families.
+
+A checkpoint stores weights, not topology; for decoder/encoder families the topology follows
+from the architecture metadata and the tensor names. The graph built here is the one the UI
+shows and that tracing publishes captures to. Value names follow llama.cpp's naming for every
+family, so one scheme serves GGUF and Hugging Face alike (see docs/semantic.md):
+
+    tokens → inp_embd → blk.{i}.attn_norm → blk.{i}.attn_output → blk.{i}.attn_residual
+           → blk.{i}.ffn_norm → blk.{i}.ffn_output → blk.{i}.output → … → result_norm
+           → result_output (logits)
+
+Ops live in the ``nneditor`` domain (Embedding, RMSNorm, LayerNorm, Attention, GatedDeltaNet,
+Mamba, FeedForward, Add, LMHead) and carry ``info["pattern"]`` so the semantic layer labels
+them without guessing; their explanations say they come from metadata and tensor names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from nneditor.model.document import Document
+from nneditor.model.graph import Graph, Node, ValueInfo
+
+DOMAIN = "nneditor"
+_BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+def synthesize_graph(doc: Document) -> tuple[Graph | None, str]:
+    """(graph, "") for a recognised checkpoint family, else (None, reason)."""
+    if doc.format == "gguf":
+        return _from_gguf(doc)
+    if doc.format == "huggingface":
+        return _from_hf(doc)
+    return None, ""
+
+
+# ------------------------------------------------------------------------------------ GGUF
+
+
+def _meta_int(meta: Mapping[str, Any], key: str) -> int | None:
+    v = meta.get(key)
+    try:
+        return int(v) if v is not None and not isinstance(v, (list, tuple)) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
+    meta = doc.metadata
+    arch = str(meta.get("general.architecture", "") or "")
+    names = list(doc.tensors.keys())
+    blocks: dict[int, dict[str, str]] = {}
+    top: dict[str, str] = {}
+    for name in names:
+        m = _BLK.match(name)
+        if m:
+            blocks.setdefault(int(m.group(1)), {})[m.group(2)] = name
+        else:
+            top[name] = name
+    if not blocks:
+        return None, (
+            f"this GGUF ({arch or 'unknown architecture'}) has no blk.N.* tensors, so NNEditor "
+            "cannot lay out a layer stack; its tensors are listed in the catalog"
+        )
+    heads = _meta_int(meta, f"{arch}.attention.head_count")
+    kv = _meta_int(meta, f"{arch}.attention.head_count_kv")
+    b = _Builder(f"{arch or 'gguf'} (from GGUF metadata)")
+    x = b.embedding(top)
+    for i in sorted(blocks):
+        x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
+    b.head(top, x, arch)
+    g = b.finish()
+    g.opsets = {}
+    return g, ""
+
+
+class _Builder:
+    def __init__(self, name: str) -> None:
+        self.graph = Graph(name)
+        self.weights: list[str] = []
+
+    def node(
+        self,
+        scope: str,
+        op: str,
+        inputs: list[str],
+        output: str,
+        weights: list[str],
+        pattern: str = "",
+        explanation: str = "",
+        **attrs: Any,
+    ) -> str:
+        weights = [w for w in weights if w]
+        self.weights.extend(weights)
+        node = Node(
+            len(self.graph.nodes),
+            f"/{scope}/{op}",
+            op,
+            DOMAIN,
+            tuple([*inputs, *weights]),
+            (output,),
+            attrs=dict(attrs),
+            info={"pattern": pattern, "explanation": explanation} if pattern else None,
+        )
+        self.graph.nodes.append(node)
+        return output
+
+    def embedding(self, top: dict[str, str]) -> str:
+        self.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
+        emb = top.get("token_embd.weight")
+        x = self.node(
+            "token_embd",
+            "Embedding",
+            ["tokens"],
+            "inp_embd",
+            [emb or ""],
+            "embedding",
+            "Embedding: token ids look up rows of token_embd.weight (from tensor names).",
+        )
+        if "position_embd.weight" in top:
+            pos = self.node(
+                "position_embd",
+                "Embedding",
+                ["tokens"],
+                "inp_pos",
+                ["position_embd.weight"],
+                "embedding",
+                "Learned position embedding (from tensor names).",
+            )
+            x = self.node("token_embd", "Add", [x, pos], "inp_embd_pos", [])
+        return x
+
+    def decoder_block(
+        self, i: int | str, t: dict[str, str], x: str, arch: str, heads: int | None, kv: int | None
+    ) -> str:
+        s = f"blk.{i}"
+        norm_op = "LayerNorm" if "attn_norm.bias" in t else "RMSNorm"
+        h = x
+        if "attn_norm.weight" in t:
+            h = self.node(
+                f"{s}/attn_norm",
+                norm_op,
+                [x],
+                f"{s}.attn_norm",
+                [t["attn_norm.weight"], t.get("attn_norm.bias", "")],
+                "norm",
+                f"Normalization: {norm_op} before the mixer (from tensor names).",
+            )
+        mixer_w = [
+            n
+            for k, n in sorted(t.items())
+            if k.startswith(("attn_", "ssm_")) and not k.startswith("attn_norm")
+        ]
+        if any(k.startswith("ssm_in") for k in t):
+            op, pat, text = "Mamba", "recurrent", "Selective state-space (Mamba) mixer"
+        elif any(k.startswith("ssm_") for k in t):
+            op, pat, text = (
+                "GatedDeltaNet",
+                "recurrent",
+                "Gated DeltaNet linear-attention recurrence",
+            )
+        else:
+            op, pat = "Attention", "attention"
+            text = "Self-attention"
+            if heads:
+                text += f" with {heads} heads"
+                if kv and kv < heads:
+                    text += f" and {kv} key/value heads (grouped-query)"
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
+        a = self.node(
+            f"{s}/attn",
+            op,
+            [h],
+            f"{s}.attn_output",
+            mixer_w,
+            pat,
+            f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
+            **attrs,
+        )
+        x = self.node(
+            s,
+            "Add",
+            [x, a],
+            f"{s}.attn_residual",
+            [],
+            "residual",
+            "Residual connection around the mixer.",
+        )
+        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+        if not ffn:
+            return self._rename_last(x, f"{s}.output")
+        norm_key = next(
+            (k for k in ("ffn_norm.weight", "post_attention_norm.weight") if k in t), ""
+        )
+        h = x
+        if norm_key:
+            h = self.node(
+                f"{s}/ffn_norm",
+                norm_op,
+                [x],
+                f"{s}.ffn_norm",
+                [t[norm_key], t.get(norm_key.replace("weight", "bias"), "")],
+                "norm",
+                f"Normalization: {norm_op} before the feed-forward (from tensor names).",
+            )
+        gated = any(k.startswith("ffn_gate") for k in t)
+        moe = any(k.startswith("ffn_gate_inp") for k in t)
+        variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else "GELU")
+        f = self.node(
+            f"{s}/ffn",
+            "FeedForward",
+            [h],
+            f"{s}.ffn_output",
+            ffn,
+            "ffn",
+            f"Feed-forward, {variant} (from tensor names).",
+            variant=variant,
+        )
+        return self.node(
+            s,
+            "Add",
+            [x, f],
+            f"{s}.output",
+            [],
+            "residual",
+            "Residual connection around the feed-forward.",
+        )
+
+    def _rename_last(self, value: str, new: str) -> str:
+        node = self.graph.nodes[-1]
+        node.outputs = (new,)
+        return new
+
+    def head(self, top: dict[str, str], x: str, arch: str) -> None:
+        norm = "LayerNorm" if "output_norm.bias" in top else "RMSNorm"
+        x = self.node(
+            "output_norm",
+            norm,
+            [x],
+            "result_norm",
+            [top.get("output_norm.weight", ""), top.get("output_norm.bias", "")],
+            "norm",
+            f"Final {norm} (from tensor names).",
+        )
+        w = top.get("output.weight") or top.get("token_embd.weight", "")
+        tied = "output.weight" not in top
+        text = (
+            "Language-model head: projects to vocabulary logits"
+            + (" using the tied token embedding" if tied else "")
+            + " (from tensor names)."
+        )
+        self.node("output", "LMHead", [x], "result_output", [w], "head", text)
+
+    def finish(self) -> Graph:
+        g = self.graph
+        g.outputs.append(ValueInfo(g.nodes[-1].outputs[0], "float32", (1, "seq", None)))
+        seen: dict[str, None] = {}
+        for w in self.weights:
+            seen[w] = None
+        g.initializers = list(seen)
+        return g
+
+
+# ------------------------------------------------------------------------------------ HF
+
+_HF_STACK = re.compile(
+    r"^(?P<prefix>(?:[\w]+\.)*?(?:layers|layer|h|blocks|block))\.(?P<i>\d+)\.(?P<rest>.+)$"
+)
+_HF_MAP = [
+    # (regex on the in-block rest, gguf-style key)
+    (
+        r"(input_layernorm|ln_1|layernorm_before|self_attn_layer_norm|norm)\.(weight|bias)$",
+        "attn_norm.{1}",
+    ),
+    (
+        r"(post_attention_layernorm|ln_2|layernorm_after|final_layer_norm)\.(weight|bias)$",
+        "ffn_norm.{1}",
+    ),
+    (r"(self_attn|attn|attention|mixer|linear_attn|encoder_attn)\.(.+)$", "attn_{1}"),
+    (r"(mlp|feed_forward|intermediate|output|fc1|fc2)\.(.+)$", "ffn_{0}_{1}"),
+    (r"(fc1|fc2)\.(weight|bias)$", "ffn_{0}_{1}"),
+]
+
+
+def _from_hf(doc: Document) -> tuple[Graph | None, str]:
+    config = doc.metadata.get("config") or {}
+    model_type = str(config.get("model_type", "") or "")
+    stacks: dict[str, dict[int, dict[str, str]]] = {}
+    top: dict[str, str] = {}
+    for name in doc.tensors:
+        m = _HF_STACK.match(name)
+        if not m:
+            top[name] = name
+            continue
+        rest = m.group("rest")
+        key = None
+        for rx, fmt in _HF_MAP:
+            mm = re.match(rx, rest)
+            if mm:
+                key = fmt.format(*mm.groups())
+                break
+        stacks.setdefault(m.group("prefix"), {}).setdefault(int(m.group("i")), {})[
+            key or f"attn_other_{rest}"
+        ] = name
+    if not stacks:
+        return None, (
+            f"no numbered layer stack found in this {model_type or 'Hugging Face'} checkpoint's "
+            "tensor names; without it NNEditor cannot synthesize a topology"
+        )
+    heads = config.get("num_attention_heads") or config.get("n_head")
+    kv = config.get("num_key_value_heads") or heads
+    b = _Builder(f"{model_type or 'model'} (from config.json and tensor names)")
+    emb = next(
+        (
+            n
+            for n in top
+            if re.search(r"(embed_tokens|word_embeddings|wte|embeddings?)\.weight$", n)
+        ),
+        "",
+    )
+    b.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
+    x = b.node(
+        "embeddings",
+        "Embedding",
+        ["tokens"],
+        "inp_embd",
+        [n for n in top if "embed" in n or n.endswith(("wte.weight", "wpe.weight"))] or [emb],
+        "embedding",
+        "Embedding layer(s) (from tensor names).",
+    )
+    for s_idx, (_prefix, blocks) in enumerate(
+        sorted(stacks.items(), key=lambda kv_: _order(kv_[0]))
+    ):
+        for i in sorted(blocks):
+            label = str(i) if len(stacks) == 1 else f"{s_idx}_{i}"
+            x = b.decoder_block(label, blocks[i], x, model_type, heads, kv)
+    rest = [n for n in top if n not in b.weights]
+    head_w = next(
+        (n for n in rest if re.search(r"(lm_head|proj_out|classifier|output)\.weight$", n)), ""
+    )
+    norm_w = [n for n in rest if re.search(r"(norm|ln_f|layernorm|layer_norm)\.(weight|bias)$", n)]
+    x = b.node(
+        "output_norm",
+        "RMSNorm" if not any(n.endswith("bias") for n in norm_w) else "LayerNorm",
+        [x],
+        "result_norm",
+        norm_w,
+        "norm",
+        "Final normalization (from tensor names).",
+    )
+    b.node(
+        "output",
+        "LMHead",
+        [x],
+        "result_output",
+        [head_w or emb],
+        "head",
+        "Output head (from tensor names)" + ("" if head_w else "; tied to the embedding") + ".",
+    )
+    g = b.finish()
+    other = [n for n in doc.tensors if n not in set(g.initializers)]
+    if other:
+        g.initializers.extend(other)
+    return g, ""
+
+
+def _order(prefix: str) -> tuple[int, str]:
+    return (1 if "decoder" in prefix else 0, prefix)

@@ -1,0 +1,75 @@
+"""Adjacency and constant lookup over one graph level, shared by the semantic detectors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from nneditor.model.graph import Graph, Node
+from nneditor.model.tensor import TensorRef
+
+
+class GraphIndex:
+    """Producer/consumer maps by node index, plus small-constant reads."""
+
+    def __init__(self, graph: Graph, tensors: Mapping[str, TensorRef] | None = None) -> None:
+        self.graph = graph
+        self.nodes: list[Node] = graph.nodes
+        self.tensors = tensors or {}
+        self.initializers = frozenset(graph.initializers)
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        for i, node in enumerate(self.nodes):
+            for out in node.outputs:
+                if out:
+                    self.producer[out] = i
+            for name in node.inputs:
+                if name:
+                    self.consumers.setdefault(name, []).append(i)
+        self._const_cache: dict[str, np.ndarray | None] = {}
+
+    def op(self, i: int) -> str:
+        return self.nodes[i].op_type
+
+    def parents(self, i: int) -> list[int]:
+        out = []
+        for name in self.nodes[i].inputs:
+            p = self.producer.get(name)
+            if p is not None:
+                out.append(p)
+        return out
+
+    def children(self, i: int) -> list[int]:
+        out: list[int] = []
+        for name in self.nodes[i].outputs:
+            out.extend(self.consumers.get(name, ()))
+        return out
+
+    def is_weight(self, name: str) -> bool:
+        """True for initializers and Constant outputs (values known without running)."""
+        if name in self.initializers:
+            return True
+        p = self.producer.get(name)
+        return p is not None and self.nodes[p].op_type == "Constant"
+
+    def weight_inputs(self, i: int) -> list[str]:
+        return [n for n in self.nodes[i].inputs if n and self.is_weight(n)]
+
+    def constant(self, name: str, max_elems: int = 64) -> np.ndarray | None:
+        """Values of a small initializer/Constant, or None (unknown or too large)."""
+        if name in self._const_cache:
+            return self._const_cache[name]
+        value = None
+        ref = self.tensors.get(name) if self.is_weight(name) else None
+        if ref is not None and ref.size <= max_elems:
+            try:
+                value = ref.read()
+            except Exception:  # an undecodable constant is simply unknown here
+                value = None
+        self._const_cache[name] = value
+        return value
+
+    def tensor_shape(self, name: str) -> tuple[int, ...] | None:
+        ref = self.tensors.get(name)
+        return tuple(ref.shape) if ref is not None else None

@@ -1,0 +1,468 @@
+"""The four-level hierarchy over a graph: architecture (stages) → blocks → layers → operators.
+
+Structure comes from, in order of trust: name scopes (exporter module paths), structural
+repetition (identical consecutive segments, for graphs with meaningless names), and detected
+patterns (attention, feed-forward, norms, convs...) that become layers inside a block.
+
+Invariants: every top-level node belongs to exactly one innermost group; groups are ordered by
+their first node index (topological order); ids are stable paths ("stage/block/layer").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nneditor.model.graph import Graph
+from nneditor.model.tensor import TensorRef
+from nneditor.semantic.graph_index import GraphIndex
+from nneditor.semantic.patterns import Pattern, detect_all
+from nneditor.semantic.repetition import IGNORED_OPS, find_repeated_blocks, segment_signature
+from nneditor.semantic.scopes import ScopeNode, build_trie, scope_of, stack_children
+
+LEVELS = ("architecture", "blocks", "layers", "operators")
+LAYER_PRIORITY = ("attention", "recurrent", "ffn", "conv", "embedding", "norm")
+
+_NAME_HINTS = [
+    (re.compile(r"attn|attention", re.I), "attention"),
+    (re.compile(r"mlp|ffn|feed_?forward|intermediate", re.I), "ffn"),
+    (re.compile(r"norm|^ln|_ln|layernorm", re.I), "norm"),
+    (re.compile(r"embed|wte|wpe|tok_emb", re.I), "embedding"),
+    (re.compile(r"head|classifier|pooler|logits", re.I), "head"),
+    (re.compile(r"conv", re.I), "conv"),
+    (re.compile(r"lstm|gru|rnn", re.I), "recurrent"),
+]
+
+
+@dataclass(eq=False)
+class Group:
+    id: str
+    name: str
+    kind: str  # model | stage | stack | block | layer
+    level: int  # 0 model, 1 architecture, 2 blocks, 3 layers
+    nodes: list[int] = field(default_factory=list)  # direct operator members
+    children: list[Group] = field(default_factory=list)
+    parent: Group | None = None
+    category: str = ""  # attention | ffn | norm | conv | embedding | recurrent | head | ...
+    patterns: list[Pattern] = field(default_factory=list)
+    explanation: str = ""
+    name_only: bool = False
+    inputs: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    param_count: int = 0
+    signature: str = ""
+
+    def all_nodes(self) -> list[int]:
+        out = list(self.nodes)
+        for c in self.children:
+            out.extend(c.all_nodes())
+        return sorted(out)
+
+    @property
+    def node_count(self) -> int:
+        return len(self.nodes) + sum(c.node_count for c in self.children)
+
+    def walk(self) -> Iterator[Group]:
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def path(self) -> list[Group]:
+        out = []
+        g: Group | None = self
+        while g is not None:
+            out.append(g)
+            g = g.parent
+        return out[::-1]
+
+    def first(self) -> int:
+        nodes = self.all_nodes()
+        return nodes[0] if nodes else 1 << 60
+
+
+@dataclass(eq=False)
+class Hierarchy:
+    graph: Graph
+    root: Group
+    patterns: list[Pattern]
+    node_group: list[Group]  # innermost group of each top-level node
+    mode: str  # "scopes" | "repetition" | "flat"
+
+    def groups(self, kind: str | None = None) -> list[Group]:
+        return [g for g in self.root.walk() if kind is None or g.kind == kind]
+
+    def find(self, group_id: str) -> Group | None:
+        return next((g for g in self.root.walk() if g.id == group_id), None)
+
+    def level_counts(self) -> dict[str, int]:
+        return {
+            "architecture": len(self.root.children),
+            "blocks": len(self.groups("block")),
+            "layers": len(self.groups("layer")),
+            "operators": self.graph.node_count,
+        }
+
+    def summary(self) -> dict[str, Any]:
+        counts = Counter(p.kind for p in self.patterns)
+        return {
+            "mode": self.mode,
+            "levels": self.level_counts(),
+            "blocks": [
+                {"name": g.name, "kind": g.category or "block", "node_count": g.node_count}
+                for g in self.groups("block")
+            ],
+            "patterns": [{"kind": k, "count": v} for k, v in sorted(counts.items())],
+        }
+
+
+def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None) -> Hierarchy:
+    ix = GraphIndex(graph, tensors)
+    patterns = detect_all(ix)
+    n = len(graph.nodes)
+    scopes = [scope_of(node.name) for node in graph.nodes]
+    scoped = sum(1 for s in scopes if s)
+    root = Group("", graph.name or "model", "model", 0)
+    if n and scoped >= 0.5 * n:
+        _fill_scopes(scopes, ix)
+        mode = "scopes"
+        _build_from_scopes(root, build_trie(scopes), ix)
+    else:
+        mode = _build_from_repetition(root, ix)
+    _assign_parents(root)
+    node_group = _innermost(root, n)
+    _make_layers(root, ix, patterns)
+    _assign_parents(root)
+    node_group = _innermost(root, n)
+    for g in root.walk():
+        _annotate(g, ix, patterns)
+    _signatures(root, ix)
+    return Hierarchy(graph, root, patterns, node_group, mode)
+
+
+# ---------------------------------------------------------------------------- scopes mode
+
+
+def _fill_scopes(scopes: list[tuple[str, ...]], ix: GraphIndex) -> None:
+    """Unscoped nodes take the scope of their first consumer, else of their first producer."""
+    for i in range(len(scopes) - 1, -1, -1):
+        if not scopes[i]:
+            for k in ix.children(i):
+                if scopes[k]:
+                    scopes[i] = scopes[k]
+                    break
+    for i in range(len(scopes)):
+        if not scopes[i]:
+            for p in ix.parents(i):
+                if scopes[p]:
+                    scopes[i] = scopes[p]
+                    break
+
+
+def _first(trie: ScopeNode) -> int:
+    nodes = trie.all_nodes()
+    return min(nodes) if nodes else 1 << 60
+
+
+def _find_stack(trie: ScopeNode) -> tuple[list[ScopeNode], str, list[ScopeNode]] | None:
+    """(path from root to the stack's parent, prefix, numbered children) covering most nodes."""
+    best: tuple[int, list[ScopeNode], str, list[ScopeNode]] | None = None
+    stack: list[tuple[ScopeNode, list[ScopeNode]]] = [(trie, [trie])]
+    while stack:
+        node, path = stack.pop()
+        for prefix, kids in stack_children(node).items():
+            covered = sum(k.count() for k in kids)
+            if best is None or covered > best[0]:
+                best = (covered, path, prefix, kids)
+        for child in node.children.values():
+            stack.append((child, [*path, child]))
+    if best is None:
+        return None
+    return best[1], best[2], best[3]
+
+
+def _scope_group(trie: ScopeNode, kind: str, level: int) -> Group:
+    g = Group("/".join(trie.path), trie.name, kind, level, nodes=trie.all_nodes())
+    return g
+
+
+def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
+    while len(trie.children) == 1 and not trie.nodes:
+        trie = next(iter(trie.children.values()))
+    found = _find_stack(trie)
+    stages: list[Group] = []
+    loose: list[int] = []
+    if found is None:
+        for child in trie.children.values():
+            stages.append(_stage_with_blocks(child))
+        loose.extend(trie.nodes)
+    else:
+        path, prefix, kids = found
+        kid_ids = {id(k) for k in kids}
+        for depth, anc in enumerate(path):
+            nxt = path[depth + 1] if depth + 1 < len(path) else None
+            loose.extend(anc.nodes)
+            for child in anc.children.values():
+                if child is nxt or id(child) in kid_ids:
+                    continue
+                stages.append(_stage_with_blocks(child))
+        stack_name = f"{prefix} ×{len(kids)}" if prefix else f"blocks ×{len(kids)}"
+        stack_group = Group("/".join((*path[-1].path, prefix or "blocks")), stack_name, "stage", 1)
+        stack_group.category = "stack"
+        for k in kids:
+            block = Group("/".join(k.path), k.name, "block", 2)
+            block.nodes = list(k.nodes)
+            block.children = [
+                Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
+                for c in k.children.values()
+            ]
+            stack_group.children.append(block)
+        stages.append(stack_group)
+    stages.sort(key=lambda g: g.first())
+    root.children = stages
+    _attach_loose(root, loose, ix)
+
+
+def _stage_with_blocks(trie: ScopeNode) -> Group:
+    stage = Group("/".join(trie.path), trie.name, "stage", 1)
+    numbered = stack_children(trie)
+    if numbered:
+        prefix, kids = max(numbered.items(), key=lambda kv: sum(k.count() for k in kv[1]))
+        ids = {id(k) for k in kids}
+        for k in kids:
+            b = Group("/".join(k.path), k.name, "block", 2, nodes=list(k.nodes))
+            b.children = [
+                Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
+                for c in k.children.values()
+            ]
+            stage.children.append(b)
+        for name, c in trie.children.items():
+            if id(c) not in ids:
+                stage.children.append(
+                    Group("/".join(c.path), name, "layer", 3, nodes=c.all_nodes())
+                )
+        stage.nodes = list(trie.nodes)
+    else:
+        stage.nodes = list(trie.nodes)
+        stage.children = [
+            Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
+            for c in trie.children.values()
+        ]
+    stage.children.sort(key=lambda g: g.first())
+    return stage
+
+
+def _attach_loose(root: Group, loose: list[int], ix: GraphIndex) -> None:
+    """Nodes directly under the stack's ancestors join the stage of a neighbour."""
+    if not loose:
+        return
+    owner: dict[int, Group] = {}
+    for stage in root.children:
+        for i in stage.all_nodes():
+            owner[i] = stage
+    pending = sorted(loose)
+    for _ in range(3):
+        rest = []
+        for i in pending:
+            g = next((owner[k] for k in (*ix.children(i), *ix.parents(i)) if k in owner), None)
+            if g is None:
+                rest.append(i)
+            else:
+                g.nodes.append(i)
+                owner[i] = g
+        pending = rest
+    if pending:
+        other = Group("other", "other operators", "stage", 1, nodes=pending)
+        root.children.append(other)
+        root.children.sort(key=lambda g: g.first())
+
+
+# ---------------------------------------------------------------------------- repetition mode
+
+
+def _build_from_repetition(root: Group, ix: GraphIndex) -> str:
+    n = len(ix.nodes)
+    seq = list(range(n))
+    blocks = find_repeated_blocks(ix.nodes, seq, ix.initializers)
+    if not blocks:
+        root.children = [Group("graph", "graph", "stage", 1, nodes=seq)] if n else []
+        return "flat"
+    member = {i: b for b, block in enumerate(blocks) for i in block}
+    # hoisted constants join the block of their first consumer
+    for i in range(n):
+        if i not in member and ix.op(i) in IGNORED_OPS:
+            for k in ix.children(i):
+                if k in member:
+                    member[i] = member[k]
+                    blocks[member[k]].append(i)
+                    break
+    first = min(blocks[0])
+    last = max(max(b) for b in blocks)
+    pro = [i for i in seq if i not in member and i < first]
+    epi = [i for i in seq if i not in member and i >= first]
+    stages = []
+    if pro:
+        stages.append(Group("prologue", "prologue", "stage", 1, nodes=pro))
+    stack = Group("blocks", f"blocks ×{len(blocks)}", "stage", 1, category="stack")
+    for b, block in enumerate(blocks):
+        stack.children.append(Group(f"blocks/{b}", f"block {b}", "block", 2, nodes=sorted(block)))
+    stages.append(stack)
+    if epi:
+        stages.append(Group("epilogue", "epilogue", "stage", 1, nodes=epi))
+    del last
+    root.children = stages
+    return "repetition"
+
+
+# ---------------------------------------------------------------------------- layers
+
+
+def _make_layers(root: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
+    """Blocks (and childless stages) without scope children get layers from patterns."""
+    for g in list(root.walk()):
+        if g.kind not in ("block", "stage") or g.children or len(g.nodes) < 2:
+            continue
+        available = set(g.nodes)
+        layers = []
+        for kind in LAYER_PRIORITY:
+            for p in patterns:
+                if p.kind != kind:
+                    continue
+                members = [i for i in p.nodes if i in available]
+                if p.anchor not in available or len(members) < max(1, len(p.nodes) // 2):
+                    continue
+                available.difference_update(members)
+                idx = sum(1 for lay in layers if lay.category == kind)
+                lay = Group(
+                    f"{g.id}/{kind}{idx}",
+                    f"{kind} {idx}" if idx else kind,
+                    "layer",
+                    3,
+                    nodes=sorted(members),
+                    category=kind,
+                )
+                lay.patterns = [p]
+                lay.explanation = p.explanation
+                layers.append(lay)
+        if layers:
+            g.nodes = sorted(available)
+            g.children = sorted(layers, key=lambda lay: lay.first())
+
+
+# ---------------------------------------------------------------------------- annotation
+
+
+def _annotate(g: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
+    if g.kind == "model":
+        return
+    members = set(g.all_nodes())
+    inside = [p for p in patterns if p.anchor in members]
+    if not g.patterns:
+        g.patterns = [p for p in inside if p.kind != "residual"] if g.kind == "layer" else inside
+    kinds = Counter(p.kind for p in g.patterns if p.kind != "residual")
+    if g.kind == "layer":
+        if not g.category:
+            if kinds:
+                g.category = _main_kind(kinds)
+            else:
+                g.category = _hint(g.name)
+                g.name_only = bool(g.category)
+        if not g.explanation:
+            main = next((p for p in g.patterns if p.kind == g.category), None)
+            if main is not None:
+                g.explanation = main.explanation
+            elif g.name_only:
+                g.explanation = (
+                    f"Named like {g.category} ('{g.name}'); no structural evidence was found, "
+                    "so this label comes from the name only."
+                )
+    elif g.kind == "block":
+        parts = [k for k in LAYER_PRIORITY if kinds.get(k)]
+        g.category = "+".join(parts) if parts else (_hint(g.name) or "block")
+        g.explanation = (
+            "Block with " + ", ".join(f"{kinds[k]} {k}" for k in parts) + "."
+            if parts
+            else "Block (no known pattern detected inside)."
+        )
+    elif g.kind == "stage" and g.category != "stack":
+        g.category = _hint(g.name) or (_main_kind(kinds) if kinds else "")
+    elif g.kind == "stage":
+        g.explanation = f"A stack of {len(g.children)} blocks."
+    _boundary(g, members, ix)
+
+
+def _main_kind(kinds: Counter[str]) -> str:
+    for k in LAYER_PRIORITY:
+        if kinds.get(k):
+            return k
+    return next(iter(kinds))
+
+
+def _hint(name: str) -> str:
+    for rx, kind in _NAME_HINTS:
+        if rx.search(name):
+            return kind
+    return ""
+
+
+def _boundary(g: Group, members: set[int], ix: GraphIndex) -> None:
+    produced: set[str] = set()
+    for i in members:
+        produced.update(o for o in ix.nodes[i].outputs if o)
+    ins: dict[str, None] = {}
+    weights: dict[str, None] = {}
+    for i in sorted(members):
+        for name in ix.nodes[i].inputs:
+            if not name or name in produced:
+                continue
+            if ix.is_weight(name):
+                weights[name] = None
+            else:
+                ins[name] = None
+    graph_outputs = {vi.name for vi in ix.graph.outputs}
+    outs = []
+    for name in sorted(produced, key=lambda v: ix.producer.get(v, 0)):
+        if name in graph_outputs or any(c not in members for c in ix.consumers.get(name, ())):
+            outs.append(name)
+    g.inputs = list(ins)
+    g.outputs = outs
+    total = 0
+    for w in weights:
+        ref = ix.tensors.get(w)
+        if ref is not None:
+            total += ref.size
+    g.param_count = total
+
+
+def _signatures(root: Group, ix: GraphIndex) -> None:
+    for g in root.walk():
+        if g.kind in ("block", "layer"):
+            g.signature = segment_signature(ix.nodes, g.all_nodes(), ix.initializers)
+
+
+def _assign_parents(root: Group) -> None:
+    for g in root.walk():
+        for c in g.children:
+            c.parent = g
+
+
+def _innermost(root: Group, n: int) -> list[Group]:
+    out: list[Group] = [root] * n
+    for g in root.walk():
+        for i in g.nodes:
+            if 0 <= i < n:
+                out[i] = g
+    return out
+
+
+def collapse_repeats(children: list[Group]) -> list[tuple[Group, int]]:
+    """Runs of consecutive siblings with equal signatures as (first, count), for "×N" display."""
+    out: list[tuple[Group, int]] = []
+    for c in children:
+        if out and c.signature and out[-1][0].signature == c.signature:
+            out[-1] = (out[-1][0], out[-1][1] + 1)
+        else:
+            out.append((c, 1))
+    return out

@@ -1,0 +1,138 @@
+"""Structural repetition: find runs of identical blocks without relying on names.
+
+A model whose node names are meaningless still repeats the same block N times in its
+topologically ordered node list. We look for an op type whose occurrences are evenly spaced
+(period P, count K), choose the block boundary where the fewest values cross (the residual
+stream), and confirm that consecutive segments have identical structure hashes
+(op types + internal wiring, independent of names).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+from nneditor.model.graph import Node
+
+#: Ops that are hoisted by exporters and do not mark structure.
+IGNORED_OPS = frozenset({"Constant", "Identity"})
+
+
+def segment_signature(
+    nodes: Sequence[Node], segment: Sequence[int], initializers: frozenset[str] | set[str]
+) -> str:
+    """Name-independent hash of a segment: op types plus relative wiring."""
+    pos = {}
+    for k, i in enumerate(segment):
+        for out in nodes[i].outputs:
+            pos[out] = k
+    h = hashlib.blake2b(digest_size=12)
+    for k, i in enumerate(segment):
+        node = nodes[i]
+        parts = [node.domain, node.op_type]
+        for name in node.inputs:
+            if not name:
+                parts.append("-")
+            elif name in pos:
+                parts.append(f"i{k - pos[name]}")
+            elif name in initializers:
+                parts.append("w")
+            else:
+                parts.append("x")
+        h.update(("|".join(parts) + "\n").encode())
+    return h.hexdigest()
+
+
+def cut_widths(nodes: Sequence[Node], seq: Sequence[int]) -> np.ndarray:
+    """cut[c] = number of values produced before position c and consumed at or after it."""
+    n = len(seq)
+    where = {}
+    for p, i in enumerate(seq):
+        for out in nodes[i].outputs:
+            where[out] = p
+    last: dict[str, int] = {}
+    for q, i in enumerate(seq):
+        for name in nodes[i].inputs:
+            if name in where and where[name] < q:
+                last[name] = q
+    diff = np.zeros(n + 2, dtype=np.int64)
+    for name, q in last.items():
+        p = where[name]
+        diff[p + 1] += 1
+        diff[q + 1] -= 1
+    return np.cumsum(diff)[: n + 1]
+
+
+def find_repeated_blocks(
+    nodes: Sequence[Node],
+    seq: Sequence[int],
+    initializers: frozenset[str] | set[str],
+    min_count: int = 2,
+    min_period: int = 3,
+) -> list[list[int]]:
+    """Consecutive identical blocks within ``seq`` (node indices in topological order).
+
+    Returns the blocks as lists of node indices (ignored ops excluded), or [] when no run of at
+    least ``min_count`` identical segments exists.
+    """
+    core = [i for i in seq if nodes[i].op_type not in IGNORED_OPS]
+    n = len(core)
+    if n < min_period * min_count:
+        return []
+    positions: dict[tuple[str, str], list[int]] = {}
+    for p, i in enumerate(core):
+        positions.setdefault((nodes[i].domain, nodes[i].op_type), []).append(p)
+    candidates: list[tuple[int, int, int]] = []  # (coverage, -per_block, period)
+    for plist in positions.values():
+        for per in (1, 2, 3, 4):
+            if len(plist) < per * min_count or len(plist) % per:
+                continue
+            sub = plist[::per]
+            d = np.diff(sub)
+            if d.size and d[0] >= min_period and np.all(d == d[0]):
+                candidates.append((int(d[0]) * len(sub), -per, int(d[0])))
+                break
+    if not candidates:
+        return []
+    cuts = cut_widths(nodes, core)
+    best: list[list[int]] = []
+    for _cov, _per, period in sorted(set(candidates), reverse=True)[:6]:
+        blocks = _best_run(nodes, core, period, cuts, initializers, min_count)
+        if sum(map(len, blocks)) > sum(map(len, best)):
+            best = blocks
+    return best
+
+
+def _best_run(
+    nodes: Sequence[Node],
+    core: list[int],
+    period: int,
+    cuts: np.ndarray,
+    initializers: frozenset[str] | set[str],
+    min_count: int,
+) -> list[list[int]]:
+    n = len(core)
+    # Candidate starts: each residue class mod period, at its narrowest cut.
+    best: list[list[int]] = []
+    starts = sorted(range(min(period, n - period + 1)), key=lambda s: (cuts[s::period].mean(), s))
+    for s in starts[:3]:
+        sigs = []
+        for b in range(s, n - period + 1, period):
+            sigs.append((b, segment_signature(nodes, core[b : b + period], initializers)))
+        # longest run of equal consecutive signatures
+        run_start, run_len, cur_start, cur_len = 0, 0, 0, 0
+        for k in range(len(sigs)):
+            if k and sigs[k][1] == sigs[k - 1][1]:
+                cur_len += 1
+            else:
+                cur_start, cur_len = k, 1
+            if cur_len > run_len:
+                run_start, run_len = cur_start, cur_len
+        if run_len >= min_count and run_len * period > sum(map(len, best)):
+            best = [
+                core[sigs[k][0] : sigs[k][0] + period]
+                for k in range(run_start, run_start + run_len)
+            ]
+    return best
