@@ -74,6 +74,43 @@ def cmd_tensor(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stats(args: argparse.Namespace) -> int:
+    from nneditor.analysis.stats import tensor_stats
+    from nneditor.jobs import JobHandle
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not args.json and sys.stderr.isatty():
+            print(f"\r{message} {100 * done // max(total, 1)}%", end="", file=sys.stderr)
+
+    with _open(args.path) as doc:
+        ref = doc.tensors[args.name]
+        st = tensor_stats(ref, JobHandle(on_progress=progress))
+    if args.json:
+        _print_json(st.as_dict())
+        return 0
+    d = st.as_dict()
+    print(f"{ref.name}: {ref.dtype} {list(ref.shape)} ({ref.encoding})")
+    for k in (
+        "count",
+        "finite",
+        "min",
+        "max",
+        "mean",
+        "std",
+        "zeros",
+        "nan",
+        "inf",
+        "sparsity",
+        "l2_norm",
+    ):
+        print(f"  {k:>9}: {d[k]}")
+    bound = f" ± {st.percentile_error_bound:.3g}" if st.percentile_error_bound else ""
+    print(f"  percentiles ({st.percentile_method}{bound}):")
+    for p, v in st.percentiles.items():
+        print(f"    p{p}: {v:.6g}")
+    return 0
+
+
 def _print_json(obj: object) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False, default=str)
     sys.stdout.write("\n")
@@ -105,10 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, help="destination .npy file")
     s.add_argument("--slice", help='numpy-style slice such as "0:2,:,5"')
     s.set_defaults(func=cmd_tensor)
+
+    s = sub.add_parser("stats", help="streaming statistics of one tensor")
+    s.add_argument("path")
+    s.add_argument("name")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_stats)
     return p
 
 
-SUBCOMMANDS = {"inspect", "tensors", "tensor"}
+SUBCOMMANDS = {"inspect", "tensors", "tensor", "stats"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

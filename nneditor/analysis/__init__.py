@@ -1,0 +1,1 @@
+"""Streaming statistics, histograms and hex paging over tensors and files (Qt-free)."""
