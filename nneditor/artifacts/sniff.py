@@ -59,7 +59,7 @@ def sniff_bytes(head: bytes, size: int, path: Path | None = None) -> str | None:
         return "tflite"
     if head[:4] == b"ML\xefR":
         return "mlir_bytecode"
-    if _is_safetensors(head, size):
+    if _is_safetensors(head, size) or _is_safetensors_index(head, size, path):
         return "safetensors"
     if _is_pickle(head):
         return "pytorch"
@@ -76,6 +76,13 @@ def _is_safetensors(head: bytes, size: int) -> bool:
         return False
     (n,) = struct.unpack("<Q", head[:8])
     return 2 <= n <= size - 8 and head[8:9] == b"{"
+
+
+def _is_safetensors_index(head: bytes, size: int, path: Path | None) -> bool:
+    # A sharded checkpoint's index: a small JSON object with a "weight_map" near its start.
+    if path is None or not path.name.endswith(".safetensors.index.json"):
+        return False
+    return size <= 64 * 1024 * 1024 and head.lstrip()[:1] == b"{" and b'"weight_map"' in head
 
 
 def _is_pickle(head: bytes) -> bool:

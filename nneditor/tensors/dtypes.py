@@ -22,6 +22,8 @@ _NUMPY: dict[str, np.dtype] = {
     "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
     "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
     "float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
+    "float6_e2m3fn": np.dtype(ml_dtypes.float6_e2m3fn),
+    "float6_e3m2fn": np.dtype(ml_dtypes.float6_e3m2fn),
     "int8": np.dtype("i1"),
     "uint8": np.dtype("u1"),
     "int16": np.dtype("<i2"),
@@ -40,8 +42,17 @@ _NUMPY: dict[str, np.dtype] = {
     "string": np.dtype(object),
 }
 
-#: dtypes stored with fewer than 8 bits per element, packed low nibble/bits first.
-SUB_BYTE_BITS: dict[str, int] = {"int4": 4, "uint4": 4, "float4_e2m1fn": 4, "int2": 2, "uint2": 2}
+#: dtypes stored with fewer than 8 bits per element, packed low nibble/bits first. The 6-bit
+#: floats form an LSB-first bit stream (4 codes in 3 bytes), which PackedLoader does not unpack.
+SUB_BYTE_BITS: dict[str, int] = {
+    "int4": 4,
+    "uint4": 4,
+    "float4_e2m1fn": 4,
+    "int2": 2,
+    "uint2": 2,
+    "float6_e2m3fn": 6,
+    "float6_e3m2fn": 6,
+}
 
 
 def numpy_dtype(name: str) -> np.dtype:
