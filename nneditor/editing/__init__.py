@@ -1,0 +1,1 @@
+"""Reversible editing: transactions, the revision chain, journal-based crash recovery."""

@@ -1,0 +1,1 @@
+"""Per-user folders and platform integration."""
