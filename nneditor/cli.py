@@ -181,6 +181,9 @@ def _run_guarded(fn: Callable[[], int]) -> int:
 
     try:
         return fn()
+    except BrokenPipeError:  # output piped into `head`; not an error worth a message
+        sys.stderr.close()
+        return 0
     except (NNEditorError, CLIError) as exc:
         _fail(str(exc))
     except OSError as exc:

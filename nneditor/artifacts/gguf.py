@@ -1,0 +1,236 @@
+"""The GGUF reader: header and metadata from :mod:`gguf_index`, a lazy tensor catalog on top.
+
+Invariants:
+- Opening reads the header, metadata and tensor infos only; tensor bytes are touched when a
+  tensor (or a slice of it) is read, through :class:`~nneditor.tensors.ggml.GGMLLoader`.
+- Every tensor is checked before it is accepted: known or unknown type, element count within
+  64 bits, rows a whole number of blocks, offset aligned, bytes inside the file, no overlap
+  with another tensor. An unknown type is listed (encoding ``"unknown type N"``) with a loader
+  that explains why it cannot be read; nothing about its size is guessed.
+- Catalog shapes are numpy order (``reversed(ne)``); ``dtype`` is the decoded dtype (float32
+  for quantized types, the plain dtype for F16/BF16/int types) and ``encoding`` the ggml type.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from nneditor.artifacts.gguf_index import FORMAT, GGUFIndex, TensorInfo, parse_index
+from nneditor.errors import ArtifactError
+from nneditor.io.identity import fast_identity
+from nneditor.io.source import ByteSource, open_source
+from nneditor.model import capabilities
+from nneditor.model.capabilities import no, yes
+from nneditor.model.document import Document
+from nneditor.model.tensor import TensorCatalog, TensorRef
+from nneditor.tensors.ggml import Q2_0_LEGACY, GGMLType, ggml_type, make_loader
+from nneditor.tensors.loaders import UnavailableLoader
+
+GRAPH_REASON = (
+    "a graph for known GGUF architectures is synthesized by the semantic layer (coming next)"
+)
+EXPORT_REASON = "exporting weights from GGUF files is not implemented yet"
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """A validated tensor: its type (None if unknown), numpy shape and absolute byte range."""
+
+    info: TensorInfo
+    type: GGMLType | None
+    shape: tuple[int, ...]
+    offset: int
+    nbytes: int
+    block: tuple[int, int] | None
+
+
+def open_document(path: Path) -> Document:
+    """Open a GGUF file lazily. Raises ArtifactError with a sentence for malformed files."""
+    source = open_source(path)
+    try:
+        index = parse_index(source)
+        layouts = validate_tensors(index, source)
+        catalog = TensorCatalog(_ref(source, lay) for lay in layouts)
+        identity = fast_identity(source, source.mtime_ns)
+    except BaseException:
+        source.close()
+        raise
+    caps = capabilities.build(
+        inspect=yes(),
+        read_tensors=yes(),
+        view_graph=no(GRAPH_REASON),
+        export_weights=no(EXPORT_REASON),
+    )
+    tree = {
+        "gguf": {
+            "version": index.version,
+            "alignment": index.alignment,
+            "tensor_infos_end": index.infos_end,
+            "data_offset": index.data_offset,
+            "value_types": index.value_types,
+        }
+    }
+    return Document(
+        format=FORMAT,
+        format_version=str(index.version),
+        path=Path(path),
+        size_bytes=source.size,
+        identity=identity,
+        metadata=index.metadata,
+        tensors=catalog,
+        graph=None,
+        graph_unavailable_reason=GRAPH_REASON,
+        capabilities=caps,
+        tree=tree,
+        sources=[source],
+        notes=index.notes,
+    )
+
+
+def validate_tensors(index: GGUFIndex, source: ByteSource) -> list[_Layout]:
+    """Check every tensor info against the type table and the file; return their layouts."""
+    ends = _span_ends(index, source.size)
+    seen: dict[str, int] = {}
+    layouts: list[_Layout] = []
+    for i, info in enumerate(index.tensors):
+        if info.name in seen:
+            raise _error(
+                source,
+                f"tensor name {info.name!r} appears twice (tensor infos {seen[info.name]} and {i})",
+                info.info_offset,
+            )
+        seen[info.name] = i
+        layouts.append(_layout(index, source, info, ends[i]))
+    _check_overlaps(source, layouts)
+    return layouts
+
+
+def _layout(index: GGUFIndex, source: ByteSource, info: TensorInfo, span_end: int) -> _Layout:
+    count = math.prod(info.ne)
+    if count >= 1 << 63:
+        raise _error(
+            source,
+            f"tensor {info.name!r} has dimensions {list(info.ne)} whose element count {count} "
+            "does not fit in 64 bits",
+            info.info_offset,
+        )
+    if info.rel_offset % index.alignment:
+        raise _error(
+            source,
+            f"tensor {info.name!r} starts at data offset {info.rel_offset}, which is not a "
+            f"multiple of the file's alignment {index.alignment}",
+            info.info_offset,
+        )
+    offset = index.data_offset + info.rel_offset
+    shape = tuple(reversed(info.ne))
+    t = ggml_type(info.type_id)
+    if t is None:
+        if offset > source.size:
+            raise _past_end(source, info, f"type {info.type_id}", offset, 0)
+        return _Layout(info, None, shape, offset, 0, None)
+    ne0 = info.ne[0] if info.ne else 1
+    if ne0 % t.block_size:
+        raise _error(
+            source,
+            f"tensor {info.name!r} has rows of {ne0} elements, not a multiple of the "
+            f"{t.name} block size {t.block_size}",
+            info.info_offset,
+        )
+    block = (t.block_size, t.type_size)
+    nbytes = count // t.block_size * t.type_size
+    if t.name == "Q2_0":
+        block, nbytes = _q2_0_block(count, nbytes, span_end - info.rel_offset)
+        if block == Q2_0_LEGACY:
+            index.notes.append(
+                f"tensor {info.name!r}: Q2_0 read as the legacy group-128 layout (34-byte "
+                "blocks) because the official 64-element layout does not fit its bytes"
+            )
+    if offset + nbytes > source.size:
+        raise _past_end(source, info, t.name, offset, nbytes)
+    return _Layout(info, t, shape, offset, nbytes, block)
+
+
+def _q2_0_block(count: int, nbytes: int, span: int) -> tuple[tuple[int, int], int]:
+    """Q2_0's block geometry: the official one unless only the legacy one fits the bytes."""
+    legacy_bs, legacy_ts = Q2_0_LEGACY
+    legacy = count // legacy_bs * legacy_ts
+    if nbytes > span and count % legacy_bs == 0 and legacy <= span:
+        return Q2_0_LEGACY, legacy
+    return (64, 18), nbytes
+
+
+def _span_ends(index: GGUFIndex, size: int) -> list[int]:
+    """For each tensor, the relative offset where the next tensor (or the file) begins."""
+    data_size = size - index.data_offset
+    order = sorted(range(len(index.tensors)), key=lambda i: index.tensors[i].rel_offset)
+    ends = [data_size] * len(index.tensors)
+    for a, b in zip(order, order[1:], strict=False):
+        ends[a] = index.tensors[b].rel_offset
+    return ends
+
+
+def _check_overlaps(source: ByteSource, layouts: list[_Layout]) -> None:
+    sized = sorted((lay for lay in layouts if lay.nbytes), key=lambda lay: lay.offset)
+    for a, b in zip(sized, sized[1:], strict=False):
+        if a.offset + a.nbytes > b.offset:
+            raise _error(
+                source,
+                f"tensors {a.info.name!r} (bytes {a.offset} to {a.offset + a.nbytes}) and "
+                f"{b.info.name!r} (bytes {b.offset} to {b.offset + b.nbytes}) overlap",
+                b.offset,
+            )
+
+
+def _ref(source: ByteSource, lay: _Layout) -> TensorRef:
+    info = lay.info
+    if lay.type is None:
+        reason = (
+            f"tensor {info.name!r} has unknown ggml type {info.type_id}; NNEditor cannot "
+            "decode it (the file may come from a newer or forked llama.cpp)"
+        )
+        return TensorRef(
+            name=info.name,
+            dtype="float32",
+            shape=lay.shape,
+            nbytes=0,
+            encoding=f"unknown type {info.type_id}",
+            loader=UnavailableLoader(reason),
+            offset=lay.offset,
+            info={"ggml_type": info.type_id, "block_size": None, "type_size": None},
+        )
+    t = lay.type
+    assert lay.block is not None
+    return TensorRef(
+        name=info.name,
+        dtype=t.dtype,
+        shape=lay.shape,
+        nbytes=lay.nbytes,
+        encoding=t.name,
+        loader=make_loader(source, lay.offset, t.id, lay.shape),
+        offset=lay.offset,
+        info={
+            "ggml_type": t.id,
+            "block_size": lay.block[0],
+            "type_size": lay.block[1],
+            "ne": list(info.ne),
+        },
+    )
+
+
+def _error(source: ByteSource, detail: str, offset: int) -> ArtifactError:
+    return ArtifactError(detail, format=FORMAT, path=source.label, offset=offset)
+
+
+def _past_end(
+    source: ByteSource, info: TensorInfo, type_name: str, offset: int, nbytes: int
+) -> ArtifactError:
+    return ArtifactError(
+        f"tensor {info.name!r} ({type_name}, {nbytes} bytes at byte {offset}) runs past the "
+        f"end of the {source.size}-byte file",
+        format=FORMAT,
+        path=source.label,
+        offset=info.info_offset,
+        hint="the file is truncated or its tensor offsets are corrupt",
+    )

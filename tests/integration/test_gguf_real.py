@@ -1,0 +1,81 @@
+"""The real SmolLM2-135M-Instruct Q4_1 GGUF against gguf-py's GGUFReader and dequantize."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+import gguf
+import numpy as np
+import pytest
+from gguf import quants
+
+import nneditor
+from nneditor.artifacts.gguf_arrays import NumericArray, StringArray
+
+pytestmark = pytest.mark.realdata
+NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="module")
+def model(realdata):
+    path = realdata(NAME)
+    return path, gguf.GGUFReader(path)
+
+
+def test_metadata_equals_reader(model) -> None:
+    path, reader = model
+    before = (hashlib.sha256(path.read_bytes()).hexdigest(), os.stat(path).st_mtime_ns)
+    start = time.perf_counter()
+    doc = nneditor.open(path)
+    assert time.perf_counter() - start < 2.0
+    md = doc.metadata
+    assert doc.format == "gguf" and doc.format_version == "3"
+    assert md["general.architecture"] == "llama" and md["llama.block_count"] == 30
+    tokens = md["tokenizer.ggml.tokens"]
+    assert isinstance(tokens, StringArray) and len(tokens) == 49152
+    assert isinstance(md["tokenizer.ggml.token_type"], NumericArray)
+    assert "im_start" in md["tokenizer.chat_template"]
+    assert set(md) == set(reader.fields)
+    for name, field in reader.fields.items():
+        value = md[name]
+        if isinstance(value, (StringArray, NumericArray)):
+            value = value.tolist()
+        assert value == field.contents(), name
+    doc.close()
+    assert (hashlib.sha256(path.read_bytes()).hexdigest(), os.stat(path).st_mtime_ns) == before
+
+
+def test_tensor_catalog_equals_reader(model) -> None:
+    path, reader = model
+    with nneditor.open(path) as doc:
+        assert list(doc.tensors) == [t.name for t in reader.tensors]
+        assert len(doc.tensors) == 272
+        for t in reader.tensors:
+            ref = doc.tensors[t.name]
+            assert ref.shape == tuple(reversed(t.shape.tolist())), t.name
+            assert ref.encoding == t.tensor_type.name, t.name
+            assert ref.nbytes == t.n_bytes and ref.offset == t.data_offset, t.name
+        assert {r.encoding for r in doc.tensors.values()} == {"Q4_1", "Q8_0", "F32"}
+
+
+def test_block_and_embedding_values(model) -> None:
+    path, reader = model
+    sample = [
+        t for t in reader.tensors if t.name.startswith("blk.7.") or t.name == "token_embd.weight"
+    ]
+    assert len(sample) == 10
+    with nneditor.open(path) as doc:
+        for t in sample:
+            want = quants.dequantize(np.array(t.data), t.tensor_type)
+            want = want.reshape(tuple(reversed(t.shape.tolist())))
+            ref = doc.tensors[t.name]
+            np.testing.assert_array_equal(ref.read(), want, t.name)
+            if want.ndim == 2:
+                np.testing.assert_array_equal(ref.read("100:103, 64:200"), want[100:103, 64:200])
+        emb = doc.tensors["token_embd.weight"]
+        want = quants.dequantize(
+            np.array(reader.get_tensor(0).data), reader.get_tensor(0).tensor_type
+        )
+        np.testing.assert_array_equal(emb.read("49151"), want.reshape(emb.shape)[49151])
