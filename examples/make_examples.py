@@ -44,10 +44,12 @@ class Builder:
 
 
 def layer_norm(b: Builder, scope: str, x: str) -> str:
+    """LayerNorm whose weights are named ``scope.weight`` and whose node sits in /scope/."""
     g = b.weight(f"{scope}.weight", (DIM,), 0.0)
     b.inits[-1] = numpy_helper.from_array(np.ones(DIM, np.float32), g)
     beta = b.weight(f"{scope}.bias", (DIM,), 0.0)
-    return b.op(f"/{scope}", "LayerNormalization", [x, g, beta], axis=-1, epsilon=1e-5)
+    path = "/" + scope.replace(".ln", "/ln").replace("blocks.", "blocks.")
+    return b.op(path, "LayerNormalization", [x, g, beta], axis=-1, epsilon=1e-5)
 
 
 def attention(b: Builder, i: int, x: str) -> str:

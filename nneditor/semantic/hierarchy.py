@@ -90,6 +90,8 @@ class Hierarchy:
     patterns: list[Pattern]
     node_group: list[Group]  # innermost group of each top-level node
     mode: str  # "scopes" | "repetition" | "flat"
+    #: patterns found inside subgraphs (If/Loop/Scan bodies), by (owner node index, attribute)
+    nested_patterns: dict[tuple[int, str], list[Pattern]] = field(default_factory=dict)
 
     def groups(self, kind: str | None = None) -> list[Group]:
         return [g for g in self.root.walk() if kind is None or g.kind == kind]
@@ -107,6 +109,8 @@ class Hierarchy:
 
     def summary(self) -> dict[str, Any]:
         counts = Counter(p.kind for p in self.patterns)
+        for found in self.nested_patterns.values():
+            counts.update(p.kind for p in found)
         return {
             "mode": self.mode,
             "levels": self.level_counts(),
@@ -139,7 +143,39 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
     for g in root.walk():
         _annotate(g, ix, patterns)
     _signatures(root, ix)
-    return Hierarchy(graph, root, patterns, node_group, mode)
+    nested = _nested_patterns(graph, tensors)
+    _describe_control_flow(patterns, nested, graph)
+    return Hierarchy(graph, root, patterns, node_group, mode, nested)
+
+
+def _nested_patterns(
+    graph: Graph, tensors: Mapping[str, TensorRef] | None, depth: int = 0
+) -> dict[tuple[int, str], list[Pattern]]:
+    """Patterns inside every subgraph (recursively flattened onto the top-level owner node)."""
+    out: dict[tuple[int, str], list[Pattern]] = {}
+    if depth > 16:
+        return out
+    for i, node in enumerate(graph.nodes):
+        for attr, sub in node.subgraphs.items():
+            found = list(detect_all(GraphIndex(sub, tensors)))
+            for inner in _nested_patterns(sub, tensors, depth + 1).values():
+                found.extend(inner)
+            if found:
+                out[(i, attr)] = found
+    return out
+
+
+def _describe_control_flow(
+    patterns: list[Pattern], nested: dict[tuple[int, str], list[Pattern]], graph: Graph
+) -> None:
+    for p in patterns:
+        if p.kind not in ("control_flow", "recurrent") or not graph.nodes[p.anchor].subgraphs:
+            continue
+        inner = Counter(q.kind for (i, _a), found in nested.items() if i == p.anchor for q in found)
+        inner.pop("control_flow", None)
+        if inner:
+            parts = ", ".join(f"{n} {k}" for k, n in sorted(inner.items()))
+            p.explanation = p.explanation.rstrip(".") + f"; its bodies contain {parts}."
 
 
 # ---------------------------------------------------------------------------- scopes mode
@@ -362,7 +398,7 @@ def _annotate(g: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
     if not g.patterns:
         g.patterns = [p for p in inside if p.kind != "residual"] if g.kind == "layer" else inside
     kinds = Counter(p.kind for p in g.patterns if p.kind != "residual")
-    if g.kind == "layer":
+    if g.kind == "layer" or (g.kind == "stage" and g.category != "stack" and not g.children):
         if not g.category:
             if kinds:
                 g.category = _main_kind(kinds)

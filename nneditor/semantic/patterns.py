@@ -234,8 +234,11 @@ def _unfused_attention(ix: GraphIndex, s: int) -> Pattern | None:
     projections: list[int] = []
     q_in, k_in = ix.nodes[scores].inputs[:2]
     v_in = next((n for n in ix.nodes[ctx].inputs if ix.producer.get(n) not in members), "")
+    q_chain: list[int] = []
     for value in (q_in, k_in, v_in):
         proj, chain = _projection(ix, value)
+        if value == q_in:
+            q_chain = chain
         members.update(chain)
         reshapes.extend(c for c in chain if ix.op(c) == "Reshape")
         if proj is not None:
@@ -245,7 +248,7 @@ def _unfused_attention(ix: GraphIndex, s: int) -> Pattern | None:
     members.update(out_chain)
     if out_proj is not None:
         members.add(out_proj)
-    scale = _scale_text(ix, score_path)
+    scale = _scale_text(ix, score_path) or _scale_text(ix, q_chain, pre_scaled=True)
     heads, head_dim, shape_text = _heads(ix, reshapes)
     kv_heads = _kv_heads(ix, reshapes, heads)
     text = f"Attention: Softmax over MatMul(Q, Kᵀ){scale} followed by MatMul with V"
@@ -304,7 +307,8 @@ def _forward_projection(ix: GraphIndex, ctx: int) -> tuple[int | None, list[int]
     return None, chain
 
 
-def _scale_text(ix: GraphIndex, path: list[int]) -> str:
+def _scale_text(ix: GraphIndex, path: list[int], pre_scaled: bool = False) -> str:
+    """ "/√d" text for a scalar Div/Mul on the score path (or on Q before the MatMul)."""
     for n in path:
         op = ix.op(n)
         if op not in ("Div", "Mul"):
@@ -317,31 +321,65 @@ def _scale_text(ix: GraphIndex, path: list[int]) -> str:
             if op == "Mul" and v != 0:
                 v = 1.0 / v
             sq = v * v
-            if abs(sq - round(sq)) < 1e-3 and round(sq) > 1:
-                return f"/√{round(sq)}"
-            return f"/{v:g}"
+            text = f"/√{round(sq)}" if abs(sq - round(sq)) < 1e-3 and round(sq) > 1 else f"/{v:g}"
+            return f" (Q pre-scaled {text})" if pre_scaled else text
     return ""
 
 
-def _heads(ix: GraphIndex, reshapes: list[int]) -> tuple[int | None, int | None, str]:
+def _shape_values(ix: GraphIndex, value: str, depth: int = 0) -> list[int | None] | None:
+    """Statically known entries of a shape tensor: constants, Concat/Cast/Unsqueeze of
+    constants; unknown entries (computed at run time) are None."""
+    c = ix.constant(value, 8)
+    if c is not None:
+        return [int(v) for v in np.asarray(c).reshape(-1)]
+    p = ix.producer.get(value)
+    if p is None or depth > 4:
+        return None
+    node = ix.nodes[p]
+    if node.op_type in ("Cast", "Unsqueeze", "Identity") and node.inputs:
+        return _shape_values(ix, node.inputs[0], depth + 1)
+    if node.op_type == "Concat":
+        out: list[int | None] = []
+        for name in node.inputs:
+            part = _shape_values(ix, name, depth + 1)
+            out.extend(part if part is not None else [None])
+        return out
+    return None
+
+
+def _reshape_targets(ix: GraphIndex, reshapes: list[int]) -> list[list[int | None]]:
+    out = []
     for r in reshapes:
-        if len(ix.nodes[r].inputs) < 2:
-            continue
-        shape = ix.constant(ix.nodes[r].inputs[1], 8)
-        if shape is not None and shape.size == 4 and shape[2] > 0 and shape[3] > 0:
-            vals = [int(v) for v in shape.reshape(-1)]
-            return vals[2], vals[3], "[" + ", ".join(map(str, vals)) + "]"
+        if len(ix.nodes[r].inputs) >= 2:
+            vals = _shape_values(ix, ix.nodes[r].inputs[1])
+            if vals is not None:
+                out.append(vals)
+    return out
+
+
+def _split_heads(vals: list[int | None]) -> tuple[int, int] | None:
+    """(heads, head_dim) from a head-splitting reshape target: [b, s, H, D] or [b, s, 3, H, D]."""
+    if len(vals) == 4 and vals[2] and vals[3] and vals[2] > 0 and vals[3] > 0:
+        return vals[2], vals[3]
+    if len(vals) == 5 and vals[2] in (2, 3) and vals[3] and vals[4] and vals[3] > 0 and vals[4] > 0:
+        return vals[3], vals[4]
+    return None
+
+
+def _fmt_shape(vals: list[int | None]) -> str:
+    return "[" + ", ".join("?" if v is None else str(v) for v in vals) + "]"
+
+
+def _heads(ix: GraphIndex, reshapes: list[int]) -> tuple[int | None, int | None, str]:
+    for vals in _reshape_targets(ix, reshapes):
+        hd = _split_heads(vals)
+        if hd:
+            return hd[0], hd[1], _fmt_shape(vals)
     return None, None, ""
 
 
 def _kv_heads(ix: GraphIndex, reshapes: list[int], heads: int | None) -> int | None:
-    found = set()
-    for r in reshapes:
-        if len(ix.nodes[r].inputs) < 2:
-            continue
-        shape = ix.constant(ix.nodes[r].inputs[1], 8)
-        if shape is not None and shape.size == 4 and shape[2] > 0:
-            found.add(int(shape.reshape(-1)[2]))
+    found = {hd[0] for vals in _reshape_targets(ix, reshapes) if (hd := _split_heads(vals))}
     smaller = [h for h in found if heads and h < heads]
     return min(smaller) if smaller else heads
 

@@ -36,6 +36,15 @@ def test_inspect_json_contract_on_example():
     assert r["graph"]["opsets"] == {"ai.onnx": 20}
     assert r["graph_unavailable_reason"] == ""
     assert r["capabilities"]["read_tensors"] == {"available": True, "reason": ""}
+    h = r["hierarchy"]
+    assert h["levels"] == {
+        "architecture": 4,
+        "blocks": 2,
+        "layers": 8,
+        "operators": len(ref.graph.node),
+    }
+    assert [b["name"] for b in h["blocks"]] == ["blocks.0", "blocks.1"]
+    assert {"kind": "attention", "count": 2} in h["patterns"]
 
 
 def test_inspect_text_summary():

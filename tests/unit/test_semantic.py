@@ -43,7 +43,8 @@ def test_example_hierarchy_levels_and_patterns():
         total = sum(len(g.nodes) for g in h.root.walk())
         assert total == len(doc.graph.nodes)
         # block boundaries: one residual input, parameters counted
-        assert blocks[0].param_count == 4 * 32 * 32 + 2 * 32 * 64 + 4 * 32 + 4 + 1
+        # weights: q,k,v,o (32x32), fc1, fc2 (32x64), two LayerNorms (32+32 each), shape constants 4 + 3, scale 1
+        assert blocks[0].param_count == 4 * 32 * 32 + 2 * 32 * 64 + 2 * 64 + 4 + 3 + 1
         assert blocks[0].signature == blocks[1].signature
         s = h.summary()
         assert s["levels"] == {
