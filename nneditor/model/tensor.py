@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,7 @@ class TensorRef:
     @property
     def size(self) -> int:
         """Number of elements."""
-        return int(np.prod(self.shape, dtype=np.int64)) if self.shape else 1
+        return math.prod(self.shape)
 
     def read(self, key: Key | str | None = None) -> np.ndarray:
         """Decoded values, or a slice given as a key tuple or a string like ``"0:2,:,5"``."""
@@ -68,7 +69,9 @@ def _key_text(k: object) -> str:
         return "..."
     if isinstance(k, slice):
         if k.step not in (None, 1):
-            return f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}:{k.step}"
+            return (
+                f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}:{k.step}"
+            )
         return f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"
     return str(int(k))  # type: ignore[call-overload]
 

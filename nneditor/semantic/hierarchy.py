@@ -50,10 +50,48 @@ class Group:
     patterns: list[Pattern] = field(default_factory=list)
     explanation: str = ""
     name_only: bool = False
-    inputs: list[str] = field(default_factory=list)
-    outputs: list[str] = field(default_factory=list)
-    param_count: int = 0
-    signature: str = ""
+    #: set once the hierarchy is built; boundary values, parameters and the structure
+    #: signature are computed on first use (most groups are never displayed)
+    index: GraphIndex | None = field(default=None, repr=False)
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def inputs(self) -> list[str]:
+        """Activation values entering the group (weights excluded), in first-use order."""
+        return list(self._boundary()["inputs"])
+
+    @property
+    def outputs(self) -> list[str]:
+        """Values produced inside and used outside (or graph outputs)."""
+        return list(self._boundary()["outputs"])
+
+    @property
+    def weights(self) -> list[str]:
+        return list(self._boundary()["weights"])
+
+    @property
+    def param_count(self) -> int:
+        return int(self._boundary()["params"])
+
+    @property
+    def signature(self) -> str:
+        """Name-independent structure hash (equal for repeated blocks)."""
+        if "signature" not in self._cache:
+            ix = self.index
+            self._cache["signature"] = (
+                segment_signature(ix.nodes, self.all_nodes(), ix.initializers)
+                if ix is not None and self.kind in ("block", "layer")
+                else ""
+            )
+        return str(self._cache["signature"])
+
+    def _boundary(self) -> dict[str, Any]:
+        if "inputs" not in self._cache:
+            if self.index is None:
+                self._cache.update(inputs=[], outputs=[], weights=[], params=0)
+            else:
+                self._cache.update(_boundary(set(self.all_nodes()), self.index))
+        return self._cache
 
     def all_nodes(self) -> list[int]:
         out = list(self.nodes)
@@ -140,9 +178,16 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
     _make_layers(root, ix, patterns)
     _assign_parents(root)
     node_group = _innermost(root, n)
+    inside: dict[int, list[Pattern]] = {}
+    for p in patterns:
+        g: Group | None = node_group[p.anchor] if 0 <= p.anchor < n else None
+        while g is not None:
+            inside.setdefault(id(g), []).append(p)
+            g = g.parent
     for g in root.walk():
-        _annotate(g, ix, patterns)
-    _signatures(root, ix)
+        _annotate(g, inside.get(id(g), []))
+    for g in root.walk():
+        g.index = ix
     nested = _nested_patterns(graph, tensors)
     _describe_control_flow(patterns, nested, graph)
     return Hierarchy(graph, root, patterns, node_group, mode, nested)
@@ -390,11 +435,10 @@ def _make_layers(root: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
 # ---------------------------------------------------------------------------- annotation
 
 
-def _annotate(g: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
+def _annotate(g: Group, inside: list[Pattern]) -> None:
+    """Category, explanation and patterns of a group from the patterns anchored inside it."""
     if g.kind == "model":
         return
-    members = set(g.all_nodes())
-    inside = [p for p in patterns if p.anchor in members]
     if not g.patterns:
         g.patterns = [p for p in inside if p.kind != "residual"] if g.kind == "layer" else inside
     kinds = Counter(p.kind for p in g.patterns if p.kind != "residual")
@@ -426,7 +470,6 @@ def _annotate(g: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
         g.category = _hint(g.name) or (_main_kind(kinds) if kinds else "")
     elif g.kind == "stage":
         g.explanation = f"A stack of {len(g.children)} blocks."
-    _boundary(g, members, ix)
 
 
 def _main_kind(kinds: Counter[str]) -> str:
@@ -443,7 +486,7 @@ def _hint(name: str) -> str:
     return ""
 
 
-def _boundary(g: Group, members: set[int], ix: GraphIndex) -> None:
+def _boundary(members: set[int], ix: GraphIndex) -> dict[str, Any]:
     produced: set[str] = set()
     for i in members:
         produced.update(o for o in ix.nodes[i].outputs if o)
@@ -458,24 +501,17 @@ def _boundary(g: Group, members: set[int], ix: GraphIndex) -> None:
             else:
                 ins[name] = None
     graph_outputs = {vi.name for vi in ix.graph.outputs}
-    outs = []
-    for name in sorted(produced, key=lambda v: ix.producer.get(v, 0)):
-        if name in graph_outputs or any(c not in members for c in ix.consumers.get(name, ())):
-            outs.append(name)
-    g.inputs = list(ins)
-    g.outputs = outs
-    total = 0
+    outs = [
+        name
+        for name in sorted(produced, key=lambda v: ix.producer.get(v, 0))
+        if name in graph_outputs or any(c not in members for c in ix.consumers.get(name, ()))
+    ]
+    params = 0
     for w in weights:
         ref = ix.tensors.get(w)
         if ref is not None:
-            total += ref.size
-    g.param_count = total
-
-
-def _signatures(root: Group, ix: GraphIndex) -> None:
-    for g in root.walk():
-        if g.kind in ("block", "layer"):
-            g.signature = segment_signature(ix.nodes, g.all_nodes(), ix.initializers)
+            params += ref.size
+    return {"inputs": list(ins), "outputs": outs, "weights": list(weights), "params": params}
 
 
 def _assign_parents(root: Group) -> None:
