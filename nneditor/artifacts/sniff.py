@@ -65,10 +65,36 @@ def sniff_bytes(head: bytes, size: int, path: Path | None = None) -> str | None:
         return "pytorch"
     if _is_stablehlo_text(head):
         return "stablehlo"
+    if _is_coreml(head):
+        return "coreml"
     proto = _sniff_protobuf(head, size)
     if proto:
         return proto
     return None
+
+
+def _is_coreml(head: bytes) -> bool:
+    """Core ML Model: specificationVersion (1), description (2), isUpdatable (10), then the
+    model-type field (>= 200) whose payload may run far past the head (large weights)."""
+    pos = 0
+    seen: list[tuple[int, int]] = []
+    try:
+        while pos < len(head) and len(seen) < 8:
+            tag, pos = protowire.read_varint(head, pos, len(head))
+            seen.append((tag >> 3, tag & 7))
+            if tag >> 3 >= 200 or tag & 7 not in (0, 2):
+                break
+            value, pos = protowire.read_varint(head, pos, len(head))
+            pos += value if tag & 7 == 2 else 0
+    except protowire.WireError:
+        return False
+    return (
+        len(seen) >= 2
+        and seen[0] == (1, 0)
+        and seen[-1][0] >= 200
+        and seen[-1][1] == 2
+        and all(f in (1, 2, 10) for f, _ in seen[:-1])
+    )
 
 
 def _is_safetensors(head: bytes, size: int) -> bool:
@@ -103,7 +129,8 @@ def _is_stablehlo_text(head: bytes) -> bool:
     stripped = "\n".join(
         line for line in text.splitlines() if not line.lstrip().startswith("//")
     ).lstrip()
-    if not (stripped.startswith("module") or stripped.startswith("func.func") or stripped.startswith("#")):
+    starts = ("module", "func.func", "#", "!", '"builtin.module"', '"func.func"')
+    if not stripped.startswith(starts):
         return False
     return any(m in text for m in ("stablehlo.", "mhlo.", "chlo.", "func.func"))
 
