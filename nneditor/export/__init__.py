@@ -1,0 +1,1 @@
+"""Staged, validated, atomic export of revisions (ONNX) and weights-only artifacts."""

@@ -1,0 +1,131 @@
+"""Weights-only export to safetensors, for formats whose topology NNEditor cannot write.
+
+The output holds decoded tensor values only — no graph, no code — and says so in its
+``__metadata__`` ("nneditor.weights_only": "true"). Block-quantized GGUF tensors are written
+dequantized (float32); sub-byte integers widen to int8/uint8; string tensors are skipped with a
+note. Written streaming (one tensor decoded at a time) to a staging file, re-read with the
+safetensors library, then renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from nneditor import __version__
+from nneditor.errors import NNEditorError
+from nneditor.jobs import JobHandle
+from nneditor.model.document import Document
+from nneditor.tensors.dtypes import numpy_dtype
+
+_CODES = {
+    "float64": "F64",
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint64": "U64",
+    "uint32": "U32",
+    "uint16": "U16",
+    "uint8": "U8",
+    "bool": "BOOL",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "complex64": "C64",
+}
+_WIDEN = {"int4": "int8", "uint4": "uint8", "int2": "int8", "uint2": "uint8"}
+
+
+class WeightsExportError(NNEditorError):
+    pass
+
+
+def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -> dict[str, object]:
+    handle = handle or JobHandle()
+    dest = Path(dest).resolve()
+    if dest.suffix != ".safetensors":
+        raise WeightsExportError(
+            f"weights-only exports are safetensors files; name the output *.safetensors, not {dest.name!r}"
+        )
+    if dest == Path(doc.path).resolve():
+        raise WeightsExportError("the destination is the source file; choose a new file")
+    plan = []
+    notes = []
+    offset = 0
+    for ref in doc.tensors.values():
+        dtype = _WIDEN.get(ref.dtype, ref.dtype)
+        if dtype not in _CODES:
+            if ref.dtype == "string":
+                notes.append(f"skipped {ref.name!r}: string tensors have no safetensors dtype")
+                continue
+            dtype = "float32"
+        nbytes = ref.size * numpy_dtype(dtype).itemsize
+        plan.append((ref, dtype, offset, nbytes))
+        offset += nbytes
+    header: dict[str, object] = {
+        "__metadata__": {
+            "nneditor.weights_only": "true",
+            "nneditor.note": "weights only: this file holds no graph or code",
+            "nneditor.source": Path(doc.path).name,
+            "nneditor.source_format": doc.format,
+            "nneditor.version": __version__,
+        }
+    }
+    for ref, dtype, off, nbytes in plan:
+        header[ref.name] = {
+            "dtype": _CODES[dtype],
+            "shape": list(ref.shape),
+            "data_offsets": [off, off + nbytes],
+        }
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * ((-len(raw)) % 8)
+    fd, tmp = tempfile.mkstemp(prefix=".nneditor-", suffix=".safetensors", dir=dest.parent)
+    t0 = time.perf_counter()
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(len(raw).to_bytes(8, "little"))
+            fh.write(raw)
+            done = 0
+            for ref, dtype, _off, nbytes in plan:
+                handle.check_cancelled()
+                arr = np.ascontiguousarray(ref.read().astype(numpy_dtype(dtype), copy=False))
+                if arr.nbytes != nbytes:
+                    raise WeightsExportError(
+                        f"{ref.name!r} decoded to {arr.nbytes} bytes, expected {nbytes}"
+                    )
+                fh.write(arr.tobytes())
+                done += nbytes
+                handle.progress(done, offset, "writing weights")
+            fh.flush()
+            os.fsync(fh.fileno())
+        _verify(Path(tmp), len(plan))
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return {
+        "path": str(dest),
+        "tensors": len(plan),
+        "bytes": offset,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "weights_only": True,
+        "notes": notes,
+    }
+
+
+def _verify(path: Path, count: int) -> None:
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        return
+    with safe_open(str(path), "np") as fh:
+        if len(list(fh.keys())) != count:
+            raise WeightsExportError("the written safetensors file does not list every tensor")
