@@ -116,7 +116,8 @@ def _is_pickle(head: bytes) -> bool:
     # pickle first. Protocol 0/1 pickles of dicts start with '(' or '}' / ']' markers.
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return True
-    return False
+    # Legacy torch.save with pickle_protocol 0/1: the magic number as a text LONG.
+    return head.startswith(b"L119547037146038801333356L\n.")
 
 
 def _is_stablehlo_text(head: bytes) -> bool:

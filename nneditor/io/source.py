@@ -88,6 +88,8 @@ class FileSource(ByteSource):
     def view(self, offset: int, length: int) -> memoryview:
         self.check_range(offset, length)
         if self._mv is None:
+            if length and self._fh.closed:
+                raise ValueError(f"{self.label} was closed; reopen the document to read it")
             return memoryview(b"")
         return self._mv[offset : offset + length]
 

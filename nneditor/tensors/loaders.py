@@ -136,7 +136,7 @@ class DecodedLoader(TensorLoader):
             return arr.reshape(shape)
 
         arr = DECODED.get_or_make(self.cache_key, make)
-        return np.array(arr if key is None else arr[key], copy=True)
+        return np.array(arr if key is None else arr[key], dtype=arr.dtype, copy=True)
 
 
 class ArrayLoader(TensorLoader):
@@ -145,7 +145,7 @@ class ArrayLoader(TensorLoader):
 
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         arr = self.array.reshape(shape)
-        return np.array(arr if key is None else arr[key], copy=True)
+        return np.array(arr if key is None else arr[key], dtype=arr.dtype, copy=True)
 
 
 class UnavailableLoader(TensorLoader):
