@@ -11,7 +11,22 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from nneditor.api import open  # noqa: A004 - the API's entry point is deliberately `open`
+from typing import TYPE_CHECKING
+
 from nneditor.errors import ArtifactError, NNEditorError
+
+if TYPE_CHECKING:
+    from nneditor.api import open  # noqa: A004 - the API's entry point is deliberately `open`
+
+
+def __getattr__(name: str) -> object:
+    # Lazy, so worker processes (`python -m nneditor.scripting.worker`) do not pay for
+    # importing the whole reader stack (ml_dtypes alone takes about a second) at start.
+    if name == "open":
+        from nneditor.api import open as api_open
+
+        return api_open
+    raise AttributeError(f"module 'nneditor' has no attribute {name!r}")
+
 
 __all__ = ["ArtifactError", "NNEditorError", "__version__", "open"]
