@@ -160,18 +160,18 @@ def _metadata(model: Any, graph: Graph, external: ExternalData) -> dict[str, Any
 
 
 def _capabilities() -> caps.Capabilities:
-    later = "comes in a later release of the ONNX editor"
+    entry = "edits apply to the entry graph; subgraph bodies (If/Loop/Scan) are read-only"
     return caps.build(
         inspect=caps.yes(),
         read_tensors=caps.yes(),
         view_graph=caps.yes(),
-        edit_graph=caps.no(f"ONNX graph editing {later}"),
-        edit_tensors=caps.no(f"ONNX tensor editing {later}"),
-        quantize=caps.no(f"ONNX quantization {later}"),
-        prune=caps.no(f"ONNX pruning {later}"),
-        export_revision=caps.no(f"exporting ONNX revisions {later}"),
-        export_weights=caps.no("an ONNX model is exported as a revision, not as loose weights"),
-        trace=caps.no(f"ONNX activation tracing {later}"),
+        edit_graph=caps.yes(entry),
+        edit_tensors=caps.yes("same-length byte ranges of raw entry-graph initializers"),
+        quantize=caps.no("quantization is not available in this build yet"),
+        prune=caps.no("pruning is not available in this build yet"),
+        export_revision=caps.yes("validated with the ONNX checker before it is published"),
+        export_weights=caps.no("an ONNX model is exported as a validated revision, not as loose weights"),
+        trace=caps.no("activation tracing is not available in this build yet"),
     )
 
 
