@@ -164,7 +164,7 @@ class EditState:
         if attr not in sch.attributes:
             allowed = ", ".join(sorted(sch.attributes)) or "none"
             raise EditError(f"{p.op_type} has no attribute {attr!r}; it accepts: {allowed}")
-        atype = sch.attributes[attr].type
+        atype: int = sch.attributes[attr].type.value  # type: ignore[attr-defined]  # AttrType enum -> AttributeProto code
         value = _coerce(c["value"], atype, f"{p.op_type}.{attr}")
         old = next((helper.get_attribute_value(a) for a in p.attribute if a.name == attr), None)
         kept = [a for a in p.attribute if a.name != attr]
@@ -311,13 +311,13 @@ class EditState:
 
     # ------------------------------------------------------------------ validation
     def init_types(self) -> dict[str, tuple[int, list[int]]]:
-        out = {}
+        out: dict[str, tuple[int, list[int]]] = {}
         g = self.doc.graph
         assert g is not None
         for name in g.initializers:
             ref = self.doc.tensors.get(name)
             if ref is not None and ref.dtype in ELEM_BY_DTYPE:
-                out[name] = (ELEM_BY_DTYPE[ref.dtype], list(ref.shape))
+                out[name] = (int(ELEM_BY_DTYPE[ref.dtype]), list(ref.shape))
         return out
 
     def validate(self) -> onnx.ModelProto:

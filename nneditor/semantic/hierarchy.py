@@ -406,7 +406,7 @@ def _make_layers(root: Group, ix: GraphIndex, patterns: list[Pattern]) -> None:
         if g.kind not in ("block", "stage") or g.children or len(g.nodes) < 2:
             continue
         available = set(g.nodes)
-        layers = []
+        layers: list[Group] = []
         for kind in LAYER_PRIORITY:
             for p in patterns:
                 if p.kind != kind:

@@ -186,9 +186,11 @@ def detect_attention(ix: GraphIndex) -> list[Pattern]:
     return out
 
 
-def _walk_back(ix: GraphIndex, start: int, allowed: set[str], stop: set[str], limit: int):
+def _walk_back(
+    ix: GraphIndex, start: int, allowed: set[str], stop: set[str], limit: int
+) -> tuple[int | None, list[int]]:
     """Follow non-weight inputs backward through ``allowed`` ops until an op in ``stop``."""
-    path = []
+    path: list[int] = []
     cur = start
     for _ in range(limit):
         preds = [
