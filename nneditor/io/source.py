@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from pathlib import Path
@@ -49,6 +50,11 @@ class ByteSource:
 
     def close(self) -> None:  # pragma: no cover - default no-op
         pass
+
+    def release(self, offset: int, length: int) -> None:
+        """Hint that ``[offset, offset + length)`` is not needed soon. Memory-mapped files drop
+        those pages from this process's resident set (the OS page cache keeps them and a later
+        read maps them again); other sources ignore it. Used by streaming jobs."""
 
 
 class MemorySource(ByteSource):
@@ -93,14 +99,21 @@ class FileSource(ByteSource):
             return memoryview(b"")
         return self._mv[offset : offset + length]
 
+    def release(self, offset: int, length: int) -> None:
+        if self._map is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        start = -(-max(0, offset) // page) * page
+        end = min(self.size, offset + length) // page * page
+        if end > start:
+            self._map.madvise(mmap.MADV_DONTNEED, start, end - start)
+
     def close(self) -> None:
         # Views handed out keep the map alive; closing is best effort.
         self._mv = None
         if self._map is not None:
-            try:
+            with contextlib.suppress(BufferError):  # a live numpy view still uses it
                 self._map.close()
-            except BufferError:
-                pass  # a live numpy view still uses it; the GC will release it
             self._map = None
         self._fh.close()
 
@@ -121,6 +134,11 @@ class SubSource(ByteSource):
     def view(self, offset: int, length: int) -> memoryview:
         self.check_range(offset, length)
         return self.parent.view(self.base + offset, length)
+
+    def release(self, offset: int, length: int) -> None:
+        start, end = max(0, offset), min(self.size, offset + length)
+        if end > start:
+            self.parent.release(self.base + start, end - start)
 
     def absolute_offset(self, offset: int) -> int:
         """Offset in the outermost file, for display and hex views."""
