@@ -111,15 +111,133 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inputs(args: argparse.Namespace) -> int:
+    from nneditor.inputs.cli import run
+
+    with _open(args.path) as doc:
+        return run(doc, args)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from nneditor.tracing.cli import run
+
+    with _open(args.path) as doc:
+        return run(doc, args)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with _open(args.path) as doc:
+        if doc.format == "onnx":
+            from nneditor.editing.session import EditSession
+
+            session = EditSession.open(doc, use_journal=False)
+            try:
+                report = session.export(Path(args.out)).as_dict()
+            finally:
+                session.close()
+        else:
+            from nneditor.export.weights import export_weights
+
+            report = export_weights(doc, Path(args.out))
+    _print_json(report) if args.json else print(f"wrote {report['path']}", file=sys.stderr)
+    return 0
+
+
+def _edit_changes(args: argparse.Namespace) -> list[dict[str, object]]:
+    changes: list[dict[str, object]] = []
+
+    def split(text: str, sep: str, what: str) -> tuple[str, str]:
+        if sep not in text:
+            raise CLIError(f"{what} expects {sep!r} in {text!r}")
+        a, b = text.rsplit(sep, 1) if sep == "=" and what == "--rename-node" else text.split(sep, 1)
+        return a, b
+
+    for text in args.rename_node or []:
+        old, new = split(text, "=", "--rename-node")
+        changes.append({"op": "rename_node", "node": old, "new": new})
+    for text in args.replace_op or []:
+        node, op = text.rsplit("=", 1) if "=" in text else (text, "")
+        if not op:
+            raise CLIError(f"--replace-op expects NODE=OPTYPE, got {text!r}")
+        changes.append({"op": "replace_op", "node": node, "op_type": op})
+    for text in args.set_attr or []:
+        target, value = text.split("=", 1) if "=" in text else (text, "")
+        if ":" not in target or not value:
+            raise CLIError(f"--set-attr expects NODE:ATTR=VALUE, got {text!r}")
+        node, attr = target.rsplit(":", 1)
+        changes.append({"op": "set_attr", "node": node, "attr": attr, "value": value})
+    for text in args.insert_unary or []:
+        value, op = text.rsplit("=", 1) if "=" in text else (text, "")
+        if not op:
+            raise CLIError(f"--insert-unary expects VALUE=OPTYPE, got {text!r}")
+        changes.append({"op": "insert_unary", "value": value, "op_type": op})
+    for node in args.remove_unary or []:
+        changes.append({"op": "remove_unary", "node": node})
+    for text in args.reconnect or []:
+        target, value = text.rsplit("=", 1) if "=" in text else (text, "")
+        if ":" not in target or not value:
+            raise CLIError(f"--reconnect expects NODE:INDEX=VALUE, got {text!r}")
+        node, index = target.rsplit(":", 1)
+        if not index.isdigit():
+            raise CLIError(f"--reconnect: input index must be a number, got {index!r}")
+        changes.append({"op": "reconnect", "node": node, "index": int(index), "value": value})
+    for text in args.patch_tensor or []:
+        target, hexdata = text.rsplit("=", 1) if "=" in text else (text, "")
+        if ":" not in target or not hexdata:
+            raise CLIError(f"--patch-tensor expects NAME:OFFSET=HEX, got {text!r}")
+        name, offset = target.rsplit(":", 1)
+        if not offset.isdigit():
+            raise CLIError(f"--patch-tensor: byte offset must be a number, got {offset!r}")
+        changes.append(
+            {"op": "patch_tensor", "tensor": name, "offset": int(offset), "hex": hexdata}
+        )
+    if not changes:
+        raise CLIError("nothing to do: give at least one edit option (see nneditor edit --help)")
+    return changes
+
+
+def cmd_edit(args: argparse.Namespace) -> int:
+    from nneditor.editing.session import EditSession
+
+    changes = _edit_changes(args)
+    with _open(args.path) as doc:
+        session = EditSession.open(doc, use_journal=False)
+        try:
+            preview = session.prepare(changes)
+            if not preview.ok:
+                raise CLIError(f"edit refused, nothing written: {preview.error}")
+            session.commit(preview, args.message or "")
+            report = session.export(Path(args.out)).as_dict()
+        finally:
+            session.close()
+    report["diff"] = preview.diff
+    if args.json:
+        _print_json(report)
+    else:
+        for line in preview.diff:
+            print(line)
+        print(f"wrote {report['path']}", file=sys.stderr)
+    return 0
+
+
 def _print_json(obj: object) -> None:
     json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False, default=str)
     sys.stdout.write("\n")
+
+
+GUI_USAGE = """desktop window (no COMMAND):
+  nneditor [PATH] [--screenshot FILE.png] [--level architecture|blocks|layers|operators]
+           [--select NAME] [--size WxH] [--dark | --light]
+  --screenshot saves a PNG of the window once PATH is open and drawn, then exits
+  (QT_QPA_PLATFORM=offscreen works); --select names a node, group or value."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="nneditor",
         description="Inspect, navigate, edit and trace neural-network artifacts.",
+        epilog=GUI_USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"nneditor {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -148,24 +266,69 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("name")
     s.add_argument("--json", action="store_true")
     s.set_defaults(func=cmd_stats)
+
+    from nneditor.inputs.cli import add_arguments as add_inputs_arguments
+    from nneditor.tracing.cli import add_arguments as add_trace_arguments
+
+    s = sub.add_parser("inputs", help="detect model inputs and generate/validate a test input set")
+    add_inputs_arguments(s)
+    s.set_defaults(func=cmd_inputs)
+
+    s = sub.add_parser("trace", help="plan, approve (--yes) and run an activation trace")
+    add_trace_arguments(s)
+    s.set_defaults(func=cmd_trace)
+    _add_edit_parsers(sub)
     return p
 
 
-SUBCOMMANDS = {"inspect", "tensors", "tensor", "stats"}
+def _add_edit_parsers(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "export",
+        help="re-export an ONNX model through the validated path, or any other format as "
+        "weights-only safetensors",
+    )
+    s.add_argument("path")
+    s.add_argument("--out", required=True)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_export)
+
+    s = sub.add_parser(
+        "edit", help="apply one validated edit transaction to an ONNX model and export it"
+    )
+    s.add_argument("path")
+    s.add_argument("--out", required=True)
+    s.add_argument("--rename-node", action="append", metavar="OLD=NEW")
+    s.add_argument("--set-attr", action="append", metavar="NODE:ATTR=VALUE")
+    s.add_argument("--replace-op", action="append", metavar="NODE=OPTYPE")
+    s.add_argument("--insert-unary", action="append", metavar="VALUE=OPTYPE")
+    s.add_argument("--remove-unary", action="append", metavar="NODE")
+    s.add_argument("--reconnect", action="append", metavar="NODE:INDEX=VALUE")
+    s.add_argument("--patch-tensor", action="append", metavar="NAME:OFFSET=HEX")
+    s.add_argument("--message", "-m", help="revision description")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_edit)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    subcommands = _subcommands(parser)
     if not args_list or (
-        args_list[0] not in SUBCOMMANDS and args_list[0] not in ("-h", "--help", "--version")
+        args_list[0] not in subcommands and args_list[0] not in ("-h", "--help", "--version")
     ):
         return _run_guarded(lambda: _launch_gui(args_list))
-    parser = build_parser()
     try:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # argparse already printed usage
         return int(exc.code or 0)
     return _run_guarded(lambda: args.func(args))
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
 
 
 def _launch_gui(argv: list[str]) -> int:

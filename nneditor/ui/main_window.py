@@ -1,0 +1,403 @@
+"""The main window: start screen or workbench, the top bar, docks, status and background jobs.
+
+Invariants:
+- At most one document is open; ``close_model`` releases it (file maps closed) and returns to
+  the start screen without quitting. Opening another model closes the current one only once
+  the new one opened successfully.
+- Opening runs on the job runner (channel "open"); a newer open supersedes an older one, whose
+  document is closed on the worker thread. Errors appear as a dialog with the error sentence
+  (or on stderr in headless mode) and leave the window usable.
+- ``closeEvent`` cancels every job and waits for the thread pool.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QProgressBar,
+    QStackedWidget,
+    QTabWidget,
+    QToolButton,
+    QWidget,
+)
+
+from nneditor import api
+from nneditor.errors import NNEditorError
+from nneditor.jobs.protocol import JobHandle, JobResult
+from nneditor.ui import recents
+from nneditor.ui.jobs import QtJobRunner
+from nneditor.ui.model_index import ModelIndex
+from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
+from nneditor.ui.panels.inspector import Inspector
+from nneditor.ui.panels.tensor_dialog import TensorDialog
+from nneditor.ui.panels.tensor_table import TensorPanel
+from nneditor.ui.session import ModelSession
+from nneditor.ui.start_screen import StartScreen, dropped_path
+from nneditor.ui.targets import Target
+from nneditor.ui.top_bar import TopBar
+from nneditor.ui.workbench import Workbench
+
+
+def open_job(path: str) -> Any:
+    """The open job: read the artifact, build the hierarchy and the workbench index."""
+
+    def job(handle: JobHandle) -> ModelIndex:
+        handle.progress(0, 3, f"Reading {Path(path).name}")
+        doc = api.open(path)
+        try:
+            handle.check_cancelled()
+            hierarchy = None
+            if doc.graph is not None:
+                handle.progress(1, 3, "Finding blocks and patterns")
+                hierarchy = api.hierarchy(doc)
+                handle.check_cancelled()
+            handle.progress(2, 3, "Indexing")
+            index = ModelIndex(doc, hierarchy)
+            index.prepare()
+            handle.progress(3, 3, "Ready")
+            return index
+        except BaseException:
+            doc.close()
+            raise
+
+    return job
+
+
+def error_text(exc: BaseException) -> str:
+    if isinstance(exc, NNEditorError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}" + (
+            f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        )
+    return (
+        f"Unexpected internal error ({type(exc).__name__}: {exc}). The file may be malformed in a "
+        "way NNEditor does not handle yet; please report it."
+    )
+
+
+class MainWindow(QMainWindow):
+    documentOpened = Signal()
+    documentClosed = Signal()
+    openFailed = Signal(str)
+    firstFrame = Signal(float)  # seconds from the index being ready to the first painted frame
+
+    def __init__(self, interactive: bool = True) -> None:
+        super().__init__()
+        self.interactive = interactive
+        self.setWindowTitle("NNEditor")
+        self.setAcceptDrops(True)
+        self.runner = QtJobRunner(self)
+        self.index: ModelIndex | None = None
+        self.session: ModelSession | None = None
+        self._open_rid = 0
+        self._ready_at = 0.0
+        self.timings: dict[str, float] = {}
+
+        self.top_bar = TopBar(self)
+        self.setMenuWidget(self.top_bar)
+        self.start = StartScreen(self)
+        self.workbench = Workbench(self.runner, self)
+        self.central = QStackedWidget(self)
+        self.central.addWidget(self.start)
+        self.central.addWidget(self.workbench)
+        self.setCentralWidget(self.central)
+        self._build_docks()
+        self._build_status()
+        self._build_actions()
+        self._connect()
+        self.start.set_recents(recents.load())
+        self._show_docks(False)
+
+    # ------------------------------------------------------------------ construction
+
+    def _build_docks(self) -> None:
+        self.tree = HierarchyPanel(self)
+        self.tensors = TensorPanel(self)
+        self.left_tabs = QTabWidget(self)
+        self.left_tabs.setDocumentMode(True)
+        self.left_tabs.addTab(self.tree, "Structure")
+        self.left_tabs.addTab(self.tensors, "Tensors")
+        self.left_tabs.setMinimumWidth(180)
+        self.left_dock = QDockWidget("Explorer", self)
+        self.left_dock.setObjectName("ExplorerDock")
+        self.left_dock.setWidget(self.left_tabs)
+        self.left_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.left_dock)
+        self.inspector = Inspector(self)
+        self.inspector.setMinimumWidth(240)
+        self.right_dock = QDockWidget("Inspector", self)
+        self.right_dock.setObjectName("InspectorDock")
+        self.right_dock.setWidget(self.inspector)
+        self.right_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.right_dock)
+        self.resizeDocks([self.left_dock, self.right_dock], [290, 380], Qt.Orientation.Horizontal)
+
+    def _build_status(self) -> None:
+        bar = self.statusBar()
+        bar.setSizeGripEnabled(False)
+        self.status_label = QLabel("", self)
+        self.progress = QProgressBar(self)
+        self.progress.setFixedWidth(220)
+        self.progress.setTextVisible(False)
+        self.progress.setMaximumHeight(10)
+        self.cancel_button = QToolButton(self)
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.clicked.connect(self.cancel_open)
+        bar.addWidget(self.status_label, 1)
+        bar.addPermanentWidget(self.progress)
+        bar.addPermanentWidget(self.cancel_button)
+        self._set_busy(False)
+
+    def _build_actions(self) -> None:
+        wb = self.workbench
+        for text, keys, slot in (
+            ("Open model", QKeySequence.StandardKey.Open, self.choose_file),
+            ("Close model", QKeySequence("Ctrl+W"), self.close_model),
+            ("Find", QKeySequence.StandardKey.Find, wb.search.focus),
+            ("Zoom in", QKeySequence("Ctrl+="), wb.view.zoom_in),
+            ("Zoom in", QKeySequence("Ctrl++"), wb.view.zoom_in),
+            ("Zoom out", QKeySequence("Ctrl+-"), wb.view.zoom_out),
+            ("Fit graph", QKeySequence("Ctrl+0"), wb.view.fit),
+            ("Readable view", QKeySequence("Ctrl+1"), wb.readable_view),
+        ):
+            action = QAction(text, self)
+            action.setShortcut(keys)
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(slot)
+            self.addAction(action)
+
+    def _connect(self) -> None:
+        tb = self.top_bar
+        tb.openRequested.connect(self.choose_file)
+        tb.openFolderRequested.connect(self.choose_folder)
+        tb.closeRequested.connect(self.close_model)
+        tb.fileTypesRequested.connect(self.explain_file_types)
+        self.start.openRequested.connect(self.open_path)
+        self.start.openFileDialog.connect(self.choose_file)
+        self.start.openFolderDialog.connect(self.choose_folder)
+        self.tree.targetSelected.connect(self._select_revealed)
+        self.tree.targetActivated.connect(self._activate_target)
+        self.inspector.targetRequested.connect(self._select_revealed)
+        self.inspector.tensorRequested.connect(self.show_tensor)
+        self.tensors.tensorRequested.connect(self.show_tensor)
+        self.workbench.status.connect(self.status_label.setText)
+        self.workbench.framePainted.connect(self._on_frame)
+
+    def _show_docks(self, on: bool) -> None:
+        self.left_dock.setVisible(on)
+        self.right_dock.setVisible(on)
+        if on:
+            w = self.width()
+            left = int(min(320, max(180, 0.18 * w)))
+            right = int(min(420, max(250, 0.25 * w)))
+            self.resizeDocks(
+                [self.left_dock, self.right_dock], [left, right], Qt.Orientation.Horizontal
+            )
+
+    # ------------------------------------------------------------------ opening
+
+    def choose_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", "", "All files (*)")
+        if path:
+            self.open_path(path)
+
+    def choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open model folder")
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str) -> int:
+        """Start opening ``path`` in the background; returns the job's request id."""
+        self.timings = {"open_start": time.perf_counter()}
+        self._set_busy(True, f"Opening {Path(path).name}…")
+        self._open_rid = self.runner.submit(
+            open_job(path),
+            lambda r: self._opened(path, r),
+            channel="open",
+            on_progress=self._on_progress,
+            on_discard=lambda ix: ix.doc.close(),
+            label=f"Open {path}",
+        )
+        return self._open_rid
+
+    def cancel_open(self) -> None:
+        if self._open_rid:
+            self.runner.cancel(self._open_rid)
+
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        if message:
+            self.status_label.setText(message + "…" if done < total else message)
+
+    def _opened(self, path: str, result: JobResult[Any]) -> None:
+        self._open_rid = 0
+        self._set_busy(False)
+        if result.cancelled:
+            self.status_label.setText("Opening cancelled.")
+            return
+        if result.error is not None:
+            self.report_error("Cannot open this file", error_text(result.error))
+            return
+        index = result.value
+        assert isinstance(index, ModelIndex)
+        self.close_model(emit=False)
+        self._ready_at = time.perf_counter()
+        self.timings["index_ready"] = self._ready_at
+        self._install(index)
+        recents.add(path)
+        self.documentOpened.emit()
+
+    def _install(self, index: ModelIndex) -> None:
+        doc = index.doc
+        self.index = index
+        reason = ""
+        if index.root is not None:
+            self.session = ModelSession(index, self)
+            self.session.selectionChanged.connect(self._on_selection)
+        else:
+            reason = f"This {doc.format} artifact has no graph to draw: {doc.graph_unavailable_reason or 'it stores tensors only'}.\nIts tensors are listed under Explorer › Tensors."
+        self.central.setCurrentWidget(self.workbench)
+        self._show_docks(True)
+        self.tree.set_index(index if index.root is not None else None)
+        self.tensors.set_catalog(doc.tensors)
+        self.left_tabs.setCurrentWidget(self.tree if index.root is not None else self.tensors)
+        self.inspector.set_index(index)
+        self.top_bar.set_document(doc.path.name, doc.format)
+        self.top_bar.set_dirty(False)
+        self.setWindowTitle(f"{doc.path.name} — NNEditor")
+        self.workbench.set_session(self.session, reason)
+        self.status_label.setText(f"Opened {doc.path.name}")
+        if self.session is None:
+            self._awaiting_first_frame_without_graph()
+
+    def _awaiting_first_frame_without_graph(self) -> None:
+        self.timings["first_frame"] = time.perf_counter()
+        self.firstFrame.emit(0.0)
+
+    def _on_frame(self, stamp: float) -> None:
+        if self._ready_at:
+            delay = stamp - self._ready_at
+            self._ready_at = 0.0
+            self.timings["first_frame"] = stamp
+            self.firstFrame.emit(delay)
+
+    def report_error(self, title: str, text: str) -> None:
+        self.status_label.setText(text)
+        self.openFailed.emit(text)
+        if self.interactive:
+            QMessageBox.critical(self, title, text)
+
+    def _set_busy(self, busy: bool, message: str = "") -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if busy:
+            self.progress.setRange(0, 0)
+        if message:
+            self.status_label.setText(message)
+
+    # ------------------------------------------------------------------ closing
+
+    def close_model(self, emit: bool = True) -> None:
+        """Release the open document and go back to the start screen."""
+        if self.index is None:
+            return
+        self.workbench.set_session(None)
+        self.tree.set_index(None)
+        self.tensors.set_catalog(None)
+        self.inspector.set_index(None)
+        if self.session is not None:
+            self.session.deleteLater()
+            self.session = None
+        self.index.doc.close()
+        self.index = None
+        self.top_bar.set_document("", "")
+        self.top_bar.set_dirty(False)
+        self.setWindowTitle("NNEditor")
+        self._show_docks(False)
+        self.central.setCurrentWidget(self.start)
+        self.start.set_recents(recents.load())
+        if emit:
+            self.status_label.setText("Model closed.")
+            self.documentClosed.emit()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.runner.shutdown()
+        self.close_model(emit=False)
+        super().closeEvent(event)
+
+    # ------------------------------------------------------------------ selection plumbing
+
+    def _select_revealed(self, target: Target) -> None:
+        if self.session is not None:
+            self.session.select(target, reveal=True)
+
+    def _activate_target(self, target: Target) -> None:
+        if self.session is None or target.kind != "group":
+            return
+        g = self.session.index.group_by_id.get(str(target.ref))
+        if g is not None and (g.children or g.nodes):
+            self.session.open_group(g)
+
+    def _on_selection(self, target: Target | None) -> None:
+        s = self.session
+        if s is None:
+            return
+        extra: dict[str, Any] = {}
+        if target is not None and target.kind == "repeat":
+            item = s.level.by_key.get(f"r:{target.ref}")
+            extra["members"] = item.members if item is not None else None
+        elif target is not None and target.kind == "edge":
+            src, dst = target.ends
+            extra["labels"] = tuple(
+                s.level.by_key[k].label if k in s.level.by_key else k for k in (src, dst)
+            )
+        elif target is not None and target.kind == "chunk":
+            item = s.level.by_key.get(str(target.ref))
+            if item is not None:
+                extra["group"] = s.chunk(item)
+        self.inspector.show_target(target, extra)
+        if target is None or target.kind in ("group", "node", "repeat"):
+            self.tree.select_target(target)
+
+    def show_tensor(self, name: str) -> None:
+        if self.index is None or name not in self.index.doc.tensors:
+            return
+        dialog = TensorDialog(self.index.doc.tensors[name], self.runner, self)
+        dialog.show()
+
+    def explain_file_types(self) -> None:
+        text = (
+            "Registering NNEditor for .onnx, .safetensors, .gguf, .pt/.pth and other model files "
+            "comes with the packaged installers. Until then, open files with Open model, by "
+            "dragging them onto the window, or with `nneditor PATH`."
+        )
+        if self.interactive:
+            QMessageBox.information(self, "File types", text)
+
+    # ------------------------------------------------------------------ drag and drop
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt override
+        if dropped_path(event):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt override
+        path = dropped_path(event)
+        if path:
+            event.acceptProposedAction()
+            self.open_path(path)
+
+    @property
+    def central_widget(self) -> QWidget | None:
+        return self.central.currentWidget()

@@ -1,0 +1,89 @@
+"""The top bar: application title, the open document, model actions and the device indicator.
+
+Invariants: "Save changes…" is visible only while the document is dirty (``set_dirty``);
+"Close model" is enabled only while a model is open; the device label sits at the right.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal, SignalInstance
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+
+
+class TopBar(QWidget):
+    openRequested = Signal()
+    openFolderRequested = Signal()
+    closeRequested = Signal()
+    saveRequested = Signal()
+    fileTypesRequested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("TopBar")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(14, 8, 14, 8)
+        layout.setSpacing(6)
+        title = QLabel("NNEditor", self)
+        title.setObjectName("AppTitle")
+        layout.addWidget(title)
+        layout.addSpacing(14)
+        self.doc_title = QLabel("", self)
+        self.doc_title.setObjectName("DocTitle")
+        self.doc_chip = QLabel("", self)
+        self.doc_chip.setObjectName("Chip")
+        self.doc_chip.hide()
+        layout.addWidget(self.doc_title)
+        layout.addWidget(self.doc_chip)
+        layout.addStretch(1)
+        self.open_button = self._button(
+            "Open model", "Open a model file (Ctrl+O)", self.openRequested
+        )
+        self.folder_button = self._button(
+            "Open folder",
+            "Open a Hugging Face snapshot or .mlpackage folder",
+            self.openFolderRequested,
+        )
+        self.close_button = self._button(
+            "Close model", "Close the model and return to the start screen", self.closeRequested
+        )
+        self.save_button = self._button(
+            "Save changes…", "Export the current revision to a new file", self.saveRequested
+        )
+        self.types_button = self._button(
+            "File types", "Register NNEditor for model file types", self.fileTypesRequested
+        )
+        for b in (
+            self.open_button,
+            self.folder_button,
+            self.close_button,
+            self.save_button,
+            self.types_button,
+        ):
+            layout.addWidget(b)
+        self.save_button.hide()
+        self.close_button.setEnabled(False)
+        layout.addSpacing(10)
+        self.device = QLabel("CPU", self)
+        self.device.setObjectName("DeviceLabel")
+        self.device.setToolTip("Execution device of the latest trace (no trace yet)")
+        layout.addWidget(self.device)
+
+    def _button(self, text: str, tip: str, signal: SignalInstance) -> QToolButton:
+        b = QToolButton(self)
+        b.setText(text)
+        b.setToolTip(tip)
+        b.clicked.connect(signal)
+        return b
+
+    def set_document(self, name: str, fmt: str) -> None:
+        self.doc_title.setText(name)
+        self.doc_chip.setText(fmt)
+        self.doc_chip.setVisible(bool(fmt))
+        self.close_button.setEnabled(bool(name))
+
+    def set_dirty(self, dirty: bool) -> None:
+        """The hook for revisions: Save changes… shows only for a dirty document."""
+        self.save_button.setVisible(dirty)
+
+    def set_device(self, text: str) -> None:
+        self.device.setText(text)

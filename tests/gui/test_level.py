@@ -1,0 +1,132 @@
+"""The level model behind the canvas (Qt-free): coverage, aggregation, chunks, edges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+from tests_gui_models import make_nested_model  # type: ignore[import-not-found]
+
+from nneditor import api
+from nneditor.ui.canvas.level import HARD_LIMIT, OPERATORS, build_level, chunk_scope
+from nneditor.ui.model_index import ModelIndex
+
+
+def _index(path: Path) -> ModelIndex:
+    doc = api.open(path)
+    ix = ModelIndex(doc, api.hierarchy(doc))
+    ix.prepare()
+    return ix
+
+
+def _covered(ix: ModelIndex, level) -> None:  # noqa: ANN001
+    for i in level.scope.all_nodes():
+        assert level.item_of_node(ix, i) is not None, f"operator {i} has no item"
+
+
+def test_every_operator_is_represented_at_every_level(tmp_path: Path) -> None:
+    ix = _index(make_nested_model(tmp_path / "m.onnx"))
+    assert ix.root is not None
+    for depth in (1, 2, 3, 4):
+        level = build_level(ix, ix.root, depth)
+        _covered(ix, level)
+        keys = [it.key for it in level.items]
+        assert len(keys) == len(set(keys))
+        for e in level.edges:
+            assert e.src in level.by_key and e.dst in level.by_key and e.src != e.dst
+
+
+def test_operator_edges_match_the_graph(tmp_path: Path) -> None:
+    path = make_nested_model(tmp_path / "m.onnx")
+    ix = _index(path)
+    level = build_level(ix, ix.root, OPERATORS)
+    model = onnx.load(path)
+    names = {n.name: k for k, n in enumerate(model.graph.node)}
+    producer = {o: n.name for n in model.graph.node for o in n.output}
+    inits = {t.name for t in model.graph.initializer}
+    expected = set()
+    for n in model.graph.node:
+        for v in n.input:
+            if v in inits:
+                continue
+            src = f"n:{names[producer[v]]}" if v in producer else f"i:{v}"
+            expected.add((src, f"n:{names[n.name]}"))
+    for out in model.graph.output:
+        expected.add((f"n:{names[producer[out.name]]}", f"o:{out.name}"))
+    assert {(e.src, e.dst) for e in level.edges} == expected
+
+
+def test_identical_blocks_collapse_into_one_run(tmp_path: Path) -> None:
+    ix = _index(make_nested_model(tmp_path / "m.onnx", blocks=90))
+    level = build_level(ix, ix.root, 3)  # 90 blocks x (2 layers + 2 adds) > the soft limit
+    runs = [it for it in level.items if it.kind == "repeat"]
+    assert runs and runs[0].count == 90
+    assert level.aggregated and any("×N" in n for n in level.notes)
+    _covered(ix, level)
+    blocks = build_level(ix, ix.root, 2)  # 90 block boxes stay individual
+    assert sum(1 for it in blocks.items if it.kind == "group") >= 90
+
+
+def _chain(path: Path, n: int) -> Path:
+    """A long chain of unary operators in a random order (no repetition, no name scopes)."""
+    import numpy as np
+
+    ops = np.random.default_rng(1).choice(["Relu", "Sigmoid", "Tanh", "Neg", "Abs", "Exp"], n)
+    nodes = [
+        helper.make_node(str(op), [f"v{i}"], [f"v{i + 1}"], name=f"r{i}")
+        for i, op in enumerate(ops)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(f"v{n}", TensorProto.FLOAT, [4])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_very_long_operator_list_is_chunked(tmp_path: Path) -> None:
+    n = HARD_LIMIT + 500
+    ix = _index(_chain(tmp_path / "chain.onnx", n))
+    level = build_level(ix, ix.root, OPERATORS)
+    chunks = [it for it in level.items if it.kind == "chunk"]
+    assert len(level.items) <= 10 and len(chunks) >= 3
+    assert sum(len(c.nodes) for c in chunks) == n
+    _covered(ix, level)
+    # chunks chain to each other and to the graph input/output
+    assert ("i:v0", chunks[0].key) in {(e.src, e.dst) for e in level.edges}
+    inner = build_level(ix, chunk_scope(ix, chunks[1]), OPERATORS)
+    assert sum(1 for it in inner.items if it.kind == "node") == len(chunks[1].nodes)
+    ins = [it for it in inner.items if it.kind == "input"]
+    outs = [it for it in inner.items if it.kind == "output"]
+    assert len(ins) == 1 and len(outs) == 1  # enters from the previous chunk, leaves to the next
+
+
+def test_constants_fold_into_their_consumer(tmp_path: Path) -> None:
+    import numpy as np
+    from onnx import numpy_helper
+
+    const = helper.make_node(
+        "Constant",
+        [],
+        ["c"],
+        name="/m/Constant_0",
+        value=numpy_helper.from_array(np.ones(4, np.float32)),
+    )
+    add = helper.make_node("Add", ["x", "c"], ["y"], name="/m/Add_1")
+    graph = helper.make_graph(
+        [const, add],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    path = tmp_path / "c.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    ix = _index(path)
+    folded = build_level(ix, ix.root, OPERATORS)
+    assert "n:0" not in folded.by_key and folded.item_of_node(ix, 0) == "n:1"
+    shown = build_level(ix, ix.root, OPERATORS, fold_constants=False)
+    assert "n:0" in shown.by_key
+    assert ("n:0", "n:1") in {(e.src, e.dst) for e in shown.edges}
