@@ -201,3 +201,12 @@ def test_export_never_overwrites_source_and_cancel_publishes_nothing(model_path,
         assert not dest.exists()
         assert not [p for p in tmp_path.iterdir() if p.name.startswith(".nneditor-export-")]
         s.close()
+
+
+def test_inferred_value_types_fill_missing_value_info(model_path):
+    from nneditor.editing.value_types import infer_value_types
+
+    with nneditor.open(model_path) as doc:
+        types = infer_value_types(doc)
+    assert types["h"].dtype == "float32" and types["h"].shape == (3, 6)
+    assert types["r"].shape == (3, 6) and types["y"].dtype == "float32"
