@@ -125,6 +125,20 @@ def cmd_trace(args: argparse.Namespace) -> int:
         return run(doc, args)
 
 
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from nneditor.cli_optimize import run_quantize
+
+    with _open(args.path) as doc:
+        return run_quantize(doc, args)
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from nneditor.cli_optimize import run_prune
+
+    with _open(args.path) as doc:
+        return run_prune(doc, args)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     with _open(args.path) as doc:
         if doc.format == "onnx":
@@ -278,6 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
     add_trace_arguments(s)
     s.set_defaults(func=cmd_trace)
     _add_edit_parsers(sub)
+    from nneditor.cli_optimize import add_prune_arguments, add_quantize_arguments
+
+    s = sub.add_parser(
+        "quantize", help="preview, commit and export 8-bit weight quantization (ONNX)"
+    )
+    add_quantize_arguments(s)
+    s.set_defaults(func=cmd_quantize)
+    s = sub.add_parser("prune", help="preview, commit and export pruning (ONNX)")
+    add_prune_arguments(s)
+    s.set_defaults(func=cmd_prune)
     return p
 
 

@@ -53,6 +53,12 @@ class EditState:
     entries: list[Entry] = field(default_factory=list)
     patches: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
+    #: initializers added or replaced by optimization plans (values produced lazily)
+    new_inits: dict[str, Any] = field(default_factory=dict)
+    added_inits: list[str] = field(default_factory=list)
+    removed_inits: set[str] = field(default_factory=set)
+    shape_updates: dict[str, Any] = field(default_factory=dict)
+    min_opset: int = 0
 
     @classmethod
     def from_source(cls, src: SourceModel, doc: Document) -> EditState:
@@ -287,11 +293,20 @@ class EditState:
                         stack.append(j)
         return seen
 
+    def _op_apply_plan(self, c: dict[str, Any]) -> None:
+        from nneditor.editing.plan_ops import apply_plan, build_plan
+
+        apply_plan(self, build_plan(self.doc, dict(c["plan"])))
+
     def _op_patch_tensor(self, c: dict[str, Any]) -> None:
         name = str(c["tensor"])
         ref = self.doc.tensors.get(name)
         if ref is None or ref.info.get("kind") != "initializer" or name not in self.src.init_fields:
             raise EditError(f"{name!r} is not an initializer of the entry graph")
+        if name in self.new_inits or name in self.removed_inits:
+            raise EditError(
+                f"{name!r} was replaced by an optimization; byte patches apply to source tensors"
+            )
         if ref.encoding not in ("raw", "external") or ref.offset is None:
             raise EditError(
                 f"{name!r} is stored as {ref.encoding}; byte patches need raw little-endian storage"
@@ -316,19 +331,54 @@ class EditState:
         assert g is not None
         for name in g.initializers:
             ref = self.doc.tensors.get(name)
+            if name in self.removed_inits:
+                continue
             if ref is not None and ref.dtype in ELEM_BY_DTYPE:
                 out[name] = (int(ELEM_BY_DTYPE[ref.dtype]), list(ref.shape))
+        for name, init in self.new_inits.items():
+            out[name] = (int(ELEM_BY_DTYPE[_dtype_name(init.dtype)]), list(init.shape))
         return out
 
     def validate(self) -> onnx.ModelProto:
         """Checker + strict shape inference on the weight-free skeleton; returns the inferred model."""
         model = skeleton(self.src, self.protos(), self.init_types())
+        self.adjust_model(model)
         try:
             onnx.checker.check_model(model)
             return onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
         except Exception as exc:  # onnx raises several types; all mean "invalid"
             msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise EditError(f"the edited graph is not valid ONNX: {msg}") from None
+
+    def adjust_model(self, model: onnx.ModelProto) -> None:
+        """Apply opset raises and declared-shape updates from plans to a ModelProto."""
+        if self.min_opset:
+            for op in model.opset_import:
+                if op.domain in ("", "ai.onnx") and op.version < self.min_opset:
+                    op.version = self.min_opset
+        for vi in (*model.graph.output, *model.graph.value_info):
+            if vi.name in self.shape_updates:
+                set_shape(vi, self.shape_updates[vi.name])
+
+
+def set_shape(vi: onnx.ValueInfoProto, shape: Any) -> None:
+    dims = vi.type.tensor_type.shape.dim
+    if shape is None or len(dims) != len(shape):
+        return
+    for dim, new in zip(dims, shape, strict=True):
+        if isinstance(new, int):
+            dim.dim_value = new
+
+
+def _dtype_name(dtype: str) -> str:
+    from nneditor.tensors.dtypes import dtype_name, numpy_dtype
+
+    try:
+        return dtype_name(numpy_dtype(dtype))
+    except ValueError:
+        import numpy as np
+
+        return dtype_name(np.dtype(dtype))
 
 
 def _unique(base: str, taken: set[str]) -> str:

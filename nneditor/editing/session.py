@@ -138,6 +138,13 @@ class EditSession:
         if self.journal is not None:
             self.journal.record_cursor(self.chain)
 
+    def goto(self, cursor: int) -> None:
+        """Move to revision ``cursor`` (0 = the source), as a run of undos or redos would."""
+        if cursor != self.chain.cursor:
+            self.chain.goto(cursor)
+            if self.journal is not None:
+                self.journal.record_cursor(self.chain)
+
     def discard_recovered(self) -> None:
         if self.journal is not None:
             self.journal.discard()

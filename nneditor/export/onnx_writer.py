@@ -27,6 +27,8 @@ from nneditor.editing.onnx_edits import EditState
 from nneditor.editing.onnx_source import (
     G_INIT,
     G_NODE,
+    G_OUTPUT,
+    G_VALUE_INFO,
     GRAPH,
     METADATA,
     T_EXTERNAL,
@@ -41,6 +43,7 @@ from nneditor.io.source import ByteSource
 from nneditor.jobs import JobHandle
 
 PROTO_LIMIT = 2**31 - 64 * 2**20  # leave headroom below protobuf's 2 GiB message limit
+OPSET = 8  # ModelProto.opset_import
 EXTERNAL_MIN = 1024  # tensors smaller than this stay inline in external mode
 ALIGN = 4096
 CHUNK = 8 * 2**20
@@ -130,26 +133,40 @@ class _Plan:
                 continue
             body.append(_copy(self.src.source, sub.tag_pos, sub.end - sub.tag_pos))
         if data is not None:
-            if self.data_name is not None and data.size >= EXTERNAL_MIN:
-                pad = (-self.data_size) % ALIGN
-                if pad:
-                    self.data_pieces.append(_bytes(b"\0" * pad))
-                    self.data_size += pad
-                offset = self.data_size
-                self.data_pieces.append(data)
-                self.data_size += data.size
-                body.append(_bytes(pb.varint_field(T_LOCATION, 1)))
-                for key, value in (
-                    ("location", self.data_name),
-                    ("offset", str(offset)),
-                    ("length", str(data.size)),
-                ):
-                    entry = pb.string_field(1, key) + pb.string_field(2, value)
-                    body.append(_bytes(pb.len_prefix(T_EXTERNAL, len(entry)) + entry))
-            else:
-                body.append(_bytes(pb.len_prefix(T_RAW, data.size)))
-                body.append(data)
+            body.extend(self._place(data))
         return [_bytes(pb.len_prefix(G_INIT, _size(body))), *body]
+
+    def new_initializer(self, init: Any) -> list[Piece]:
+        """A plan's initializer (quantized weights, scales...), values produced now."""
+        from nneditor.editing.onnx_edits import _dtype_name
+        from nneditor.editing.onnx_source import ELEM_BY_DTYPE
+
+        head = b"".join(pb.varint_field(1, int(d)) for d in init.shape)
+        head += pb.varint_field(2, int(ELEM_BY_DTYPE[_dtype_name(init.dtype)]))
+        head += pb.string_field(8, init.name)
+        body = [_bytes(head), *self._place(_bytes(init.raw_bytes()))]
+        return [_bytes(pb.len_prefix(G_INIT, _size(body))), *body]
+
+    def _place(self, data: Piece) -> list[Piece]:
+        """raw_data inline, or a range of the external data file in external mode."""
+        if self.data_name is not None and data.size >= EXTERNAL_MIN:
+            pad = (-self.data_size) % ALIGN
+            if pad:
+                self.data_pieces.append(_bytes(b"\0" * pad))
+                self.data_size += pad
+            offset = self.data_size
+            self.data_pieces.append(data)
+            self.data_size += data.size
+            out = [_bytes(pb.varint_field(T_LOCATION, 1))]
+            for key, value in (
+                ("location", self.data_name),
+                ("offset", str(offset)),
+                ("length", str(data.size)),
+            ):
+                entry = pb.string_field(1, key) + pb.string_field(2, value)
+                out.append(_bytes(pb.len_prefix(T_EXTERNAL, len(entry)) + entry))
+            return out
+        return [_bytes(pb.len_prefix(T_RAW, data.size)), data]
 
     # -- graph and model ------------------------------------------------------------
     def graph(self) -> list[Piece]:
@@ -161,12 +178,44 @@ class _Plan:
                     out.extend(self.nodes())
                     nodes_done = True
             elif f.number == G_INIT:
-                out.extend(self.initializer(f))
+                name = self.src.tensor_name(f)
+                if name in self.state.removed_inits:
+                    continue
+                if name in self.state.new_inits:
+                    out.extend(self.new_initializer(self.state.new_inits[name]))
+                else:
+                    out.extend(self.initializer(f))
+            elif f.number in (G_OUTPUT, G_VALUE_INFO) and self.state.shape_updates:
+                out.append(self._value_info(f))
             else:
                 out.append(_copy(self.src.source, f.tag_pos, f.end - f.tag_pos))
         if not nodes_done:
             out.extend(self.nodes())
+        for name in self.state.added_inits:
+            out.extend(self.new_initializer(self.state.new_inits[name]))
         return out
+
+    def _value_info(self, f: Field) -> Piece:
+        import onnx
+
+        from nneditor.editing.onnx_edits import set_shape
+
+        vi = onnx.ValueInfoProto.FromString(self.src.payload(f))
+        if vi.name not in self.state.shape_updates:
+            return _copy(self.src.source, f.tag_pos, f.end - f.tag_pos)
+        set_shape(vi, self.state.shape_updates[vi.name])
+        b = vi.SerializeToString()
+        return _bytes(pb.len_prefix(f.number, len(b)) + b)
+
+    def _opset(self, f: Field) -> Piece:
+        import onnx
+
+        op = onnx.OperatorSetIdProto.FromString(self.src.payload(f))
+        if op.domain not in ("", "ai.onnx") or op.version >= self.state.min_opset:
+            return _copy(self.src.source, f.tag_pos, f.end - f.tag_pos)
+        op.version = self.state.min_opset
+        b = op.SerializeToString()
+        return _bytes(pb.len_prefix(OPSET, len(b)) + b)
 
     def nodes(self) -> list[Piece]:
         out = []
@@ -188,6 +237,8 @@ class _Plan:
                 out.extend(g)
             elif f.number == METADATA and self._is_ours(f):
                 continue
+            elif f.number == OPSET and self.state.min_opset:
+                out.append(self._opset(f))
             else:
                 out.append(_copy(self.src.source, f.tag_pos, f.end - f.tag_pos))
         for key, value in self.provenance.items():
@@ -327,6 +378,8 @@ def _validate(path: Path, state: EditState, runtime_check: bool, notes: list[str
         if got != want:
             raise ExportError(f"re-reading the export found {got} nodes instead of {want}")
         for name in state.doc.graph.initializers if state.doc.graph is not None else []:
+            if name in state.removed_inits or name in state.new_inits:
+                continue
             a, b = state.doc.tensors.get(name), doc.tensors.get(name)
             if a is not None and (b is None or a.nbytes != b.nbytes or a.shape != b.shape):
                 raise ExportError(
