@@ -17,8 +17,10 @@ sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
 {body}
 dt = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print("@@" + json.dumps({{"seconds": dt, "peak_rss": peak, "extra": globals().get("extra")}}))
+# VmHWM is this process's own high-water mark (ru_maxrss can inherit the parent's at fork)
+status = {{l.split(":")[0]: int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(("VmHWM", "RssAnon", "RssFile"))}}
+print("@@" + json.dumps({{"seconds": dt, "peak_rss": status["VmHWM"], "anon_rss": status["RssAnon"],
+                          "file_rss": status["RssFile"], "extra": globals().get("extra")}}))
 """
 
 
