@@ -11,6 +11,7 @@ Invariants:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -76,6 +77,15 @@ def resolve_name(index: ModelIndex, name: str) -> Target | None:
     return found[0] if found else None
 
 
+def _display_available() -> bool:
+    """False on Linux/BSD without X11/Wayland (and no explicit Qt platform): Qt would abort."""
+    if QApplication.instance() is not None or os.environ.get("QT_QPA_PLATFORM"):
+        return True
+    if sys.platform.startswith(("linux", "freebsd")):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
 def run_app(argv: Sequence[str]) -> int:
     try:
         args = parse_args(argv)
@@ -89,6 +99,16 @@ def run_app(argv: Sequence[str]) -> int:
     if args.screenshot and not args.path:
         print("nneditor: --screenshot needs a model PATH to open", file=sys.stderr)
         return EXIT_USAGE
+    if not _display_available():
+        if not args.screenshot:
+            print(
+                "nneditor: no display found (DISPLAY/WAYLAND_DISPLAY unset); the window needs a "
+                "desktop session — use --screenshot FILE.png to render offscreen, or the "
+                "headless commands (nneditor inspect PATH)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
     existing = QApplication.instance()
     app = (
         existing
