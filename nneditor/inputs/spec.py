@@ -1,0 +1,327 @@
+"""Input presets: what a model expects for each graph input, and the assumptions made.
+
+Invariants:
+
+- Every graph input of the document becomes exactly one :class:`InputSpec`, in graph order.
+- A symbolic or unknown extent is resolved to 1 unless the caller overrides it, and every such
+  choice is recorded as a sentence in ``assumptions`` (the plan says so).
+- An input that cannot be generated automatically (unknown rank, a dtype .npy cannot hold)
+  carries a ``problem`` sentence instead of silently getting a guess.
+- Nothing here reads tensor values; vocabulary sizes come from catalog shapes only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nneditor.errors import NNEditorError
+
+if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
+    from nneditor.model.document import Document
+    from nneditor.model.graph import Dim, Graph
+
+#: dtypes NNEditor can generate and store losslessly in .npy (names as in tensors.dtypes).
+SUPPORTED_DTYPES = (
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "bool",
+)
+
+_TOKEN_NAME = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$", re.IGNORECASE)
+_MASK_NAME = re.compile(r"(^|[_./:])mask$", re.IGNORECASE)
+_RATE_NAME = re.compile(r"^(sr|sample_rate|sampling_rate)$", re.IGNORECASE)
+#: ops a token tensor may pass through unchanged on its way to the embedding Gather.
+_PASSTHROUGH = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}
+DEFAULT_SAMPLE_RATE = 16000
+
+
+class InputSpecError(NNEditorError):
+    """The model's inputs cannot be described or prepared as asked."""
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One graph input: declared type, the resolved preset shape and how values are chosen.
+
+    ``role`` is "tokens" (valid ids), "mask" (all valid), "sample_rate" or "generic".
+    """
+
+    name: str
+    dtype: str | None
+    declared_shape: tuple[Dim, ...] | None
+    shape: tuple[int, ...] | None
+    role: str = "generic"
+    vocab_size: int | None = None
+    assumptions: tuple[str, ...] = ()
+    problem: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.problem is None
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        if self.dtype not in SUPPORTED_DTYPES:
+            raise InputSpecError(self.problem or f"input {self.name!r} has no supported dtype")
+        return np.dtype(self.dtype)
+
+    def declared_text(self) -> str:
+        """The declared type as a user reads it: ``float32 [1, 3, 'H', 'W']``."""
+        if self.declared_shape is None:
+            return f"{self.dtype or 'unknown dtype'} with unknown shape"
+        dims = ", ".join(
+            "?" if d is None else repr(d) if isinstance(d, str) else str(d)
+            for d in self.declared_shape
+        )
+        return f"{self.dtype or 'unknown dtype'} [{dims}]"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "dtype": self.dtype,
+            "declared_shape": None if self.declared_shape is None else list(self.declared_shape),
+            "shape": None if self.shape is None else list(self.shape),
+            "role": self.role,
+            "vocab_size": self.vocab_size,
+            "assumptions": list(self.assumptions),
+            "problem": self.problem,
+        }
+
+
+@dataclass
+class InputPlan:
+    """The presets for every input of one model plus the assumptions behind them."""
+
+    model: str
+    inputs: list[InputSpec] = field(default_factory=list)
+
+    @property
+    def assumptions(self) -> list[str]:
+        return [a for spec in self.inputs for a in spec.assumptions]
+
+    @property
+    def problems(self) -> list[str]:
+        return [spec.problem for spec in self.inputs if spec.problem]
+
+    @property
+    def ready(self) -> bool:
+        return not self.problems
+
+    def __getitem__(self, name: str) -> InputSpec:
+        for spec in self.inputs:
+            if spec.name == name:
+                return spec
+        raise InputSpecError(
+            f"the model has no input named {name!r}; its inputs are {self.names()}"
+        )
+
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.inputs]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "inputs": [spec.as_dict() for spec in self.inputs],
+            "assumptions": self.assumptions,
+            "problems": self.problems,
+        }
+
+
+def detect_inputs(
+    doc: Document,
+    dims: Mapping[str, int] | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> InputPlan:
+    """Presets for every graph input of ``doc``.
+
+    ``dims`` sets symbolic extents by name (``{"seq": 16}``); ``shapes`` sets an input's whole
+    shape (it must agree with the fixed extents the model declares).
+    """
+    if doc.graph is None:
+        raise InputSpecError(
+            f"{doc.path} has no graph ({doc.graph_unavailable_reason or 'not available'}), "
+            "so its inputs cannot be detected"
+        )
+    dims = dict(dims or {})
+    shapes = dict(shapes or {})
+    unknown = sorted(set(shapes) - {vi.name for vi in doc.graph.inputs})
+    if unknown:
+        raise InputSpecError(
+            f"--shape names {unknown} but the model's inputs are "
+            f"{[vi.name for vi in doc.graph.inputs]}"
+        )
+    specs = [
+        _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name))
+        for vi in doc.graph.inputs
+    ]
+    return InputPlan(str(doc.path), specs)
+
+
+def _spec_for(
+    doc: Document,
+    name: str,
+    dtype: str | None,
+    declared: tuple[Dim, ...] | None,
+    dims: Mapping[str, int],
+    override: tuple[int, ...] | None,
+) -> InputSpec:
+    notes: list[str] = []
+    problem = None
+    if dtype not in SUPPORTED_DTYPES:
+        problem = (
+            f"input {name!r} has dtype {dtype or 'unknown'}, which NNEditor cannot generate or "
+            f"store in .npy (supported: {', '.join(SUPPORTED_DTYPES)}); provide its values "
+            "another way"
+        )
+    shape: tuple[int, ...] | None
+    if override is not None:
+        shape = _check_override(name, declared, override)
+        notes.append(f"input {name!r} shape set to {list(shape)} by request")
+    elif declared is None:
+        shape = None
+        problem = problem or (
+            f"input {name!r} declares no shape; set one explicitly (e.g. --shape {name}=1x16)"
+        )
+    else:
+        shape = _resolve_dims(name, declared, dims, notes)
+    role, vocab = _role_for(doc, name, dtype, shape, notes)
+    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem)
+
+
+def _resolve_dims(
+    name: str, declared: tuple[Dim, ...], dims: Mapping[str, int], notes: list[str]
+) -> tuple[int, ...]:
+    out = []
+    for axis, d in enumerate(declared):
+        if isinstance(d, int) and d >= 0:
+            out.append(d)
+        elif isinstance(d, str) and d in dims:
+            out.append(int(dims[d]))
+            notes.append(f"dim {d!r} of input {name!r} set to {int(dims[d])} by request")
+        elif isinstance(d, str) and d:
+            out.append(1)
+            notes.append(f"dim {d!r} of input {name!r} (axis {axis}) set to 1")
+        else:
+            out.append(1)
+            notes.append(f"unknown extent of input {name!r} at axis {axis} set to 1")
+    return tuple(out)
+
+
+def _check_override(
+    name: str, declared: tuple[Dim, ...] | None, shape: tuple[int, ...]
+) -> tuple[int, ...]:
+    if any(int(d) < 0 for d in shape):
+        raise InputSpecError(f"shape {list(shape)} for input {name!r} has a negative extent")
+    if declared is None:
+        return tuple(int(d) for d in shape)
+    if len(shape) != len(declared):
+        raise InputSpecError(
+            f"shape {list(shape)} for input {name!r} has {len(shape)} axes but the model "
+            f"declares {len(declared)} ({_dims_text(declared)})"
+        )
+    for axis, (want, got) in enumerate(zip(declared, shape, strict=True)):
+        if isinstance(want, int) and want >= 0 and want != got:
+            raise InputSpecError(
+                f"shape {list(shape)} for input {name!r} has {got} at axis {axis} but the model "
+                f"fixes it to {want} ({_dims_text(declared)})"
+            )
+    return tuple(int(d) for d in shape)
+
+
+def _dims_text(dims: tuple[Dim, ...]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _role_for(
+    doc: Document, name: str, dtype: str | None, shape: tuple[int, ...] | None, notes: list[str]
+) -> tuple[str, int | None]:
+    if _MASK_NAME.search(name):
+        notes.append(f"input {name!r} looks like a mask: all positions valid (ones)")
+        return "mask", None
+    is_int = dtype is not None and dtype.startswith(("int", "uint"))
+    if is_int and _TOKEN_NAME.search(name):
+        vocab = infer_vocab_size(doc, name)
+        if vocab:
+            notes.append(f"input {name!r} holds token ids: values in [0, {vocab}) (embedding rows)")
+        else:
+            notes.append(f"input {name!r} holds token ids: no vocabulary found, values in [0, 10)")
+        return "tokens", vocab
+    if is_int and _RATE_NAME.match(name) and shape is not None and int(np.prod(shape)) == 1:
+        notes.append(f"input {name!r} looks like a sample rate: set to {DEFAULT_SAMPLE_RATE}")
+        return "sample_rate", None
+    return "generic", None
+
+
+def infer_vocab_size(doc: Document, name: str) -> int | None:
+    """Rows of the embedding table a token input indexes (through a top-level ``Gather``)."""
+    if doc.graph is None:
+        return None
+    graph: Graph = doc.graph
+    consumers = graph.consumers()
+    reached = {name}
+    frontier = [name]
+    for _ in range(4):
+        nxt: list[str] = []
+        for value in frontier:
+            for node in consumers.get(value, []):
+                if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] == value:
+                    rows = _table_rows(doc, node.inputs[0], node.attributes.get("axis", 0))
+                    if rows:
+                        return rows
+                elif node.op_type in _PASSTHROUGH and node.inputs and node.inputs[0] == value:
+                    nxt.extend(o for o in node.outputs[:1] if o and o not in reached)
+        reached.update(nxt)
+        frontier = nxt
+    return None
+
+
+def _table_rows(doc: Document, table: str, axis: Any) -> int | None:
+    ref = doc.tensors.get(table) if table else None
+    if ref is None or not ref.shape:
+        return None
+    try:
+        axis = int(axis)
+    except (TypeError, ValueError):
+        return None
+    if not -len(ref.shape) <= axis < len(ref.shape):
+        return None
+    rows = int(ref.shape[axis])
+    return rows if rows > 0 else None
+
+
+def parse_assignments(items: list[str] | None, what: str) -> dict[str, str]:
+    """``["seq=16", "x=1x3x8x8"]`` -> ``{"seq": "16", "x": "1x3x8x8"}`` (CLI helper)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.rpartition("=")
+        if not sep or not key or not value:
+            raise InputSpecError(f"{what} {item!r} is not NAME=VALUE")
+        out[key] = value
+    return out
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1x3x48x320"`` (or ``"1,3,48,320"``, ``"[]"`` for a scalar) -> a shape tuple."""
+    t = text.strip().strip("[]()")
+    if not t:
+        return ()
+    try:
+        return tuple(int(p) for p in re.split(r"[x,\s]+", t) if p)
+    except ValueError:
+        raise InputSpecError(
+            f"shape {text!r} is not a list of integers such as 1x3x48x320"
+        ) from None

@@ -1,0 +1,273 @@
+"""The capture store: one .npy per value plus manifest.json, within a byte budget.
+
+Invariants:
+
+- Values are written in chunks of ``chunk_bytes`` by a few writer threads (file creation and
+  page-cache copies overlap); at most ``2 x writers`` writes are in flight, and a value's array
+  is released as soon as its file is written, so memory does not grow with the captures.
+  :meth:`flush` waits for every write and re-raises the first failure (the run then fails).
+- The budget counts array data bytes. A value that fits is "captured"; the first value that
+  does not fit is stored as a flat (C-order) prefix of whole elements, status "partial", with
+  its original shape in the record; every later value is "dropped" with the reason. A budget
+  hit makes the whole trace partial, and the manifest says so.
+- Every registered value appears in the manifest exactly once, with status captured, partial
+  or dropped and a reason for anything not fully captured.
+- Values numpy cannot store without pickle (ml_dtypes floats, sub-byte ints, strings) are
+  widened to float32 / int8 / uint8 / unicode and the record names the original dtype.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+VALUES_DIR = "values"
+MANIFEST = "manifest.json"
+SUBGRAPH_REASON = "not captured: inside a subgraph"
+LOOP_REASON = "not captured: inside a subgraph (a Loop/Scan body computes it once per iteration)"
+BRANCH_REASON = "not computed in this run: inside an If branch that did not run"
+
+
+def storable(arr: np.ndarray) -> tuple[np.ndarray, str | None]:
+    """``arr`` in a dtype .npy holds without pickle, and the original dtype name if widened."""
+    dt = arr.dtype
+    if dt.kind == "O":
+        flat = [
+            x.decode("utf-8", "replace") if isinstance(x, bytes) else str(x)
+            for x in arr.reshape(-1)
+        ]
+        return np.array(flat, dtype=str).reshape(arr.shape), "string"
+    if (
+        dt.kind == "V"
+        or type(dt).__module__.startswith("ml_dtypes")
+        or dt.type.__module__.startswith("ml_dtypes")
+    ):
+        name = dt.name
+        if "int" in name:
+            return arr.astype(np.uint8 if name.startswith("u") else np.int8), name
+        return arr.astype(np.float32), name
+    return arr, None
+
+
+def write_npy(path: Path, arr: np.ndarray, chunk_bytes: int) -> None:
+    """Write a C-ordered array as .npy in chunks (no full extra copy for contiguous input)."""
+    arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
+    header = np.lib.format.header_data_from_array_1_0(arr)
+    with open(path, "wb") as fh:
+        try:
+            np.lib.format.write_array_header_1_0(fh, header)
+        except ValueError:  # header too long for format 1.0
+            fh.seek(0)
+            fh.truncate()
+            np.lib.format.write_array_header_2_0(fh, header)
+        if arr.size == 0 or arr.dtype.itemsize == 0:
+            return
+        raw = memoryview(arr.reshape(-1).view(np.uint8).data)
+        step = max(int(chunk_bytes), 1)
+        for start in range(0, len(raw), step):
+            fh.write(raw[start : start + step])
+
+
+class CaptureStore:
+    """Writes captures under ``root/values`` and the manifest under ``root``."""
+
+    def __init__(
+        self,
+        root: Path,
+        budget_bytes: int,
+        chunk_bytes: int,
+        on_written: Callable[[int, int], None] | None = None,
+        writers: int = 2,
+    ) -> None:
+        self.root = root
+        (root / VALUES_DIR).mkdir(parents=True, exist_ok=True)
+        self.budget = int(budget_bytes)
+        self.remaining = int(budget_bytes)
+        self.chunk = int(chunk_bytes)
+        self.budget_hit = False
+        self.records: dict[str, dict[str, Any]] = {}
+        self._on_written = on_written
+        self._done = 0
+        self.write_s = 0.0
+        self._pool = ThreadPoolExecutor(writers, "capture-writer") if writers > 0 else None
+        self._slots = threading.BoundedSemaphore(max(2 * writers, 1))
+        self._futures: list[Future[None]] = []
+        self._lock = threading.Lock()
+
+    def register(self, name: str, scope: str = "", producer: str = "", op_type: str = "") -> None:
+        """Announce a value (in manifest order) before it is produced."""
+        if name in self.records:
+            return
+        self.records[name] = {
+            "index": len(self.records),
+            "name": name,
+            "dtype": None,
+            "shape": None,
+            "status": "pending",
+            "file": None,
+            "reason": "",
+            "bytes": 0,
+            "graph": scope,
+            "producer": producer,
+            "op_type": op_type,
+        }
+
+    @property
+    def pending(self) -> list[str]:
+        return [n for n, r in self.records.items() if r["status"] == "pending"]
+
+    def write(self, name: str, value: Any) -> dict[str, Any]:
+        """Store one produced value (honouring the budget) and return its record."""
+        rec = self.records.get(name) or self._register_late(name)
+        if not isinstance(value, np.ndarray):
+            kind = type(value).__name__
+            return self._drop(rec, f"not captured: a {kind} value (only tensors are stored)")
+        arr, widened = storable(value)
+        rec["dtype"] = str(value.dtype) if widened is None else widened
+        rec["shape"] = list(value.shape)
+        if widened:
+            rec["stored_dtype"] = str(arr.dtype)
+        if self.budget_hit:
+            return self._drop(rec, self._budget_reason())
+        nbytes = int(arr.nbytes)
+        if nbytes <= self.remaining:
+            self._store(rec, arr, "captured")
+            self.remaining -= nbytes
+            return rec
+        count = self.remaining // max(arr.dtype.itemsize, 1)
+        self.budget_hit = True
+        if count <= 0:
+            return self._drop(rec, self._budget_reason())
+        prefix = np.ascontiguousarray(arr).reshape(-1)[:count]
+        self._store(rec, prefix, "partial")
+        rec["stored_shape"] = [int(count)]
+        rec["reason"] = (
+            f"capture budget of {self.budget / 2**20:g} MB reached: the first {count} of "
+            f"{arr.size} elements are stored as a flat prefix"
+        )
+        self.remaining -= int(prefix.nbytes)
+        return rec
+
+    def drop(
+        self, name: str, reason: str, dtype: str | None = None, shape: list[int] | None = None
+    ) -> None:
+        rec = self.records.get(name) or self._register_late(name)
+        if dtype is not None:
+            rec["dtype"] = dtype
+        if shape is not None:
+            rec["shape"] = shape
+        self._drop(rec, reason)
+
+    def finish_pending(self, reason: str) -> None:
+        for name in self.pending:
+            self._drop(self.records[name], reason)
+
+    def _register_late(self, name: str) -> dict[str, Any]:
+        self.register(name)
+        return self.records[name]
+
+    def _budget_reason(self) -> str:
+        return f"capture budget of {self.budget / 2**20:g} MB reached; not stored"
+
+    def _drop(self, rec: dict[str, Any], reason: str) -> dict[str, Any]:
+        rec["status"] = "dropped"
+        rec["reason"] = reason
+        self._progress()
+        return rec
+
+    def _store(self, rec: dict[str, Any], arr: np.ndarray, status: str) -> None:
+        fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        rec.update(status=status, file=fname, bytes=int(arr.nbytes))
+        if self._pool is None:
+            self._write(self.root / fname, arr)
+        else:
+            self._slots.acquire()  # bounds the arrays held by pending writes
+            self._futures.append(self._pool.submit(self._write, self.root / fname, arr))
+
+    def _write(self, path: Path, arr: np.ndarray) -> None:
+        try:
+            t0 = time.perf_counter()
+            write_npy(path, arr, self.chunk)
+            with self._lock:
+                self.write_s += time.perf_counter() - t0
+            self._progress()
+        finally:
+            if self._pool is not None:
+                self._slots.release()
+
+    def flush(self) -> None:
+        """Wait for every pending write; re-raise the first failure."""
+        futures, self._futures = self._futures, []
+        for f in futures:
+            f.result()
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+
+    def abort(self) -> None:
+        """Drop pending writes (the run failed; its folder will be deleted)."""
+        self._futures = []
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _progress(self) -> None:
+        with self._lock:
+            self._done += 1
+            done = self._done
+            if self._on_written:
+                self._on_written(done, len(self.records))
+
+    @property
+    def captured_bytes(self) -> int:
+        return sum(int(r["bytes"]) for r in self.records.values())
+
+    def counts(self) -> dict[str, int]:
+        out = {"captured": 0, "partial": 0, "dropped": 0, "pending": 0}
+        for r in self.records.values():
+            out[r["status"]] = out.get(r["status"], 0) + 1
+        return out
+
+    def write_manifest(self, run: dict[str, Any]) -> Path:
+        """Write manifest.json (values in registration order plus run info) after every
+        pending capture is on disk."""
+        self.flush()
+        doc = {
+            "format": "nneditor-trace",
+            "version": 1,
+            "partial": self.budget_hit,
+            "run": run,
+            "counts": self.counts(),
+            "captured_bytes": self.captured_bytes,
+            "values": list(self.records.values()),
+        }
+        return dump_manifest(doc, self.root / MANIFEST)
+
+
+def dump_manifest(doc: dict[str, Any], path: Path) -> Path:
+    """Write a manifest atomically: one value per line (readable, and encoded by json's C
+    encoder; an indented dump of thousands of values is many times slower)."""
+    head = {k: v for k, v in doc.items() if k != "values"}
+    enc = json.JSONEncoder(allow_nan=False, default=str, ensure_ascii=False)
+    lines = [enc.encode(v) for v in doc.get("values", [])]
+    text = enc.encode(head)[:-1] + ',\n"values": [\n' + ",\n".join(lines) + "\n]}\n"
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _safe(name: str) -> str:
+    return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "value")[:80]

@@ -1,0 +1,125 @@
+"""``nneditor trace``: plan, approve (--yes) and run an activation trace.
+
+    nneditor trace PATH [--inputs FILE.npz] --out DIR [--backend auto|onnxruntime|reference]
+                   [--device auto|cpu|gpu|npu] [--max-ram MB] [--timeout S] [--capture-mb N]
+                   [--chunk-mb N] [--capture NAME ...] [--dim NAME=N] [--shape INPUT=SHAPE]
+                   [--yes] [--json]
+
+Without ``--yes`` the plan is printed and the command exits with 2 ("add --yes to approve this
+run"); nothing runs. With ``--yes`` the printed plan is approved for exactly one run.
+Exit codes: 0 complete or partial trace published; 1 the run failed, timed out, ran out of
+memory, was cancelled or crashed (nothing published); 2 refused before running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from nneditor.inputs.cli import add_shape_arguments, plan_from_args
+from nneditor.tracing.limits import Limits
+from nneditor.tracing.providers import DEVICES
+
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+
+BACKENDS = ("auto", "onnxruntime", "reference")  # nneditor.tracing.plan.BACKENDS
+
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+APPROVE_HINT = "add --yes to approve this run"
+
+
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    d = Limits()
+    s.add_argument("path")
+    s.add_argument("--inputs", help=".npz (inputs by name) or .npy (a single-input model)")
+    s.add_argument("--out", required=True, help="folder for manifest.json and one .npy per value")
+    s.add_argument("--backend", default="auto", choices=BACKENDS)
+    s.add_argument("--device", default="auto", choices=DEVICES)
+    s.add_argument("--max-ram", type=float, default=d.max_ram_mb, metavar="MB")
+    s.add_argument("--timeout", type=float, default=d.timeout_s, metavar="S")
+    s.add_argument("--capture-mb", type=float, default=d.capture_mb, metavar="N")
+    s.add_argument("--chunk-mb", type=float, default=d.chunk_mb, metavar="N")
+    s.add_argument("--capture", nargs="+", metavar="NAME", help="capture only these values")
+    add_shape_arguments(s)
+    s.add_argument("--seed", type=int, default=0, help="seed for automatic inputs")
+    s.add_argument("--yes", action="store_true", help="approve the printed plan for one run")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def run(doc: Document, args: argparse.Namespace) -> int:
+    from nneditor.inputs.assign import build_inputs
+    from nneditor.inputs.picker import assign_file, check_set
+    from nneditor.tracing.approval import approve
+    from nneditor.tracing.plan import make_plan
+    from nneditor.tracing.runner import TraceRunner
+
+    input_plan = plan_from_args(doc, args)
+    if args.inputs:
+        arrays = assign_file(input_plan, args.inputs)
+        check_set(input_plan, arrays)
+        source = f"inputs from {args.inputs}"
+    else:
+        arrays = build_inputs(input_plan, seed=args.seed)
+        source = "automatic inputs (no --inputs given)"
+    limits = Limits(
+        timeout_s=args.timeout,
+        max_ram_mb=args.max_ram,
+        capture_mb=args.capture_mb,
+        chunk_mb=args.chunk_mb,
+    )
+    plan = make_plan(doc, arrays, args.backend, args.device, limits, args.capture)
+    plan.notes.append(source)
+    if not args.inputs:
+        plan.notes.extend(input_plan.assumptions)
+    out = sys.stderr if args.yes else sys.stdout
+    print("\n".join(plan.describe()), file=out)
+    if not args.yes:
+        print(APPROVE_HINT, file=sys.stderr)
+        return EXIT_REFUSED
+    doc.close()  # the worker reads the model itself; keep no map open during the run
+    approval = approve(plan)
+    result = TraceRunner().run(plan, approval, args.out, on_event=_progress_printer(args.json))
+    summary = _summary(result)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+    elif result.published:
+        print(f"{result.status}: {result.message}")
+        print(f"provider: {result.provider}; wrote {result.out_dir}/manifest.json")
+    if not result.published:
+        print(f"nneditor: {result.message}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def _progress_printer(quiet: bool) -> Any:
+    def on_event(msg: dict[str, Any]) -> None:
+        if quiet:
+            return
+        kind = msg.get("event")
+        if kind == "stage":
+            print(f"... {msg.get('stage')}", file=sys.stderr)
+        elif kind == "provider":
+            print(f"... running on {msg.get('provider')}", file=sys.stderr)
+        elif kind == "warning":
+            print(f"warning: {msg.get('message')}", file=sys.stderr)
+
+    return on_event
+
+
+def _summary(result: Any) -> dict[str, Any]:
+    manifest = result.manifest or {}
+    return {
+        "status": result.status,
+        "message": result.message,
+        "out": str(result.out_dir) if result.out_dir else None,
+        "provider": result.provider,
+        "partial": bool(manifest.get("partial")),
+        "counts": manifest.get("counts"),
+        "elapsed_s": round(result.elapsed_s, 3),
+        "worker_peak_rss_mb": round(result.peak_rss_mb, 1),
+    }

@@ -1,0 +1,520 @@
+"""Parent side of a trace run: approval check, worker process, limits, publication.
+
+Invariants:
+
+- A run starts only after :func:`~nneditor.tracing.approval.verify` passed and the approval
+  was consumed; the worker is a separate process (``python -m nneditor.tracing.worker``) in
+  its own session / process group, with its stderr in the run folder's log.
+- Limits are enforced here as well as in the worker: wall clock, RSS of the whole worker
+  process tree (psutil watchdog), and cancellation; each ends the whole process tree
+  (``killpg`` plus any descendant that left the group) and waits for it. The address-space
+  ceiling travels in the request and the worker applies it to itself with ``resource``
+  before reading anything (not ``preexec_fn``, which is unsafe in a threaded parent such as
+  the GUI, and which a pre-started worker could not honour).
+- A worker serves exactly one request. Once it reports ``done`` (all files flushed) its tree
+  is killed rather than waiting for interpreter teardown.
+- Results go to a hidden temporary folder beside the destination; it is renamed into place
+  only when the worker reported ``done`` (complete or honestly partial). Failed, cancelled,
+  timed-out and crashed runs delete it, so they publish nothing.
+- Nothing here raises for a worker failure: the caller gets a :class:`TraceResult` saying what
+  happened. Refusals before the start (approval, destination) raise with a sentence.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+
+from nneditor.errors import NNEditorError
+from nneditor.jobs import CancelToken, JobHandle
+from nneditor.tracing.approval import Approval, verify
+from nneditor.tracing.capture import MANIFEST, dump_manifest, write_npy
+from nneditor.tracing.plan import TracePlan
+from nneditor.tracing.protocol import ProtocolError, decode, run_request
+
+EventCallback = Callable[[dict[str, Any]], None]
+POLL_S = 0.02
+_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+class RunError(NNEditorError):
+    """A run cannot start (destination problems)."""
+
+
+@dataclass
+class TraceResult:
+    """What happened. ``status``: ok, partial, failed, cancelled, timeout, memory, crashed."""
+
+    status: str
+    message: str
+    out_dir: Path | None = None
+    manifest: dict[str, Any] | None = None
+    provider: str | None = None
+    elapsed_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    worker_pid: int | None = None
+    log_tail: str = ""
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def published(self) -> bool:
+        return self.out_dir is not None
+
+    @property
+    def partial(self) -> bool:
+        return self.status == "partial"
+
+
+def worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("MALLOC_ARENA_MAX", "2")
+    env["PYTHONUNBUFFERED"] = "1"
+    env.pop("QT_QPA_PLATFORM", None)
+    return env
+
+
+def build_request(
+    plan: TracePlan, approval: Approval, run_dir: Path, inputs: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "run_dir": str(run_dir),
+        "model": plan.model.path,
+        "revision": plan.revision,
+        "inputs": inputs,
+        "inputs_digest": plan.inputs.digest,
+        "backend": plan.backend,
+        "backend_request": plan.backend_request,
+        "device": plan.device,
+        "providers": plan.providers.as_list() if plan.providers else [],
+        "strict_device": bool(plan.providers and plan.providers.strict and plan.device != "cpu"),
+        "ort_optimization": plan.ort_optimization,
+        "capture": list(plan.capture) if plan.capture is not None else None,
+        "limits": plan.limits.as_dict(),
+        "address_space_bytes": plan.limits.address_space_bytes,
+        "approval": {"id": approval.id, "digest": approval.digest},
+    }
+
+
+def _prepare_destination(out_dir: Path) -> None:
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise RunError(
+            f"{out_dir} already exists and is not an empty folder; choose a new folder for the "
+            "trace or remove the old one"
+        )
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+
+
+def _write_inputs(plan: TracePlan, run_dir: Path) -> dict[str, str]:
+    (run_dir / "inputs").mkdir()
+    files = {}
+    for i, (name, arr) in enumerate(plan.inputs.arrays.items()):
+        rel = f"inputs/{i:03d}.npy"
+        write_npy(run_dir / rel, np.asarray(arr), 16 * 2**20)
+        files[name] = rel
+    return files
+
+
+class _Worker:
+    """One worker process: its stdout reader thread, event queue and log file."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.log_path = log_dir / "worker.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
+        kwargs: dict[str, Any] = {}
+        if os.name == "posix":
+            kwargs["start_new_session"] = True
+        else:  # pragma: no cover - Windows
+            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        self.proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            cwd=log_dir,
+            env=env,
+            **kwargs,
+        )
+        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.events.put(decode(line))
+            except ProtocolError as exc:
+                self.events.put({"event": "warning", "message": f"protocol: {exc}"})
+        self.events.put(None)
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def send(self, request: dict[str, Any]) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(run_request(request).encode())
+            self.proc.stdin.close()
+        except OSError:
+            pass  # the worker died already; reported from its exit status
+
+    def close(self) -> None:
+        if self.alive():
+            kill_tree(self.proc)
+        self.reader.join(timeout=5)
+        self._log.close()
+
+
+def _discard(box: list[_Worker | None]) -> None:
+    """Stop an idle worker and delete its log folder."""
+    worker, box[0] = box[0], None
+    if worker is not None:
+        worker.close()
+        shutil.rmtree(worker.log_dir, ignore_errors=True)
+
+
+class TraceRunner:
+    """Runs approved plans in worker processes.
+
+    With ``keep_warm=True`` the runner keeps one idle worker started ahead of time (it has
+    imported numpy/onnx/onnxruntime and waits for a request; it has read no model), so an
+    approved run does not wait for interpreter start-up. Each worker serves exactly one run.
+    Call :meth:`close` (or use the runner as a context manager) to stop the idle worker.
+    """
+
+    def __init__(
+        self,
+        python: str | None = None,
+        extra_env: dict[str, str] | None = None,
+        keep_warm: bool = False,
+    ) -> None:
+        self.python = python
+        self.extra_env = dict(extra_env or {})
+        self.keep_warm = keep_warm
+        self._box: list[_Worker | None] = [None]  # the idle worker (shared with the finalizer)
+        self._lock = threading.Lock()
+        # an idle worker must not outlive its runner (garbage collection or interpreter exit)
+        self._finalizer = weakref.finalize(self, _discard, self._box)
+
+    @property
+    def _warm(self) -> _Worker | None:
+        return self._box[0]
+
+    def __enter__(self) -> TraceRunner:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _command(self, preload: bool) -> list[str]:
+        cmd = [self.python or sys.executable, "-m", "nneditor.tracing.worker"]
+        return [*cmd, "--preload"] if preload else cmd
+
+    def _env(self) -> dict[str, str]:
+        return {**worker_env(), **self.extra_env}
+
+    def prestart(self) -> None:
+        """Start an idle, pre-loaded worker now unless one is already waiting."""
+        with self._lock:
+            if self._box[0] is not None and self._box[0].alive():
+                return
+            _discard(self._box)
+            log_dir = Path(tempfile.mkdtemp(prefix="nneditor-trace-worker-"))
+            self._box[0] = _Worker(self._command(True), self._env(), log_dir)
+
+    def close(self) -> None:
+        """Stop the idle worker, if any."""
+        with self._lock:
+            _discard(self._box)
+
+    def _take_worker(self, run_dir: Path) -> _Worker:
+        with self._lock:
+            warm, self._box[0] = self._box[0], None
+        if warm is not None and warm.alive():
+            return warm
+        _discard([warm])
+        return _Worker(self._command(False), self._env(), run_dir)
+
+    def run(
+        self,
+        plan: TracePlan,
+        approval: Approval,
+        out_dir: str | os.PathLike[str],
+        on_event: EventCallback | None = None,
+        token: CancelToken | None = None,
+        test_hooks: dict[str, Any] | None = None,
+    ) -> TraceResult:
+        """Verify and consume ``approval``, run a worker, publish into ``out_dir``."""
+        verify(approval, plan)
+        dest = Path(out_dir).resolve()
+        _prepare_destination(dest)
+        run_id = uuid.uuid4().hex[:12]
+        approval.consume(run_id)
+        run_dir = dest.parent / f".{dest.name}.nneditor-run-{run_id}"
+        run_dir.mkdir()
+        try:
+            inputs = _write_inputs(plan, run_dir)
+            request = build_request(plan, approval, run_dir, inputs)
+            if test_hooks:
+                request["test_hooks"] = test_hooks
+            worker = self._take_worker(run_dir)
+            result = _Supervisor(plan, run_dir, on_event, token or CancelToken()).run(
+                worker, request
+            )
+        except BaseException:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        finally:
+            if self.keep_warm:
+                self.prestart()
+        if result.status in ("ok", "partial"):
+            try:
+                result.manifest = _publish(run_dir, dest, result, approval)
+                result.out_dir = dest
+            except OSError as exc:
+                result.status, result.message = (
+                    "failed",
+                    f"the trace could not be published ({exc})",
+                )
+        if result.out_dir is None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        return result
+
+
+def _publish(run_dir: Path, dest: Path, result: TraceResult, approval: Approval) -> dict[str, Any]:
+    manifest_path = run_dir / MANIFEST
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest["run"].update(
+        elapsed_s=round(result.elapsed_s, 6),
+        worker_peak_rss_mb=round(result.peak_rss_mb, 1),
+        approval={"id": approval.id, "digest": approval.digest},
+    )
+    dump_manifest(manifest, manifest_path)
+    shutil.rmtree(run_dir / "work", ignore_errors=True)
+    if dest.exists():
+        dest.rmdir()  # empty (checked before the run)
+    os.replace(run_dir, dest)
+    return manifest
+
+
+class _Supervisor:
+    """Runs one request on one worker process to completion under the plan's limits."""
+
+    def __init__(
+        self, plan: TracePlan, run_dir: Path, on_event: EventCallback | None, token: CancelToken
+    ) -> None:
+        self.plan = plan
+        self.run_dir = run_dir
+        self.on_event = on_event
+        self.token = token
+        self.result = TraceResult("crashed", "")
+        self.terminal: dict[str, Any] | None = None
+        self.peak_rss = 0
+        self._root: psutil.Process | None = None
+        self._children: list[psutil.Process] = []
+        self._children_at = 0.0
+
+    def run(self, worker: _Worker, request: dict[str, Any]) -> TraceResult:
+        start = time.monotonic()
+        self.result.worker_pid = worker.proc.pid
+        worker.send(request)
+        stopped = self._supervise(worker, start)
+        if stopped is None:
+            _reap_group(worker.proc.pid)  # a descendant left behind must not outlive the run
+        worker.close()
+        self._drain(worker)
+        self.result.elapsed_s = time.monotonic() - start
+        self.result.peak_rss_mb = self.peak_rss / 2**20
+        if worker.log_dir != self.run_dir:
+            shutil.copyfile(worker.log_path, self.run_dir / "worker.log")
+            shutil.rmtree(worker.log_dir, ignore_errors=True)
+        self.result.log_tail = _tail(self.run_dir / "worker.log")
+        self._conclude(worker.proc.returncode, stopped)
+        return self.result
+
+    def _drain(self, worker: _Worker, wait_s: float = 0.0) -> None:
+        """Handle every queued event; wait up to ``wait_s`` for the first one."""
+        while True:
+            try:
+                msg = worker.events.get(timeout=wait_s) if wait_s else worker.events.get_nowait()
+            except queue.Empty:
+                return
+            wait_s = 0.0
+            if msg is None:
+                continue
+            self.result.events.append(msg)
+            kind = msg.get("event")
+            if kind == "provider":
+                self.result.provider = msg.get("provider")
+            if kind in ("done", "error") and self.terminal is None:
+                self.terminal = msg
+            if self.on_event:
+                with contextlib.suppress(Exception):  # a UI callback must not break us
+                    self.on_event(msg)
+
+    def _supervise(self, worker: _Worker, start: float) -> str | None:
+        limits = self.plan.limits
+        proc = worker.proc
+        while proc.poll() is None:
+            self._drain(worker, POLL_S)  # wakes at once for an event, else polls the limits
+            if self.terminal is not None and self.terminal.get("event") == "done":
+                # Everything is on disk (the worker flushes before "done"); skip its teardown.
+                kill_tree(proc)
+                return None
+            why = None
+            if self.token.cancelled:
+                why = "cancelled"
+            elif time.monotonic() - start > limits.timeout_s:
+                why = "timeout"
+            elif self._rss(proc) > limits.ram_bytes:
+                why = "memory"
+            if why:
+                kill_tree(proc)
+                return why
+        return None
+
+    def _rss(self, proc: subprocess.Popen[bytes]) -> int:
+        """RSS of the worker (every poll) plus its descendants (list refreshed every 0.25 s:
+        finding children scans the whole process table, which is too costly for every poll)."""
+        try:
+            if self._root is None or self._root.pid != proc.pid:
+                self._root = psutil.Process(proc.pid)
+            total = self._root.memory_info().rss
+            now = time.monotonic()
+            if now - self._children_at >= 0.25:
+                self._children = self._root.children(recursive=True)
+                self._children_at = now
+        except psutil.Error:
+            return 0
+        for child in self._children:
+            with contextlib.suppress(psutil.Error):
+                total += child.memory_info().rss
+        self.peak_rss = max(self.peak_rss, total)
+        return total
+
+    def _conclude(self, returncode: int | None, stopped: str | None) -> None:
+        r, limits = self.result, self.plan.limits
+        if stopped == "cancelled":
+            r.status, r.message = "cancelled", "the trace was cancelled; nothing was published"
+        elif stopped == "timeout":
+            r.status = "timeout"
+            r.message = (
+                f"the trace exceeded its wall-clock limit of {limits.timeout_s:g} s and was "
+                "stopped; nothing was published"
+            )
+        elif stopped == "memory":
+            r.status = "memory"
+            r.message = (
+                f"the trace worker used more than the RAM ceiling of {limits.max_ram_mb:g} MB "
+                "and was stopped; nothing was published"
+            )
+        elif self.terminal and self.terminal["event"] == "done":
+            r.status = "partial" if self.terminal.get("partial") else "ok"
+            r.message = _done_message(self.terminal, limits.capture_mb)
+        elif self.terminal and self.terminal["event"] == "error":
+            kind = self.terminal.get("kind", "internal")
+            r.status = "memory" if kind == "memory" else "failed"
+            detail = self.terminal.get("message", "unknown error")
+            if kind == "memory":
+                detail = f"{detail} (RAM ceiling {limits.max_ram_mb:g} MB)"
+            r.message = f"the trace failed: {detail}; nothing was published"
+        else:
+            r.status = "crashed"
+            r.message = (
+                f"the trace worker stopped unexpectedly ({_exit_text(returncode)}); nothing was "
+                "published"
+            )
+
+
+def _done_message(done: dict[str, Any], capture_mb: float) -> str:
+    c = done.get("counts", {})
+    text = (
+        f"traced {c.get('captured', 0)} values captured, {c.get('partial', 0)} partial, "
+        f"{c.get('dropped', 0)} not captured"
+    )
+    if done.get("partial"):
+        text += f"; the capture budget of {capture_mb:g} MB was reached, so the trace is partial"
+    return text
+
+
+def _exit_text(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _reap_group(pgid: int) -> None:
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker, its process group and any descendant that left the group; wait."""
+    try:
+        descendants = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    if os.name == "posix":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    else:  # pragma: no cover - Windows
+        proc.kill()
+    for p in descendants:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a kernel-stuck process
+        proc.kill()
+    psutil.wait_procs(descendants, timeout=5)
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode("utf-8", "replace")
+
+
+def trace_job(
+    runner: TraceRunner, plan: TracePlan, approval: Approval, out_dir: str | os.PathLike[str]
+) -> Callable[[JobHandle], TraceResult]:
+    """The run as a job (for SyncRunner or a UI thread pool): progress + cancel via the handle."""
+
+    def job(handle: JobHandle) -> TraceResult:
+        def on_event(msg: dict[str, Any]) -> None:
+            if msg.get("event") == "progress":
+                handle.progress(int(msg["done"]), int(msg["total"]), "writing captures")
+            elif msg.get("event") == "stage":
+                handle.progress(handle.done, max(handle.total, 1), str(msg.get("stage", "")))
+
+        return runner.run(plan, approval, out_dir, on_event=on_event, token=handle.token)
+
+    return job

@@ -1,0 +1,292 @@
+"""The trace worker process: ``python -m nneditor.tracing.worker [--preload]``.
+
+Reads one run request (JSON line) from stdin, runs the chosen backend on a private copy of the
+model, streams captures into the run folder and answers with JSON-line events on stdout (see
+:mod:`nneditor.tracing.protocol`). ``--preload`` imports numpy, onnx and onnxruntime before
+announcing itself, so a runner can start a worker ahead of the approval (a warm worker) and the
+approved run does not pay for interpreter start-up.
+
+Invariants:
+
+- Never imports Qt. Never writes outside the run folder named in the request.
+- stdout carries protocol lines only: the original stdout descriptor is kept for the protocol
+  and descriptor 1 is pointed at stderr, so library chatter (also from C code) lands in the log.
+- On POSIX the address-space ceiling from the request is applied with
+  ``resource.setrlimit(RLIMIT_AS)`` before any model or input is read; the parent's RSS
+  watchdog enforces the RAM ceiling itself.
+- Exactly one terminal event (``done`` or ``error``) is sent; a crash without one is detected
+  by the parent from the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from nneditor.tracing.protocol import PROTOCOL_VERSION, ProtocolError, decode, encode, event
+
+TEST_HOOKS_ENV = "NNEDITOR_TRACE_TEST_HOOKS"
+
+
+class Emitter:
+    """Writes protocol events; progress events are rate-limited."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        self._last_progress = 0.0
+        self._lock = threading.Lock()  # capture writer threads report progress too
+
+    def __call__(self, name: str, /, **fields: Any) -> None:
+        line = encode(event(name, **fields))
+        with self._lock:
+            self.stream.write(line)
+            self.stream.flush()
+
+    def progress(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done >= total or now - self._last_progress >= 0.1:
+            self._last_progress = now
+            self("progress", done=done, total=total)
+
+
+def _protocol_stream() -> IO[str]:
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(fd, "w", encoding="utf-8", buffering=1)
+
+
+def _limit_address_space(limit: int | None) -> str:
+    if not limit or os.name != "posix":
+        return ""
+    import resource
+
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        new = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (new, hard))
+    except (ValueError, OSError) as exc:  # pragma: no cover - platform dependent
+        return f"address-space limit not applied ({exc})"
+    return ""
+
+
+def _run_test_hooks(hooks: dict[str, Any], emit: Emitter) -> None:
+    """Test-only behaviour (enabled by an environment variable): spawn a child, sleep."""
+    if not hooks or os.environ.get(TEST_HOOKS_ENV) != "1":
+        return
+    if hooks.get("spawn_child"):
+        import subprocess
+
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        emit("test", child_pid=child.pid)
+    if hooks.get("sleep_s"):
+        time.sleep(float(hooks["sleep_s"]))
+
+
+def _preload() -> None:
+    import onnx  # noqa: F401
+    import onnx.reference  # noqa: F401
+
+    import nneditor.inputs.picker  # noqa: F401
+    import nneditor.tracing.backend_ort  # noqa: F401
+    import nneditor.tracing.backend_reference  # noqa: F401
+
+    with contextlib.suppress(ImportError):
+        import onnxruntime  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nneditor.tracing.worker")
+    ap.add_argument("--preload", action="store_true", help="import the runtimes before waiting")
+    args = ap.parse_args(argv)
+    emit = Emitter(_protocol_stream())
+    if args.preload:
+        _preload()
+    emit("hello", pid=os.getpid(), protocol=PROTOCOL_VERSION, python=sys.version.split()[0])
+    try:
+        request = _read_request()
+        limit_note = _limit_address_space(int(request.get("address_space_bytes") or 0))
+        _run_test_hooks(request.get("test_hooks") or {}, emit)
+        result = execute(request, emit, [limit_note] if limit_note else [])
+    except Exception as exc:
+        kind = getattr(exc, "kind", None) or (
+            "memory" if isinstance(exc, MemoryError) else "internal"
+        )
+        if kind == "internal":
+            traceback.print_exc()
+        emit("error", message=_sentence(exc), kind=kind)
+        return 1
+    emit("done", **result)
+    return 0
+
+
+def _sentence(exc: BaseException) -> str:
+    if isinstance(exc, MemoryError):
+        return "the worker ran out of memory under its RAM ceiling"
+    text = str(exc).strip() or type(exc).__name__
+    from nneditor.errors import NNEditorError
+
+    return text if isinstance(exc, NNEditorError) else f"{type(exc).__name__}: {text}"
+
+
+def _read_request() -> dict[str, Any]:
+    line = sys.stdin.readline()
+    if not line:
+        raise ProtocolError("no request received on stdin")
+    msg = decode(line)
+    if msg.get("type") != "run" or msg.get("protocol") != PROTOCOL_VERSION:
+        raise ProtocolError(f"unsupported request {str(msg)[:200]}")
+    request = msg.get("request")
+    if not isinstance(request, dict):
+        raise ProtocolError("the request carries no run description")
+    return request
+
+
+def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]) -> dict[str, Any]:
+    """Run one request; returns the ``done`` event fields. Raises on failure."""
+    import onnx
+
+    from nneditor.inputs.picker import load_npy
+    from nneditor.tracing.capture import BRANCH_REASON, LOOP_REASON, SUBGRAPH_REASON, CaptureStore
+    from nneditor.tracing.model_copy import value_entries
+
+    t0 = time.perf_counter()
+    run_dir = Path(request["run_dir"])
+    model_path = Path(request["model"])
+    limits = request["limits"]
+    feeds = {name: load_npy(run_dir / f) for name, f in request["inputs"].items()}
+    emit("stage", stage="loading model")
+    model = onnx.load(str(model_path), load_external_data=False)
+    load_s = time.perf_counter() - t0
+    entries = value_entries(model)
+    selection = request.get("capture")
+    selected = None if selection is None else set(selection)
+    chosen = [e for e in entries if selected is None or e.name in selected]
+    progress = getattr(emit, "progress", None)
+    store = CaptureStore(
+        run_dir, int(limits["capture_mb"] * 2**20), int(limits["chunk_mb"] * 2**20), progress
+    )
+    for e in chosen:
+        store.register(e.name, e.scope, e.producer, e.op_type)
+    wanted = [e.name for e in chosen if e.producer and not e.scope]
+    nested = {e.name for e in chosen if e.scope and not e.in_loop}
+    try:
+        for e in chosen:
+            if not e.producer:
+                store.write(e.name, feeds[e.name])
+        info = _run_backend(request, model_path, model, feeds, wanted, nested, store, run_dir, emit)
+    except BaseException:
+        store.abort()
+        raise
+    pending = set(store.pending)
+    for e in chosen:
+        if e.scope and e.name in pending:
+            if info["backend"] != "reference":
+                store.drop(e.name, SUBGRAPH_REASON)
+            else:
+                store.drop(e.name, LOOP_REASON if e.in_loop else BRANCH_REASON)
+    store.finish_pending("not produced by the run (an optional output that was not computed)")
+    run = {
+        "backend": info.pop("backend"),
+        "backend_request": request.get("backend_request", request["backend"]),
+        "device": request.get("device", "auto"),
+        **info,
+        "notes": notes + info.get("notes", []),
+        "limits": limits,
+        "approval": request.get("approval"),
+        "model": str(model_path),
+        "revision": request.get("revision", "source"),
+        "inputs_digest": request.get("inputs_digest"),
+        "inputs": dict(request["inputs"]),
+        "load_s": round(load_s, 6),
+        "write_busy_s": round(store.write_s, 6),
+        "worker_s": round(time.perf_counter() - t0, 6),
+        "partial": store.budget_hit,
+    }
+    store.write_manifest(run)
+    store.close()
+    return {"partial": store.budget_hit, "counts": store.counts(), "provider": run["provider"]}
+
+
+def _run_backend(
+    request: dict[str, Any],
+    model_path: Path,
+    model: Any,
+    feeds: dict[str, Any],
+    wanted: list[str],
+    nested: set[str],
+    store: Any,
+    run_dir: Path,
+    emit: Callable[..., None],
+) -> dict[str, Any]:
+    from nneditor.tracing.backend_ort import BackendError
+    from nneditor.tracing.backend_reference import run_reference
+
+    backend = request["backend"]
+    if backend == "onnxruntime":
+        try:
+            return {
+                "backend": "onnxruntime",
+                **_run_ort(request, model_path, model, feeds, wanted, store, run_dir, emit),
+            }
+        except BackendError as exc:
+            if request.get("backend_request") != "auto" or exc.kind != "model":
+                raise
+            emit("warning", message=f"{exc}; falling back to the reference evaluator")
+            import onnx
+
+            model = onnx.load(str(model_path), load_external_data=False)
+            info = run_reference(model_path, model, feeds, wanted, nested, store, emit)
+            info["notes"] = [f"{exc}; used the reference evaluator instead", *info["notes"]]
+            return {"backend": "reference", **info}
+    return {
+        "backend": "reference",
+        **run_reference(model_path, model, feeds, wanted, nested, store, emit),
+    }
+
+
+def _run_ort(
+    request: dict[str, Any],
+    model_path: Path,
+    model: Any,
+    feeds: dict[str, Any],
+    wanted: list[str],
+    store: Any,
+    run_dir: Path,
+    emit: Callable[..., None],
+) -> dict[str, Any]:
+    from nneditor.tracing.backend_ort import BackendError, run_onnxruntime
+
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        raise BackendError(
+            "ONNX Runtime is not installed in the worker's environment", "model"
+        ) from None
+    providers = [
+        (str(p), dict(o)) for p, o in request.get("providers") or [["CPUExecutionProvider", {}]]
+    ]
+    return run_onnxruntime(
+        model_path,
+        model,
+        feeds,
+        wanted,
+        store,
+        run_dir / "work",
+        providers,
+        bool(request.get("strict_device")),
+        emit,
+        str(request.get("ort_optimization", "disabled")),
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

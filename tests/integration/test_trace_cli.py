@@ -1,0 +1,131 @@
+"""`nneditor inputs` and `nneditor trace` on the bundled example model and generated ones."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
+ort = pytest.importorskip("onnxruntime")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nneditor", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+def test_inputs_auto_writes_a_validated_set(tmp_path, unchanged):
+    check = unchanged(EXAMPLE)
+    out = run("inputs", EXAMPLE, "--auto", "--out", tmp_path / "in", "--dim", "seq=6")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads((tmp_path / "in" / "plan.json").read_text())
+    assert plan["assumptions"] == [
+        "dim 'seq' of input 'input_ids' set to 6 by request",
+        "input 'input_ids' holds token ids: values in [0, 96) (embedding rows)",
+    ]
+    ids = np.load(tmp_path / "in" / "input_ids.npy", allow_pickle=False)
+    assert ids.shape == (1, 6) and ids.dtype == np.int64 and ids.min() >= 0 and ids.max() < 96
+    with np.load(tmp_path / "in" / "inputs.npz", allow_pickle=False) as npz:
+        np.testing.assert_array_equal(npz["input_ids"], ids)
+    listing = run("inputs", EXAMPLE, "--json")
+    assert json.loads(listing.stdout)["inputs"][0]["role"] == "tokens"
+    missing = run("inputs", EXAMPLE, "--out", tmp_path / "x")
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == (
+        "nneditor: inputs ['input_ids'] have no source; add --auto to generate them from their "
+        "presets"
+    )
+    check()
+
+
+def test_trace_prints_the_plan_and_needs_yes(tmp_path):
+    ids = tmp_path / "ids.npz"
+    np.savez(ids, input_ids=np.array([[1, 2, 3]], np.int64))
+    out = run("trace", EXAMPLE, "--inputs", ids, "--out", tmp_path / "t", "--timeout", "60")
+    assert out.returncode == 2
+    assert "backend: ONNX Runtime" in out.stdout and "input_ids int64 [1, 3]" in out.stdout
+    assert "limits: wall clock 60 s, RAM ceiling 4096 MB" in out.stdout
+    assert out.stderr.strip() == "add --yes to approve this run"
+    assert not (tmp_path / "t").exists()
+    done = run("trace", EXAMPLE, "--inputs", ids, "--out", tmp_path / "t", "--yes", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "ok" and summary["provider"] == "CPUExecutionProvider"
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    logits = next(v for v in manifest["values"] if v["name"] == "logits")
+    model = onnx.load(str(EXAMPLE))
+    expected = ort.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(["logits"], {"input_ids": np.array([[1, 2, 3]], np.int64)})[0]
+    np.testing.assert_allclose(
+        np.load(tmp_path / "t" / logits["file"]), expected, rtol=1e-5, atol=1e-6
+    )
+    assert manifest["run"]["approval"]["digest"] and manifest["run"]["backend"] == "onnxruntime"
+    assert summary["counts"]["captured"] == len(manifest["values"])
+
+
+def test_trace_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, input_ids=np.array([[1.0, 2.0]], np.float32))
+    out = run("trace", EXAMPLE, "--inputs", bad, "--out", tmp_path / "t", "--yes")
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        f"nneditor: input 'input_ids' expects int64 [1, 'seq'], given float32 [1, 2] from {bad}: "
+        "the dtype differs"
+    )
+    gpu = run("trace", EXAMPLE, "--out", tmp_path / "t", "--device", "gpu", "--yes")
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        assert gpu.returncode == 2 and "nneditor[cuda] (onnxruntime-gpu)" in gpu.stderr
+
+
+def test_a_failed_trace_exits_1_and_publishes_nothing(tmp_path):
+    body = helper.make_graph(
+        [
+            helper.make_node("Identity", ["c_in"], ["c_out"]),
+            helper.make_node("Identity", ["s_in"], ["s_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1]),
+        ],
+        [
+            helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1]),
+        ],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "s0"], ["s"], body=body)],
+        "g",
+        [
+            helper.make_tensor_value_info("n", TensorProto.INT64, []),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("s0", TensorProto.FLOAT, [1]),
+        ],
+        [helper.make_tensor_value_info("s", TensorProto.FLOAT, [1])],
+    )
+    path = tmp_path / "loop.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    feeds = tmp_path / "in.npz"
+    np.savez(feeds, n=np.array(10**9, np.int64), c=np.array(True), s0=np.zeros(1, np.float32))
+    out = run("trace", path, "--inputs", feeds, "--out", tmp_path / "t", "--timeout", "4", "--yes")
+    assert out.returncode == 1
+    assert out.stderr.strip().endswith(
+        "nneditor: the trace exceeded its wall-clock limit of 4 s and was stopped; nothing was "
+        "published"
+    )
+    assert not (tmp_path / "t").exists()

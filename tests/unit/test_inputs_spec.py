@@ -1,0 +1,308 @@
+"""Input presets, generators and sources (automatic, patterns, masks, series, CSV, images) and
+Generate & assign all, on models generated with onnx.helper."""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import nneditor
+from nneditor.inputs import (
+    InputSpecError,
+    automatic,
+    build_inputs,
+    detect_inputs,
+    generate_and_assign_all,
+    mask,
+    pattern,
+    time_series,
+)
+from nneditor.inputs.csv_source import csv_for_input, read_csv
+from nneditor.inputs.image import image_for_input, load_image
+from nneditor.inputs.spec import parse_shape
+
+
+def _vi(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def make_model(path: Path, vocab: int = 50) -> Path:
+    """Token ids (via Cast) into an embedding, a mask, an image, a sample rate, a bf16 input and
+    an input without a shape."""
+    emb = numpy_helper.from_array(np.zeros((vocab, 4), np.float32), "emb")
+    nodes = [
+        helper.make_node("Cast", ["input_ids"], ["ids32"], to=TensorProto.INT32),
+        helper.make_node("Gather", ["emb", "ids32"], ["h"]),
+        helper.make_node("Cast", ["attention_mask"], ["m"], to=TensorProto.FLOAT),
+        helper.make_node("Relu", ["pixel_values"], ["p"]),
+        helper.make_node("Identity", ["sr"], ["sr_out"]),
+        helper.make_node("Identity", ["half"], ["half_out"]),
+        helper.make_node("Identity", ["free"], ["free_out"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [
+            _vi("input_ids", TensorProto.INT64, [1, "seq"]),
+            _vi("attention_mask", TensorProto.INT64, [1, "seq"]),
+            _vi("pixel_values", TensorProto.FLOAT, ["batch", 3, 8, 6]),
+            _vi("sr", TensorProto.INT64, []),
+            _vi("half", TensorProto.BFLOAT16, [2]),
+            helper.make_tensor_value_info("free", TensorProto.FLOAT, None),
+        ],
+        [_vi(n, TensorProto.FLOAT, None) for n in ("h", "m", "p")]
+        + [_vi("sr_out", TensorProto.INT64, None)]
+        + [_vi("half_out", TensorProto.BFLOAT16, None), _vi("free_out", TensorProto.FLOAT, None)],
+        [emb],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.fixture
+def model(tmp_path):
+    return make_model(tmp_path / "m.onnx")
+
+
+def _plan(path, **kw):
+    with nneditor.open(path) as doc:
+        return detect_inputs(doc, **kw)
+
+
+def test_every_input_becomes_a_preset_with_stated_assumptions(model, unchanged):
+    check = unchanged(model)
+    plan = _plan(model)
+    assert plan.names() == ["input_ids", "attention_mask", "pixel_values", "sr", "half", "free"]
+    ids = plan["input_ids"]
+    assert (ids.role, ids.vocab_size, ids.shape) == ("tokens", 50, (1, 1))
+    assert "dim 'seq' of input 'input_ids' (axis 1) set to 1" in plan.assumptions
+    assert "dim 'batch' of input 'pixel_values' (axis 0) set to 1" in plan.assumptions
+    assert plan["attention_mask"].role == "mask"
+    assert plan["pixel_values"].shape == (1, 3, 8, 6)
+    assert plan["sr"].role == "sample_rate"
+    assert "declares no shape" in (plan["free"].problem or "")
+    assert "bfloat16" in (plan["half"].problem or "") and not plan.ready
+    check()
+
+
+def test_dim_and_shape_overrides(model):
+    plan = _plan(model, dims={"seq": 7}, shapes={"pixel_values": (2, 3, 8, 6), "free": (3,)})
+    assert plan["input_ids"].shape == (1, 7) and plan["attention_mask"].shape == (1, 7)
+    assert "dim 'seq' of input 'input_ids' set to 7 by request" in plan.assumptions
+    assert plan["pixel_values"].shape == (2, 3, 8, 6)
+    assert plan["free"].ready and plan["free"].shape == (3,)
+
+
+def test_shape_override_contradicting_a_fixed_extent_is_refused(model):
+    with pytest.raises(InputSpecError) as exc:
+        _plan(model, shapes={"pixel_values": (1, 4, 8, 6)})
+    assert str(exc.value) == (
+        "shape [1, 4, 8, 6] for input 'pixel_values' has 4 at axis 1 but the model fixes it "
+        "to 3 ([batch, 3, 8, 6])"
+    )
+    with pytest.raises(InputSpecError, match="has 2 axes but the model declares 4"):
+        _plan(model, shapes={"pixel_values": (1, 3)})
+    with pytest.raises(InputSpecError, match=r"--shape names \['nope'\]"):
+        _plan(model, shapes={"nope": (1,)})
+
+
+def test_automatic_values_follow_the_preset(model):
+    plan = _plan(model, dims={"seq": 64}, shapes={"free": (5,)})
+    provided = {"half": np.zeros(2, np.float32)}  # bf16 cannot be generated: refused below
+    with pytest.raises(InputSpecError, match="dtype bfloat16"):
+        build_inputs(plan, {}, seed=0)
+    ids = automatic(plan["input_ids"])
+    assert ids.dtype == np.int64 and ids.shape == (1, 64)
+    assert ids.min() >= 0 and ids.max() < 50 and len(np.unique(ids)) > 10
+    np.testing.assert_array_equal(ids, automatic(plan["input_ids"]))  # deterministic
+    assert not np.array_equal(ids, automatic(plan["input_ids"], seed=1))
+    np.testing.assert_array_equal(automatic(plan["attention_mask"]), np.ones((1, 64), np.int64))
+    assert automatic(plan["sr"]).tolist() == 16000
+    px = automatic(plan["pixel_values"])
+    assert px.dtype == np.float32 and abs(float(px.mean())) < 0.5 and 0.5 < float(px.std()) < 1.5
+    with pytest.raises(InputSpecError, match="half"):
+        build_inputs(plan, {"half": provided["half"]})  # float32 given for a bfloat16 input
+
+
+def test_token_ids_without_an_embedding_use_small_ids(tmp_path):
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["tokens"], ["t"])],
+        "g",
+        [_vi("tokens", TensorProto.INT32, [1, 32])],
+        [_vi("t", TensorProto.INT32, [1, 32])],
+    )
+    path = tmp_path / "t.onnx"
+    onnx.save(helper.make_model(graph), path)
+    plan = _plan(path)
+    assert plan["tokens"].vocab_size is None
+    assert "no vocabulary found, values in [0, 10)" in plan.assumptions[0]
+    ids = automatic(plan["tokens"])
+    assert ids.dtype == np.int32 and ids.min() >= 0 and ids.max() < 10
+
+
+def test_patterns_match_numpy():
+    np.testing.assert_array_equal(pattern("zeros", (2, 3), "float32"), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(pattern("ones", (4,), "int8"), np.ones(4, np.int8))
+    np.testing.assert_array_equal(
+        pattern("ramp", (2, 5), "float32"), np.linspace(0, 1, 10, dtype=np.float32).reshape(2, 5)
+    )
+    np.testing.assert_array_equal(pattern("ramp", (300,), "uint8")[-1], 255)  # clipped, not wrapped
+    ref = np.random.default_rng(3).normal(2.0, 0.5, (3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(
+        pattern("normal", (3, 4), "float32", seed=3, mean=2, std=0.5), ref
+    )
+    u = pattern("uniform", (1000,), "float64", seed=1, low=-2, high=3)
+    assert u.min() >= -2 and u.max() < 3
+    with pytest.raises(InputSpecError, match="unknown pattern 'spiral'; choose one of zeros, ones"):
+        pattern("spiral", (1,), "float32")
+    with pytest.raises(InputSpecError, match="needs low < high"):
+        pattern("uniform", (1,), "float32", low=1, high=1)
+
+
+def test_time_series_and_masks():
+    t = np.arange(160) / 16000.0
+    ref = (0.5 * np.sin(2 * np.pi * 440.0 * t)).astype(np.float32)
+    got = time_series("sine", (2, 160), "float32")
+    np.testing.assert_allclose(got, np.stack([ref, ref]), rtol=0, atol=1e-7)
+    steps = time_series("steps", (8,), "float32", step_length=2, levels=(0, 1, 5))
+    np.testing.assert_array_equal(steps, [0, 0, 1, 1, 5, 5, 0, 0])
+    noise = time_series("noise", (3, 100), "float32", seed=4, amplitude=2.0)
+    np.testing.assert_array_equal(
+        noise, np.random.default_rng(4).normal(0, 2.0, (3, 100)).astype(np.float32)
+    )
+    with pytest.raises(InputSpecError, match="unknown time series 'saw'"):
+        time_series("saw", (4,))
+    np.testing.assert_array_equal(mask((2, 4), "int64", valid=3), [[1, 1, 1, 0], [1, 1, 1, 0]])
+    with pytest.raises(InputSpecError, match="mask valid length 9 is outside 0..4"):
+        mask((1, 4), valid=9)
+
+
+def test_csv_source(model, tmp_path):
+    plan = _plan(model, shapes={"free": (2, 3)})
+    good = tmp_path / "v.csv"
+    good.write_text("a,b,c\n1,2,3\n4,5,6.5\n")
+    np.testing.assert_array_equal(
+        csv_for_input(plan["free"], good), np.array([[1, 2, 3], [4, 5, 6.5]], np.float32)
+    )
+    np.testing.assert_array_equal(read_csv(good, column="b"), [2, 5])
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2,3\n4,x,6\n")
+    with pytest.raises(InputSpecError) as exc:
+        read_csv(bad)
+    assert str(exc.value) == f"{bad} row 2, column 2 holds 'x', which is not a number"
+    short = tmp_path / "short.csv"
+    short.write_text("1,2\n3,4\n")
+    with pytest.raises(InputSpecError) as exc:
+        csv_for_input(plan["free"], short)
+    assert "holds 4 values (2 rows x 2 columns) but input 'free' needs shape [2, 3] = 6" in str(
+        exc.value
+    )
+    with pytest.raises(InputSpecError, match="has no column named 'z'"):
+        read_csv(good, column="z")
+
+
+def _png(path: Path, pixels: np.ndarray) -> Path:
+    pil = pytest.importorskip("PIL.Image")
+    pil.fromarray(pixels.astype(np.uint8), "RGB").save(path)
+    return path
+
+
+def test_image_layouts_and_normalisation(model, tmp_path):
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (8, 6, 3))  # height 8, width 6 (not square on purpose)
+    img = _png(tmp_path / "i.png", pixels)
+    scaled = pixels.astype(np.float32) / 255.0
+    nchw = load_image(img, 8, 6, "NCHW", "0..1")
+    np.testing.assert_allclose(nchw[0], scaled.transpose(2, 0, 1), atol=1e-6)
+    nhwc = load_image(img, 8, 6, "NHWC", "-1..1")
+    np.testing.assert_allclose(nhwc[0], scaled * 2 - 1, atol=1e-6)
+    mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
+    net = load_image(img, 8, 6, "NHWC", "imagenet")
+    np.testing.assert_allclose(net[0], (scaled - mean) / std, atol=1e-5)
+    assert load_image(img, 3, 5).shape == (1, 3, 3, 5)  # height then width
+    plan = _plan(model)
+    got = image_for_input(plan["pixel_values"], img, "0..1")
+    assert got.shape == (1, 3, 8, 6) and got.dtype == np.float32
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png_header(path: Path, height: int, width: int) -> Path:
+    """A PNG whose header claims height x width pixels but holds no pixel data."""
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    body = _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(b"")) + _chunk(b"IEND", b"")
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + body)
+    return path
+
+
+def test_image_refusals(model, tmp_path, monkeypatch):
+    pytest.importorskip("PIL")
+    bomb = _png_header(tmp_path / "bomb.png", 12000, 10000)
+    with pytest.raises(InputSpecError) as exc:
+        load_image(bomb, 4, 4)
+    assert str(exc.value) == (
+        f"{bomb} is 12000 x 10000 pixels (height x width), more than the 100,000,000 NNEditor "
+        "decodes; downscale it first"
+    )
+    huge = _png_header(tmp_path / "huge.png", 20000, 20000)  # beyond Pillow's own bomb check
+    with pytest.raises(InputSpecError) as exc:
+        load_image(huge, 4, 4)
+    assert str(exc.value) == (
+        f"{huge} has more than the 100,000,000 pixels NNEditor decodes; downscale it first"
+    )
+    junk = tmp_path / "junk.png"
+    junk.write_bytes(b"not an image")
+    with pytest.raises(InputSpecError, match="could not be read as an image"):
+        load_image(junk, 4, 4)
+    plan = _plan(model)
+    with pytest.raises(InputSpecError, match="'input_ids' .* is not a rank-4 image tensor"):
+        image_for_input(plan["input_ids"], junk)
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    with pytest.raises(InputSpecError) as exc:
+        load_image(junk, 4, 4)
+    assert str(exc.value) == (
+        "reading images needs Pillow, which is not installed; install it with "
+        "`python -m pip install Pillow` or provide the tensor as .npy"
+    )
+
+
+def test_generate_and_assign_all_writes_a_validated_set(model, tmp_path, unchanged):
+    check = unchanged(model)
+    plan = _plan(model, dims={"seq": 5}, shapes={"free": (3,)})
+    half = np.zeros(2, np.float32)
+    with pytest.raises(InputSpecError):
+        generate_and_assign_all(plan, tmp_path / "x", {"half": half})
+    assert not (tmp_path / "x" / "inputs.npz").exists()  # all or nothing
+    # drop the bf16 input from the plan to emulate a model whose inputs are all supported
+    plan.inputs = [s for s in plan.inputs if s.name != "half"]
+    out = tmp_path / "set"
+    doc = generate_and_assign_all(plan, out, seed=2)
+    with np.load(out / "inputs.npz", allow_pickle=False) as npz:
+        assert sorted(npz.files) == sorted(plan.names())
+        for entry in doc["inputs"]:
+            arr = np.load(out / entry["file"], allow_pickle=False)
+            np.testing.assert_array_equal(arr, npz[entry["name"]])
+            assert arr.dtype.name == entry["dtype"] and list(arr.shape) == entry["shape"]
+    written = json.loads((out / "plan.json").read_text())
+    assert written["validated"] is True and written["seed"] == 2
+    assert "dim 'seq' of input 'input_ids' set to 5 by request" in written["assumptions"]
+    assert {e["source"] for e in written["inputs"]} == {"automatic"}
+    assert not list(out.glob("*.part"))
+    check()
+
+
+def test_parse_shape():
+    assert parse_shape("1x3x48x320") == (1, 3, 48, 320)
+    assert parse_shape("[2, 4]") == (2, 4) and parse_shape("[]") == ()
+    with pytest.raises(InputSpecError, match="is not a list of integers"):
+        parse_shape("1xa")

@@ -1,0 +1,92 @@
+"""Capture store (budget, partial prefix, manifest), .npy writing and the JSON-lines protocol."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from nneditor.tracing.capture import MANIFEST, CaptureStore, storable, write_npy
+from nneditor.tracing.protocol import ProtocolError, decode, encode, event, run_request
+
+
+def test_write_npy_round_trips_through_numpy(tmp_path):
+    cases = {
+        "chunked": np.arange(10_000, dtype=np.float32).reshape(100, 100),
+        "fortran": np.asfortranarray(np.arange(12, dtype=np.int64).reshape(3, 4)),
+        "empty": np.zeros((0, 5), np.float16),
+        "bool": np.array([[True, False, True]]),
+        "scalar": np.array(3.5, np.float64),
+        "text": np.array(["a", "bcd"]),
+    }
+    for name, arr in cases.items():
+        path = tmp_path / f"{name}.npy"
+        write_npy(path, arr, chunk_bytes=1000)
+        back = np.load(path, allow_pickle=False)
+        assert back.dtype == arr.dtype and back.shape == arr.shape, name
+        np.testing.assert_array_equal(back, arr)
+
+
+def test_storable_widens_what_npy_cannot_hold():
+    bf = np.array([1.5, -2.0], dtype=ml_dtypes.bfloat16)
+    arr, original = storable(bf)
+    assert original == "bfloat16" and arr.dtype == np.float32
+    np.testing.assert_array_equal(arr, [1.5, -2.0])
+    text, original = storable(np.array([b"ab", "cd"], dtype=object))
+    assert original == "string" and text.tolist() == ["ab", "cd"]
+    plain = np.zeros(3, np.float32)
+    assert storable(plain)[0] is plain and storable(plain)[1] is None
+
+
+def test_budget_yields_captured_partial_and_dropped(tmp_path):
+    store = CaptureStore(tmp_path, budget_bytes=1000, chunk_bytes=64)
+    values = {f"v{i}": np.arange(100, dtype=np.float32) + i for i in range(4)}  # 400 bytes each
+    for name in values:
+        store.register(name, producer="n", op_type="Relu")
+    for name, arr in values.items():
+        store.write(name, arr)
+    store.write_manifest({"backend": "test"})
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    recs = {r["name"]: r for r in manifest["values"]}
+    assert [recs[n]["status"] for n in values] == ["captured", "captured", "partial", "dropped"]
+    assert manifest["partial"] is True and manifest["counts"]["partial"] == 1
+    part = recs["v2"]
+    assert part["shape"] == [100] and part["stored_shape"] == [50]
+    assert (
+        "capture budget of 0.000953674 MB reached: the first 50 of 100 elements" in part["reason"]
+    )
+    prefix = np.load(tmp_path / part["file"], allow_pickle=False)
+    np.testing.assert_array_equal(prefix, values["v2"].reshape(-1)[:50])
+    assert recs["v3"]["file"] is None and "reached; not stored" in recs["v3"]["reason"]
+    np.testing.assert_array_equal(np.load(tmp_path / recs["v0"]["file"]), values["v0"])
+    assert manifest["captured_bytes"] == 1000
+
+
+def test_non_tensor_values_and_pending_values_are_reported(tmp_path):
+    store = CaptureStore(tmp_path, budget_bytes=10**6, chunk_bytes=10**6)
+    for name in ("seq", "never"):
+        store.register(name)
+    store.write("seq", [np.zeros(2), np.ones(2)])
+    store.finish_pending("not produced")
+    recs = store.records
+    assert recs["seq"]["status"] == "dropped" and "a list value" in recs["seq"]["reason"]
+    assert recs["never"]["reason"] == "not produced"
+    assert store.counts() == {"captured": 0, "partial": 0, "dropped": 2, "pending": 0}
+
+
+def test_protocol_lines():
+    line = encode(event("progress", done=1, total=2))
+    assert line.endswith("\n") and decode(line) == {"event": "progress", "done": 1, "total": 2}
+    assert decode(run_request({"a": 1}).encode()) == {
+        "protocol": 1,
+        "type": "run",
+        "request": {"a": 1},
+    }
+    with pytest.raises(ProtocolError, match="not JSON"):
+        decode("hello")
+    with pytest.raises(ProtocolError, match="not a JSON object"):
+        decode("[1, 2]")
+    with pytest.raises(ValueError):
+        encode({"x": float("nan")})
