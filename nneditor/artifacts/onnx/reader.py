@@ -171,7 +171,7 @@ def _capabilities() -> caps.Capabilities:
         prune=caps.yes("threshold, mask or N:M logical pruning; shape-proven channel pruning"),
         export_revision=caps.yes("validated with the ONNX checker before it is published"),
         export_weights=caps.no("an ONNX model is exported as a validated revision, not as loose weights"),
-        trace=caps.no("activation tracing is not available in this build yet"),
+        trace=caps.yes("ONNX Runtime when installed, otherwise the ONNX reference evaluator"),
     )
 
 
