@@ -269,7 +269,7 @@ class _Builder:
     def add_group(self, g: Group) -> None:
         cat = style_category(g.category)
         what = (g.category or g.kind).replace("+", " + ")
-        detail = f"{what} · {g.node_count:,} ops"
+        detail = f"{what} · {g.node_count:,} op{'' if g.node_count == 1 else 's'}"
         item = LevelItem(
             f"g:{g.id}",
             "group",
