@@ -25,7 +25,7 @@ from typing import Any
 import onnx
 from onnx import defs, helper
 
-from nneditor.editing.onnx_source import ELEM_BY_DTYPE, SourceModel, skeleton
+from nneditor.editing.onnx_source import ELEM_BY_DTYPE, SourceModel, initializer_types, skeleton
 from nneditor.errors import NNEditorError
 from nneditor.model.document import Document
 
@@ -326,15 +326,7 @@ class EditState:
 
     # ------------------------------------------------------------------ validation
     def init_types(self) -> dict[str, tuple[int, list[int]]]:
-        out: dict[str, tuple[int, list[int]]] = {}
-        g = self.doc.graph
-        assert g is not None
-        for name in g.initializers:
-            ref = self.doc.tensors.get(name)
-            if name in self.removed_inits:
-                continue
-            if ref is not None and ref.dtype in ELEM_BY_DTYPE:
-                out[name] = (int(ELEM_BY_DTYPE[ref.dtype]), list(ref.shape))
+        out = {k: v for k, v in initializer_types(self.doc).items() if k not in self.removed_inits}
         for name, init in self.new_inits.items():
             out[name] = (int(ELEM_BY_DTYPE[_dtype_name(init.dtype)]), list(init.shape))
         return out

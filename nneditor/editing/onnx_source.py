@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
@@ -138,3 +139,13 @@ ELEM_BY_DTYPE = {
     "int4": TensorProto.INT4,
     "uint4": TensorProto.UINT4,
 }
+
+
+def initializer_types(doc: Any) -> dict[str, tuple[int, list[int]]]:
+    """Element type and dims of every entry-graph initializer the skeleton can declare."""
+    out: dict[str, tuple[int, list[int]]] = {}
+    for name in doc.graph.initializers if doc.graph is not None else []:
+        ref = doc.tensors.get(name)
+        if ref is not None and ref.dtype in ELEM_BY_DTYPE:
+            out[name] = (int(ELEM_BY_DTYPE[ref.dtype]), list(ref.shape))
+    return out

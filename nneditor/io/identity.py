@@ -63,6 +63,7 @@ def sha256_job(source: ByteSource, handle: JobHandle, chunk: int = 8 * 1024 * 10
         handle.check_cancelled()
         n = min(chunk, source.size - done)
         h.update(source.view(done, n))
+        source.release(done, n)  # keep resident memory flat while hashing a large file
         done += n
         handle.progress(done, source.size)
     return h.hexdigest()

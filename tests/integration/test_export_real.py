@@ -57,7 +57,7 @@ def test_round_trip_same_graph_bytes_and_outputs(realdata, tmp_path, name, uncha
         s = EditSession.open(doc, use_journal=False)
         report = s.export(dest)
         s.close()
-    assert "onnx.checker full check with shape inference" in report.checks
+    assert any(c.startswith("onnx.checker full check with shape inference") for c in report.checks)
     a, b = onnx.load(str(src)), onnx.load(str(dest))
     assert [(n.op_type, n.name, list(n.input), list(n.output)) for n in a.graph.node] == [
         (n.op_type, n.name, list(n.input), list(n.output)) for n in b.graph.node
