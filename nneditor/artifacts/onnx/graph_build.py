@@ -69,6 +69,8 @@ from nneditor.tensors.dtypes import stored_nbytes
 
 #: Nodes larger than this are indexed from the wire instead of being parsed by protobuf.
 THRESHOLD = 64 * 1024
+#: Release mapped file pages after every this many bytes walked (bounds RSS at open).
+_SHED_EVERY = 64 * 1024 * 1024
 #: Deepest subgraph nesting accepted (If inside Loop inside ...).
 MAX_DEPTH = 32
 
@@ -122,6 +124,7 @@ class GraphBuilder:
         self.catalog = catalog
         self.opsets = opsets
         self.threshold = THRESHOLD if threshold is None else threshold
+        self._released = 0  # file pages before this offset were handed back (see _shed)
 
     # -- graphs ---------------------------------------------------------------------------
 
@@ -207,6 +210,8 @@ class GraphBuilder:
                         node_start, node_end = tag_pos, end
                 elif graph and fno == 5:
                     split.inits.append((pos, n))
+                    if end - self._released > _SHED_EVERY:
+                        self._shed(tag_pos)
                     continue
                 elif graph and fno == 15:
                     split.sparse.append((pos, n))
@@ -256,12 +261,25 @@ class GraphBuilder:
                 split.big.add(j)
         return proto, protos
 
+    def _shed(self, upto: int) -> None:
+        """Hand back the file pages mapped so far below ``upto``.
+
+        Touching one initializer header makes the kernel map the neighbouring cached pages too
+        (fault-around, 64 KiB each); over thousands of initializers that alone would add
+        hundreds of MB to the resident set. The pages stay in the page cache.
+        """
+        self.tensors.source.release(self._released, upto - self._released)
+        self._released = upto
+
     # -- tensors --------------------------------------------------------------------------
 
     def _initializers(self, split: _Split, path: str) -> list[str]:
         buf, ctx, add = self.buf, self.tensors, self.catalog.add
         names: list[str] = []
+        self._released = 0
         for i, (pos, n) in enumerate(split.inits):
+            if pos - self._released > _SHED_EVERY:
+                self._shed(pos)
             idx = index_tensor(buf, pos, n, f"initializer #{i} of graph {path!r}")
             names.append(idx.name)
             add(make_ref(ctx, idx, idx.name, {"graph": path, "kind": "initializer"}))
