@@ -95,8 +95,10 @@ extra = len(m.graph.node)
 """,
         setup="import onnx",
     )
-    print(f"external  nneditor.open: {ours_x['seconds']:.3f} s, peak RSS {mib(ours_x['peak_rss'])} "
-          f"(private {mib(ours_x['anon_rss'])})")
+    print(
+        f"external  nneditor.open: {ours_x['seconds']:.3f} s, peak RSS {mib(ours_x['peak_rss'])} "
+        f"(private {mib(ours_x['anon_rss'])})"
+    )
     print(
         f"external  onnx.load(load_external_data=False): {ref_x['seconds']:.3f} s, "
         f"peak RSS {mib(ref_x['peak_rss'])}"

@@ -159,7 +159,11 @@ def _capabilities(has_tensors: bool) -> Capabilities:
         read_tensors=yes() if has_tensors else no("no weight files were found in this folder"),
         view_graph=no(NO_GRAPH),
         edit_graph=no(NO_GRAPH),
-        export_weights=no("weights-only export comes with the editing release"),
+        export_weights=(
+            yes("weights only — no graph or code: one safetensors file of every tensor")
+            if has_tensors
+            else no("no weight files were found in this folder")
+        ),
         trace=no("tracing Hugging Face snapshots comes with the tracing release"),
     )
 

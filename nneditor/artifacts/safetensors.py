@@ -72,7 +72,7 @@ CAPABILITIES = build(
     view_graph=no(NO_GRAPH),
     edit_graph=no(NO_GRAPH),
     trace=no("a safetensors file has no computation graph to run"),
-    export_weights=no("weights-only export comes with the editing release"),
+    export_weights=yes("weights only — no graph or code: a safetensors copy of the tensors"),
 )
 
 _NAME_CHARS = 200

@@ -36,7 +36,9 @@ def sniff_folder(path: Path) -> str | None:
     names = {p.name for p in path.iterdir()}
     if "config.json" in names and (
         any(n.endswith(".safetensors") or n.endswith(".safetensors.index.json") for n in names)
-        or any(n.startswith("pytorch_model") and n.endswith((".bin", ".bin.index.json")) for n in names)
+        or any(
+            n.startswith("pytorch_model") and n.endswith((".bin", ".bin.index.json")) for n in names
+        )
         or "model.safetensors" in names
     ):
         return "huggingface"
@@ -176,7 +178,15 @@ def _sniff_zip(path: Path, suffix: str) -> str:
     except (zipfile.BadZipFile, OSError):
         return "zip"
     tops = {n.split("/", 1)[1] if "/" in n else n for n in names}
-    if any(n.endswith("serialized_exported_program.json") or n.startswith("models/") and n.endswith(".json") for n in tops) or "archive_format" in tops:
+    if (
+        any(
+            n.endswith("serialized_exported_program.json")
+            or n.startswith("models/")
+            and n.endswith(".json")
+            for n in tops
+        )
+        or "archive_format" in tops
+    ):
         return "pt2"
     if "data.pkl" in tops:
         if "constants.pkl" in tops or any(t.startswith("code/") for t in tops):

@@ -378,7 +378,9 @@ def _validate(path: Path, state: EditState, runtime_check: bool, notes: list[str
             model = skeleton(written, nodes, types)
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:
-        raise ExportError(f"the exported model fails the ONNX checker: {str(exc).splitlines()[0]}") from None
+        raise ExportError(
+            f"the exported model fails the ONNX checker: {str(exc).splitlines()[0]}"
+        ) from None
     finally:
         written.close()
     checks.append("onnx.checker full check with shape inference (weight-free skeleton)")

@@ -12,6 +12,7 @@ Every ``read`` returns a fresh, writable array the caller owns.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -24,6 +25,9 @@ from nneditor.tensors.slicing import Key, leading_rows
 
 # Types numpy can represent in big-endian order for byte swapping.
 _SWAPPABLE = set("fiuc")
+# Default DecodedLoader cache keys: never reused (``id()`` is, once a loader is freed, and the
+# shared cache would then hand a new loader another tensor's values).
+_DECODED_KEYS = itertools.count()
 
 
 class TensorLoader:
@@ -122,7 +126,7 @@ class DecodedLoader(TensorLoader):
 
     def __init__(self, decode: Callable[[], np.ndarray], cache_key: object | None = None):
         self.decode = decode
-        self.cache_key = cache_key if cache_key is not None else ("decoded", id(self))
+        self.cache_key = cache_key if cache_key is not None else ("decoded", next(_DECODED_KEYS))
 
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         def make() -> np.ndarray:

@@ -41,13 +41,17 @@ def _parse_one(part: str, dim: int, axis: int, text: str) -> slice | int:
         except ValueError:
             raise SliceError(f"cannot read {part!r} (axis {axis}) in slice {text!r}") from None
         if idx < -dim or idx >= dim:
-            raise SliceError(f"index {idx} is out of range for axis {axis} of size {dim} in {text!r}")
+            raise SliceError(
+                f"index {idx} is out of range for axis {axis} of size {dim} in {text!r}"
+            )
         return idx % dim
     try:
         fields = part.split(":")
         if len(fields) > 3:
             raise ValueError
-        start, stop, step = (int(f) if f.strip() else None for f in fields + [""] * (3 - len(fields)))
+        start, stop, step = (
+            int(f) if f.strip() else None for f in fields + [""] * (3 - len(fields))
+        )
     except ValueError:
         raise SliceError(f"cannot read {part!r} (axis {axis}) in slice {text!r}") from None
     if step == 0:

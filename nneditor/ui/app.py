@@ -23,6 +23,7 @@ from nneditor.ui.canvas.level import DEPTH_BY_NAME
 from nneditor.ui.main_window import MainWindow
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.targets import Target
+from nneditor.ui.trace import screenshot as trace_shot
 
 SCREENSHOT_TIMEOUT_S = 180
 EXIT_USAGE = 2
@@ -42,6 +43,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="detail level to show",
     )
     p.add_argument("--select", metavar="NAME", help="select a node, group or value by name")
+    p.add_argument(
+        "--open-trace",
+        metavar="DIR",
+        help="show a trace folder written by `nneditor trace` in the Traced model pane "
+        "(with --select VALUE: open that value's tensor overlay)",
+    )
     p.add_argument(
         "--size", default="1400x900", metavar="WxH", help="window size (default 1400x900)"
     )
@@ -127,6 +134,8 @@ def run_app(argv: Sequence[str]) -> int:
     if args.screenshot:
         return _screenshot(app, window, args)
     if args.path:
+        if args.open_trace:
+            _open_trace_when_ready(window, args.open_trace, args.select)
         window.open_path(args.path)
     code = app.exec()
     window.runner.shutdown()
@@ -141,6 +150,16 @@ def _follow_scheme(app: QApplication, window: MainWindow) -> None:
     window.workbench.minimap.rebuild()
     if window.session is not None:
         window.inspector.show_target(window.session.selection)
+
+
+def _open_trace_when_ready(window: MainWindow, folder: str, select: str | None) -> None:
+    def go() -> None:
+        window.documentOpened.disconnect(go)
+        problem = trace_shot.open_trace(window, folder, select)
+        if problem:
+            window.report_error("Cannot open this trace", problem)
+
+    window.documentOpened.connect(go)
 
 
 def _screenshot(app: QApplication, window: MainWindow, args: argparse.Namespace) -> int:
@@ -162,13 +181,21 @@ def _screenshot(app: QApplication, window: MainWindow, args: argparse.Namespace)
 
     def capture() -> None:
         app.processEvents()
-        if not window.grab().save(args.screenshot):
+        shot = trace_shot.grab(window) if args.open_trace else window.grab()
+        if not shot.save(args.screenshot):
             fail(f"could not write the screenshot to {args.screenshot}")
             return
         outcome["code"] = 0
         app.exit(0)
 
     def adjust() -> None:
+        if args.open_trace:
+            problem = trace_shot.open_trace(window, args.open_trace, args.select)
+            if problem:
+                fail(problem)
+                return
+            settle_then(capture)
+            return
         s = window.session
         if s is None:
             if args.level or args.select:

@@ -8,6 +8,9 @@ Invariants:
   document is closed on the worker thread. Errors appear as a dialog with the error sentence
   (or on stderr in headless mode) and leave the window usable.
 - ``closeEvent`` cancels every job and waits for the thread pool.
+- With unsaved revisions, closing the model, opening another one or quitting first asks
+  (Save… / Discard / Cancel). ``source_index`` is the opened document's index; ``index`` is
+  the one shown, which is a revision view after edits (the source document stays open).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -35,6 +38,8 @@ from nneditor import api
 from nneditor.errors import NNEditorError
 from nneditor.jobs.protocol import JobHandle, JobResult
 from nneditor.ui import recents
+from nneditor.ui.edit.controller import EditController
+from nneditor.ui.edit.panel import EditPanel
 from nneditor.ui.jobs import QtJobRunner
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
@@ -45,6 +50,7 @@ from nneditor.ui.session import ModelSession
 from nneditor.ui.start_screen import StartScreen, dropped_path
 from nneditor.ui.targets import Target
 from nneditor.ui.top_bar import TopBar
+from nneditor.ui.trace.feature import TraceFeature
 from nneditor.ui.workbench import Workbench
 
 
@@ -73,6 +79,25 @@ def open_job(path: str) -> Any:
     return job
 
 
+def remap_target(target: Target | None, old: ModelIndex, new: ModelIndex) -> Target | None:
+    """The same thing in another revision: operators by their first output (edits keep
+    outputs), falling back to their name; groups and values by id and name."""
+    if target is None:
+        return None
+    if target.kind == "node":
+        node = old.node(target.index)
+        out = next((o for o in node.outputs if o), "")
+        i = new.producer.get(out) if out else None
+        if i is None and new.graph is not None:
+            i = next((k for k, n in enumerate(new.graph.nodes) if n.name == node.name), None)
+        return Target.node(i) if i is not None else None
+    if target.kind in ("group", "repeat"):
+        return target if str(target.ref) in new.group_by_id else None
+    if target.kind == "value":
+        return target
+    return None
+
+
 def error_text(exc: BaseException) -> str:
     if isinstance(exc, NNEditorError):
         return str(exc)
@@ -99,7 +124,10 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.runner = QtJobRunner(self)
         self.index: ModelIndex | None = None
+        self.source_index: ModelIndex | None = None
         self.session: ModelSession | None = None
+        self.edit = EditController(self.runner, self, interactive)
+        self._quit_confirmed = False
         self._open_rid = 0
         self._ready_at = 0.0
         self.timings: dict[str, float] = {}
@@ -116,6 +144,7 @@ class MainWindow(QMainWindow):
         self._build_status()
         self._build_actions()
         self._connect()
+        self.trace = TraceFeature(self)  # Trace page, Traced model pane, tensor overlays
         self.start.set_recents(recents.load())
         self._show_docks(False)
 
@@ -128,6 +157,8 @@ class MainWindow(QMainWindow):
         self.left_tabs.setDocumentMode(True)
         self.left_tabs.addTab(self.tree, "Structure")
         self.left_tabs.addTab(self.tensors, "Tensors")
+        self.edit_panel = EditPanel(self.edit, self)
+        self.left_tabs.addTab(self.edit_panel, "Edit")
         self.left_tabs.setMinimumWidth(180)
         self.left_dock = QDockWidget("Explorer", self)
         self.left_dock.setObjectName("ExplorerDock")
@@ -170,6 +201,9 @@ class MainWindow(QMainWindow):
             ("Zoom out", QKeySequence("Ctrl+-"), wb.view.zoom_out),
             ("Fit graph", QKeySequence("Ctrl+0"), wb.view.fit),
             ("Readable view", QKeySequence("Ctrl+1"), wb.readable_view),
+            ("Undo edit", QKeySequence("Ctrl+Z"), self.edit.undo),
+            ("Redo edit", QKeySequence("Ctrl+Shift+Z"), self.edit.redo),
+            ("Redo edit", QKeySequence("Ctrl+Y"), self.edit.redo),
         ):
             action = QAction(text, self)
             action.setShortcut(keys)
@@ -183,6 +217,14 @@ class MainWindow(QMainWindow):
         tb.openFolderRequested.connect(self.choose_folder)
         tb.closeRequested.connect(self.close_model)
         tb.fileTypesRequested.connect(self.explain_file_types)
+        tb.saveRequested.connect(self.edit.save)
+        self.edit.chainChanged.connect(lambda: self.top_bar.set_dirty(self.edit.dirty))
+        self.edit.sessionChanged.connect(lambda: self.top_bar.set_dirty(self.edit.dirty))
+        self.edit.viewReady.connect(self.show_revision)
+        self.edit.status.connect(self.status_label.setText)
+        self.inspector.actionRequested.connect(
+            lambda a: self.edit.export_weights() if a == "export_weights" else None
+        )
         self.start.openRequested.connect(self.open_path)
         self.start.openFileDialog.connect(self.choose_file)
         self.start.openFolderDialog.connect(self.choose_folder)
@@ -252,7 +294,12 @@ class MainWindow(QMainWindow):
             return
         index = result.value
         assert isinstance(index, ModelIndex)
-        self.close_model(emit=False)
+        self.edit.request_close(
+            lambda: self._replace(path, index), otherwise=lambda: index.doc.close()
+        )
+
+    def _replace(self, path: str, index: ModelIndex) -> None:
+        self._close_model(emit=False)
         self._ready_at = time.perf_counter()
         self.timings["index_ready"] = self._ready_at
         self._install(index)
@@ -261,7 +308,7 @@ class MainWindow(QMainWindow):
 
     def _install(self, index: ModelIndex) -> None:
         doc = index.doc
-        self.index = index
+        self.index = self.source_index = index
         reason = ""
         if index.root is not None:
             self.session = ModelSession(index, self)
@@ -278,9 +325,37 @@ class MainWindow(QMainWindow):
         self.top_bar.set_dirty(False)
         self.setWindowTitle(f"{doc.path.name} — NNEditor")
         self.workbench.set_session(self.session, reason)
+        self.edit.attach(index)
+        self.edit_panel.set_index(index if index.root is not None else None)
         self.status_label.setText(f"Opened {doc.path.name}")
         if self.session is None:
             self._awaiting_first_frame_without_graph()
+
+    def show_revision(self, index: ModelIndex) -> None:
+        """Show another revision of the open document, keeping the place and the selection."""
+        old = self.session
+        if old is None or self.index is None or index is self.index or index.root is None:
+            return
+        selection = remap_target(old.selection, self.index, index)
+        if index.doc.tensors is not self.index.doc.tensors:  # byte patches
+            self.tensors.set_catalog(index.doc.tensors)
+        new = ModelSession(index, self)
+        new.layouts = old.layouts  # content-keyed: unchanged levels reuse their layouts
+        if not old.fold_constants:
+            new.set_fold_constants(False)
+        scope = index.group_by_id.get(old.scope.id) if old.scope.kind != "model" else None
+        if scope is not None:
+            new.go_to(scope)
+        if new.depth != old.depth:
+            new.set_depth(old.depth)
+        new.selectionChanged.connect(self._on_selection)
+        self.index, self.session = index, new
+        self.workbench.set_session(new)
+        old.deleteLater()
+        self.tree.set_index(index)
+        self.inspector.set_index(index)
+        self.edit_panel.set_index(index)
+        new.select(selection)
 
     def _awaiting_first_frame_without_graph(self) -> None:
         self.timings["first_frame"] = time.perf_counter()
@@ -310,9 +385,16 @@ class MainWindow(QMainWindow):
     # ------------------------------------------------------------------ closing
 
     def close_model(self, emit: bool = True) -> None:
-        """Release the open document and go back to the start screen."""
-        if self.index is None:
+        """Release the open document and go back to the start screen (asks about unsaved
+        revisions first)."""
+        if self.index is not None:
+            self.edit.request_close(lambda: self._close_model(emit))
+
+    def _close_model(self, emit: bool = True) -> None:
+        if self.index is None or self.source_index is None:
             return
+        self.edit.detach()
+        self.edit_panel.set_index(None)
         self.workbench.set_session(None)
         self.tree.set_index(None)
         self.tensors.set_catalog(None)
@@ -320,8 +402,8 @@ class MainWindow(QMainWindow):
         if self.session is not None:
             self.session.deleteLater()
             self.session = None
-        self.index.doc.close()
-        self.index = None
+        self.source_index.doc.close()
+        self.index = self.source_index = None
         self.top_bar.set_document("", "")
         self.top_bar.set_dirty(False)
         self.setWindowTitle("NNEditor")
@@ -333,9 +415,17 @@ class MainWindow(QMainWindow):
             self.documentClosed.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        if self.edit.dirty and not self._quit_confirmed:
+            event.ignore()
+            self.edit.request_close(self._quit)
+            return
         self.runner.shutdown()
-        self.close_model(emit=False)
+        self._close_model(emit=False)
         super().closeEvent(event)
+
+    def _quit(self) -> None:
+        self._quit_confirmed = True
+        QTimer.singleShot(0, self.close)  # a close() inside closeEvent would be ignored
 
     # ------------------------------------------------------------------ selection plumbing
 
@@ -368,6 +458,7 @@ class MainWindow(QMainWindow):
             if item is not None:
                 extra["group"] = s.chunk(item)
         self.inspector.show_target(target, extra)
+        self.edit_panel.set_selection(target)
         if target is None or target.kind in ("group", "node", "repeat"):
             self.tree.select_target(target)
 

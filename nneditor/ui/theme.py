@@ -219,6 +219,7 @@ def style_sheet(t: Theme) -> str:
     QToolButton:checked {{ background: {hover}; border-color: {accent}; color: {accent}; }}
     QPushButton#Primary {{ background: {accent}; color: white; border: none; border-radius: 6px;
                            padding: 8px 18px; font-weight: 600; }}
+    QPushButton#Primary:disabled {{ background: {border}; color: {muted}; }}
     QPushButton#Secondary {{ background: {surface}; color: {text}; border: 1px solid {border};
                              border-radius: 6px; padding: 8px 18px; }}
     QPushButton#Secondary:hover {{ background: {hover}; }}

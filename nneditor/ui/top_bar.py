@@ -87,3 +87,10 @@ class TopBar(QWidget):
 
     def set_device(self, text: str) -> None:
         self.device.setText(text)
+
+    def add_view_switcher(self, widget: QWidget) -> None:
+        """Place a view switcher (Model graph / Trace / Traced model) after the document."""
+        layout = self.layout()
+        assert isinstance(layout, QHBoxLayout)
+        layout.insertWidget(layout.indexOf(self.doc_chip) + 1, widget)
+        self.doc_title.setMinimumWidth(60)  # a long file name may clip rather than widen

@@ -20,8 +20,9 @@ EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
 
 @pytest.fixture(autouse=True)
 def _isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Recent files go to a temporary folder, never the user's config."""
+    """Recent files and edit journals go to a temporary folder, never the user's."""
     monkeypatch.setenv("NNEDITOR_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("NNEDITOR_HOME", str(tmp_path / "home"))
 
 
 @pytest.fixture

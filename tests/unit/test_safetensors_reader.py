@@ -183,8 +183,8 @@ def test_capabilities_and_missing_graph(tmp_path):
         assert caps["view_graph"].reason == (
             "a safetensors file stores tensors only; it has no computation graph"
         )
-        assert not caps["export_weights"].available
-        assert "editing release" in caps["export_weights"].reason
+        assert caps["export_weights"].available
+        assert "weights only — no graph or code" in caps["export_weights"].reason
 
 
 def test_float4_is_unpacked_low_nibble_first(tmp_path):

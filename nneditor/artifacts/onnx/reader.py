@@ -170,7 +170,9 @@ def _capabilities() -> caps.Capabilities:
         quantize=caps.yes("8-bit weight conversion or QDQ insertion, previewed before commit"),
         prune=caps.yes("threshold, mask or N:M logical pruning; shape-proven channel pruning"),
         export_revision=caps.yes("validated with the ONNX checker before it is published"),
-        export_weights=caps.no("an ONNX model is exported as a validated revision, not as loose weights"),
+        export_weights=caps.no(
+            "an ONNX model is exported as a validated revision, not as loose weights"
+        ),
         trace=caps.yes("ONNX Runtime when installed, otherwise the ONNX reference evaluator"),
     )
 

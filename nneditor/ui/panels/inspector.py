@@ -22,6 +22,7 @@ from nneditor.ui.targets import Target
 class Inspector(QTextBrowser):
     tensorRequested = Signal(str)
     targetRequested = Signal(object)
+    actionRequested = Signal(str)  # a capability's action link, e.g. "export_weights"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -53,6 +54,8 @@ class Inspector(QTextBrowser):
         scheme, _, rest = text.partition(":")
         if scheme == "tensor":
             self.tensorRequested.emit(unquote(rest))
+        elif scheme == "action":
+            self.actionRequested.emit(rest)
         elif scheme == "select":
             kind, _, ref = rest.partition(":")
             ref = unquote(ref)

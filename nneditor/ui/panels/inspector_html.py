@@ -387,6 +387,8 @@ def capabilities_html(ix: ModelIndex) -> str:
             if c.reason
             else ('<span class="muted">available</span>' if c.available else "")
         )
+        if action == "export_weights" and c.available:
+            reason += '<br><a href="action:export_weights">Export weights only…</a>'
         rows.append([mark, esc(ACTION_LABELS.get(action, action)), reason])
     return _section("What you can do with this file") + _table(rows)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFontDatabase,
@@ -48,6 +48,12 @@ class ScriptEditor(QPlainTextEdit):
         self.setTabChangesFocus(False)
         self.setPlaceholderText("Python script: tensor, metadata, np, scipy, plt … are preloaded")
         self.highlighter = PythonHighlighter(self.document(), dark=is_dark(self))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt override)
+        super().changeEvent(event)
+        highlighter = getattr(self, "highlighter", None)  # None while __init__ runs
+        if event.type() == QEvent.Type.PaletteChange and highlighter is not None:
+            highlighter.set_dark(is_dark(self))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
         key, mods = event.key(), event.modifiers()
@@ -100,9 +106,7 @@ class ScriptEditor(QPlainTextEdit):
         first = doc.findBlock(cursor.selectionStart()).blockNumber()
         return doc.findBlock(cursor.selectionEnd()).blockNumber() != first
 
-    def _for_selected_lines(
-        self, cursor: QTextCursor, edit: Callable[[QTextCursor], None]
-    ) -> None:
+    def _for_selected_lines(self, cursor: QTextCursor, edit: Callable[[QTextCursor], None]) -> None:
         doc = self.document()
         first = doc.findBlock(cursor.selectionStart())
         last = doc.findBlock(cursor.selectionEnd())

@@ -127,10 +127,7 @@ def softmax_script(rank: int) -> str:
     It takes the last position along the axis before the vocabulary and index 0 of the
     axes before that: ``[0, -1]`` for ``(batch, positions, vocabulary)``.
     """
-    if rank <= 1:
-        index = ""
-    else:
-        index = "[" + ", ".join(["0"] * (rank - 2) + ["-1"]) + "]"
+    index = "" if rank <= 1 else "[" + ", ".join(["0"] * (rank - 2) + ["-1"]) + "]"
     return SOFTMAX_TEMPLATE.format(index=index)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, Qt, Signal
-from PySide6.QtGui import QContextMenuEvent, QCursor, QMouseEvent, QPixmap
+from PySide6.QtCore import QByteArray, QSize, Qt, Signal
+from PySide6.QtGui import QContextMenuEvent, QCursor, QMouseEvent, QPixmap, QResizeEvent
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 THUMB_HEIGHT = 170
+MIN_THUMB_HEIGHT, MAX_THUMB_HEIGHT = 90, 480
 MAX_FIGURE_BYTES = 64 * 1024 * 1024
 
 
@@ -69,14 +70,16 @@ def ask_save_path(parent: QWidget, figure: Figure) -> Path | None:
 
 
 def save_with_dialog(parent: QWidget, figure: Figure) -> Path | None:
-    """"Save figure…": ask for a path, write the PNG; a failure is shown, not raised."""
+    """ "Save figure…": ask for a path, write the PNG; a failure is shown, not raised."""
     path = ask_save_path(parent, figure)
     if path is None:
         return None
     try:
         figure.save(path)
     except OSError as exc:
-        QMessageBox.warning(parent, "Save figure", f"The figure could not be saved to {path}: {exc}.")
+        QMessageBox.warning(
+            parent, "Save figure", f"The figure could not be saved to {path}: {exc}."
+        )
         return None
     return path
 
@@ -92,16 +95,23 @@ class FigureThumb(QLabel):
         self.setObjectName("FigureThumb")
         self.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
         if figure.valid:
-            self.setPixmap(
-                figure.pixmap.scaledToHeight(height, Qt.TransformationMode.SmoothTransformation)
-            )
             self.setCursor(QCursor(Qt.CursorShape.PointingHandCursor))
             self.setToolTip(f"{figure.name}: click to enlarge; right-click to save")
         else:
             self.setText(f"{figure.name}\n(not a readable PNG)")
+        self.set_height(height)
+
+    def set_height(self, height: int) -> None:
+        """Scale the thumbnail to ``height`` pixels (keeping the figure's aspect ratio)."""
+        if not self.figure.valid:
             self.setFixedSize(height * 4 // 3, height)
-        self.setSizePolicy(QSizePolicy.Policy.Fixed, QSizePolicy.Policy.Fixed)
+            return
+        if self.pixmap().isNull() or self.pixmap().height() != height:
+            mode = Qt.TransformationMode.SmoothTransformation
+            self.setPixmap(self.figure.pixmap.scaledToHeight(height, mode))
+            self.setFixedSize(self.pixmap().size() + QSize(4, 4))
 
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
         if event.button() == Qt.MouseButton.LeftButton and self.figure.valid:
@@ -160,7 +170,18 @@ class FigureStrip(QScrollArea):
         self._row.addStretch(1)
         self.setWidget(body)
         self.thumbs: list[FigureThumb] = []
-        self.setMinimumHeight(THUMB_HEIGHT + 28)
+        self.setMinimumHeight(MIN_THUMB_HEIGHT + 28)
+
+    def thumb_height(self) -> int:
+        """Thumbnails fill the strip's height (within bounds), leaving room for a scroll bar."""
+        room = self.viewport().height() - 8 - self.horizontalScrollBar().sizeHint().height()
+        return max(MIN_THUMB_HEIGHT, min(MAX_THUMB_HEIGHT, room))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        height = self.thumb_height()
+        for thumb in self.thumbs:
+            thumb.set_height(height)
 
     def clear(self) -> None:
         for thumb in self.thumbs:
@@ -169,7 +190,7 @@ class FigureStrip(QScrollArea):
         self.thumbs = []
 
     def add(self, figure: Figure) -> FigureThumb:
-        thumb = FigureThumb(figure, parent=self.widget())
+        thumb = FigureThumb(figure, self.thumb_height(), parent=self.widget())
         thumb.clicked.connect(lambda: self.open(thumb.figure))
         self._row.insertWidget(len(self.thumbs), thumb)
         self.thumbs.append(thumb)

@@ -94,8 +94,10 @@ class ViewSpec:
         """numpy-style text of the plane, e.g. ``[2, :, 0, :]``."""
         if not self.shape:
             return "[] (scalar)"
-        parts = [":" if a in (self.row_axis, self.col_axis) else str(self.index[a]) for a in
-                 range(len(self.shape))]
+        parts = [
+            ":" if a in (self.row_axis, self.col_axis) else str(self.index[a])
+            for a in range(len(self.shape))
+        ]
         return "[" + ", ".join(parts) + "]"
 
     def read(self, ref: TensorRef, rows: slice, cols: slice) -> np.ndarray:

@@ -1,0 +1,165 @@
+"""Tracing in the main window: the Trace page (Generate test input + Trace), the Traced model
+pane, the tensor overlay, the view switcher in the top bar and the device indicator.
+
+``TraceFeature(window)`` installs everything through public hooks: two pages of the central
+stack, a switcher widget in the top bar, and the window's documentOpened/documentClosed
+signals. Invariants:
+- The Trace and Traced model pages follow the open *source* document; closing the model
+  clears them and cancels a running trace.
+- The device indicator shows the provider that completed the latest published trace.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QWidget,
+)
+
+from nneditor.errors import NNEditorError
+from nneditor.ui.trace.inputs_panel import InputsPanel
+from nneditor.ui.trace.overlay import TensorOverlay
+from nneditor.ui.trace.store import TraceRun, load_run
+from nneditor.ui.trace.trace_panel import TracePanel
+from nneditor.ui.trace.traced_pane import TracedPane
+
+if TYPE_CHECKING:
+    from nneditor.ui.main_window import MainWindow
+
+VIEWS = ("Model graph", "Trace", "Traced model")
+
+
+class TraceFeature(QObject):
+    def __init__(self, window: MainWindow) -> None:
+        super().__init__(window)
+        self.window = window
+        self.inputs = InputsPanel()
+        self.panel = TracePanel()
+        self.page = QSplitter(Qt.Orientation.Horizontal)
+        for w in (self.inputs, self.panel):
+            scroll = QScrollArea(self.page)
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(w)
+            self.page.addWidget(scroll)
+        self.page.setStretchFactor(0, 1)
+        self.page.setStretchFactor(1, 1)
+        self.traced = TracedPane(window.runner)
+        window.central.addWidget(self.page)
+        window.central.addWidget(self.traced)
+        self.overlays: list[TensorOverlay] = []
+        self.switcher = QWidget(window.top_bar)
+        row = QHBoxLayout(self.switcher)
+        row.setContentsMargins(12, 0, 0, 0)
+        row.setSpacing(0)
+        self.buttons = QButtonGroup(self.switcher)
+        for k, name in enumerate(VIEWS):
+            b = QToolButton(self.switcher)
+            b.setText(name)
+            b.setCheckable(True)
+            b.setObjectName("Level")
+            b.setStyleSheet("padding: 3px 8px;")
+            self.buttons.addButton(b, k)
+            row.addWidget(b)
+        self.buttons.idClicked.connect(self.show_view)
+        window.top_bar.add_view_switcher(self.switcher)
+        self.switcher.hide()
+        window.central.currentChanged.connect(self._sync_switcher)
+        window.documentOpened.connect(self._opened)
+        window.documentClosed.connect(self._closed)
+        self.inputs.assigned.connect(self.panel.set_inputs)
+        self.panel.traceFinished.connect(self.show_run)
+        self.traced.portClicked.connect(self.open_overlay)
+        window.installEventFilter(self)
+
+    # ------------------------------------------------------------------ views
+
+    def show_view(self, which: int | str) -> None:
+        k = VIEWS.index(which) if isinstance(which, str) else int(which)
+        page = (self.window.workbench, self.page, self.traced)[k]
+        if self.window.index is None:
+            return
+        self.window.central.setCurrentWidget(page)
+
+    def _sync_switcher(self) -> None:
+        cur = self.window.central.currentWidget()
+        pages = (self.window.workbench, self.page, self.traced)
+        self.switcher.setVisible(cur in pages)
+        if cur in pages:
+            button = self.buttons.button(pages.index(cur))
+            if button is not None:
+                button.setChecked(True)
+
+    # ------------------------------------------------------------------ document
+
+    def _opened(self) -> None:
+        index = self.window.source_index
+        doc = index.doc if index is not None else None
+        self.inputs.set_document(doc)
+        self.panel.set_document(doc if doc is not None and doc.format == "onnx" else None)
+        self.traced.set_index(index)
+        self._sync_switcher()
+
+    def _closed(self) -> None:
+        self.panel.set_document(None)
+        self.inputs.set_document(None)
+        self.traced.set_index(None)
+        self._close_overlays()
+
+    # ------------------------------------------------------------------ runs and overlays
+
+    def show_run(self, run: TraceRun) -> None:
+        """Show a published run in the Traced model pane and switch to it."""
+        self.traced.show_run(run)
+        self.window.top_bar.set_device(run.provider_name)
+        self.window.top_bar.device.setToolTip(
+            f"Provider that completed the latest trace: {run.provider} ({run.path.name})"
+        )
+        self.show_view("Traced model")
+
+    def open_trace_folder(self, path: str | Path) -> TraceRun:
+        run = load_run(path)
+        self.show_run(run)
+        return run
+
+    def open_overlay(self, name: str) -> TensorOverlay | None:
+        run = self.traced.run
+        if run is None:
+            return None
+        try:
+            overlay = TensorOverlay(run, name, self.window)
+        except NNEditorError as exc:
+            self.window.status_label.setText(str(exc))
+            return None
+        overlay.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose, True)
+        overlay.finished.connect(lambda _r, o=overlay: self._forget(o))
+        self.overlays.append(overlay)
+        overlay.show()
+        return overlay
+
+    def _forget(self, overlay: TensorOverlay) -> None:
+        overlay.shutdown()
+        if overlay in self.overlays:
+            self.overlays.remove(overlay)
+
+    def _close_overlays(self) -> None:
+        for o in list(self.overlays):
+            o.close()
+        self.overlays = []
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if obj is self.window and event.type() == QEvent.Type.Close:
+            edit: Any = getattr(self.window, "edit", None)
+            if edit is None or not edit.dirty or self.window._quit_confirmed:
+                self._close_overlays()
+                self.panel.shutdown()
+        return False

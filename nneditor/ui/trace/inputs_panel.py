@@ -1,0 +1,283 @@
+"""Generate test input: every detected model input with its preset, a source per input, the
+output format, "Generate & assign all detected inputs" and a .npy/.npz tensor picker.
+
+Invariants:
+- Presets come from :func:`nneditor.inputs.detect_inputs`; symbolic or unknown extents are
+  set to 1 and the assumption is shown under the table.
+- Nothing is assigned until a complete set was built, written and validated
+  (:func:`nneditor.inputs.write_input_set`) or a picked file matched the inputs
+  (:func:`nneditor.inputs.assign_file`); errors appear as the engine's sentence
+  (for a mismatch: expected vs given) and leave the previous assignment in place.
+- ``assigned`` carries the complete, validated set (name -> array) and a one-line description.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nneditor.errors import NNEditorError
+from nneditor.inputs import (
+    InputPlan,
+    assign_file,
+    build_inputs,
+    check_set,
+    detect_inputs,
+    write_input_set,
+)
+from nneditor.inputs.csv_source import csv_for_input
+from nneditor.inputs.generate import mask, pattern, time_series
+from nneditor.inputs.image import image_for_input
+from nneditor.inputs.spec import InputSpec
+from nneditor.platform.dirs import data_dir
+
+#: source key -> (label, needs a file)
+SOURCES: dict[str, tuple[str, bool]] = {
+    "auto": ("Automatic from input", False),
+    "image": ("Image file…", True),
+    "mask": ("Mask (all valid)", False),
+    "csv": ("CSV file…", True),
+    "series": ("Time series (sine)", False),
+    "pattern": ("Pattern (ramp)", False),
+    "tensor": ("Tensor file (.npy/.npz)…", True),
+}
+FORMATS = ("npz", "npy")
+
+
+def source_array(spec: InputSpec, kind: str, path: str | None, plan: InputPlan) -> np.ndarray:
+    """Values for ``spec`` from one non-automatic source (validated by the caller)."""
+    shape = spec.shape
+    if shape is None:
+        raise NNEditorError(f"input {spec.name!r} has no known shape; it needs a tensor file")
+    if kind == "mask":
+        return mask(shape, spec.numpy_dtype)
+    if kind == "series":
+        return time_series("sine", shape, spec.numpy_dtype)
+    if kind == "pattern":
+        return pattern("ramp", shape, spec.numpy_dtype)
+    if not path:
+        raise NNEditorError(f"choose a file for input {spec.name!r} ({SOURCES[kind][0]})")
+    if kind == "image":
+        return image_for_input(spec, path)
+    if kind == "csv":
+        return csv_for_input(spec, path)
+    if kind == "tensor":
+        return assign_file(plan, path, spec.name)[spec.name]
+    raise NNEditorError(f"unknown input source {kind!r}")
+
+
+class InputsPanel(QWidget):
+    assigned = Signal(object, str)  # dict[str, np.ndarray], description
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.doc: Any = None
+        self.plan: InputPlan | None = None
+        self.sources: dict[str, tuple[str, str | None]] = {}
+        self.arrays: dict[str, np.ndarray] | None = None
+        self.written: Path | None = None
+        title = QLabel("Generate test input", self)
+        title.setObjectName("DocTitle")
+        intro = QLabel(
+            "Every detected model input with its preset. Automatic from input generates "
+            "deterministic values from the preset; choose another source to provide them.",
+            self,
+        )
+        intro.setWordWrap(True)
+        intro.setObjectName("Muted")
+        self.table = QTableWidget(0, 4, self)
+        self.table.setHorizontalHeaderLabels(["Input", "Declared", "Preset", "Source"])
+        self.table.verticalHeader().hide()
+        hdr = self.table.horizontalHeader()
+        hdr.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        hdr.setStretchLastSection(True)
+        self.assumptions = QLabel("", self)
+        self.assumptions.setWordWrap(True)
+        self.assumptions.setObjectName("Muted")
+        self.format = QComboBox(self)
+        self.format.addItems(list(FORMATS))
+        self.format.setToolTip("npz: one archive with every input by name; npy: one file each")
+        self.folder = QLineEdit(self)
+        self.folder.setPlaceholderText("folder (default: a new folder in the per-user data dir)")
+        browse = QToolButton(self)
+        browse.setText("Folder…")
+        browse.clicked.connect(self._choose_folder)
+        fmt_row = QHBoxLayout()
+        fmt_row.addWidget(QLabel("Output format", self))
+        fmt_row.addWidget(self.format)
+        fmt_row.addWidget(self.folder, 1)
+        fmt_row.addWidget(browse)
+        self.generate_button = QPushButton("Generate && assign all detected inputs", self)
+        self.generate_button.setDefault(True)
+        self.generate_button.clicked.connect(self.generate_and_assign)
+        self.pick_button = QPushButton("Pick tensor file…", self)
+        self.pick_button.setToolTip(
+            "Assign an existing .npy (one input) or .npz (arrays matched to inputs by name)"
+        )
+        self.pick_button.clicked.connect(self._pick)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.generate_button)
+        buttons.addWidget(self.pick_button)
+        buttons.addStretch(1)
+        self.status = QLabel("No inputs assigned yet.", self)
+        self.status.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(12, 12, 12, 12)
+        lay.addWidget(title)
+        lay.addWidget(intro)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.assumptions)
+        lay.addLayout(fmt_row)
+        lay.addLayout(buttons)
+        lay.addWidget(self.status)
+
+    # ------------------------------------------------------------------ model
+
+    def set_document(self, doc: Any) -> None:
+        self.doc, self.plan, self.arrays, self.written = doc, None, None, None
+        self.sources = {}
+        self.table.setRowCount(0)
+        self.assumptions.setText("")
+        if doc is None or doc.graph is None:
+            self.status.setText("Open a model with a graph to prepare its inputs.")
+            return
+        try:
+            self.plan = detect_inputs(doc)
+        except NNEditorError as exc:
+            self.status.setText(str(exc))
+            return
+        self._fill()
+        self.status.setText("No inputs assigned yet; a trace uses automatic inputs until then.")
+
+    def _fill(self) -> None:
+        assert self.plan is not None
+        self.table.setRowCount(len(self.plan.inputs))
+        for row, spec in enumerate(self.plan.inputs):
+            preset = ("—" if spec.shape is None else f"{spec.dtype} {list(spec.shape)}") + (
+                f"  ({spec.role})" if spec.role != "generic" else ""
+            )
+            for col, text in enumerate((spec.name, spec.declared_text(), preset)):
+                it = QTableWidgetItem(text)
+                it.setToolTip(spec.problem or "\n".join(spec.assumptions) or text)
+                self.table.setItem(row, col, it)
+            combo = QComboBox(self.table)
+            for key, (label, _f) in SOURCES.items():
+                combo.addItem(label, key)
+            combo.activated.connect(lambda _k, name=spec.name, c=combo: self._on_source(name, c))
+            self.table.setCellWidget(row, 3, combo)
+            self.sources[spec.name] = ("auto", None)
+        notes = [*self.plan.assumptions, *self.plan.problems]
+        self.assumptions.setText("\n".join(f"• {n}" for n in notes))
+
+    def _on_source(self, name: str, combo: QComboBox) -> None:
+        kind = str(combo.currentData())
+        path: str | None = None
+        if SOURCES[kind][1]:
+            flt = {
+                "image": "Images (*.png *.jpg *.jpeg *.bmp)",
+                "csv": "CSV (*.csv *.txt)",
+                "tensor": "NumPy (*.npy *.npz)",
+            }[kind]
+            path, _ = QFileDialog.getOpenFileName(self, f"Values for {name}", "", flt)
+            if not path:
+                combo.setCurrentIndex(0)
+                kind = "auto"
+        self.set_source(name, kind, path)
+
+    def set_source(self, name: str, kind: str, path: str | None = None) -> None:
+        """Choose the source of one input (``kind`` is a key of :data:`SOURCES`)."""
+        if kind not in SOURCES:
+            raise NNEditorError(f"unknown input source {kind!r}")
+        self.sources[name] = (kind, path)
+        row = self.plan.names().index(name) if self.plan else -1
+        combo = self.table.cellWidget(row, 3) if row >= 0 else None
+        if isinstance(combo, QComboBox):
+            combo.setCurrentIndex(combo.findData(kind))
+            combo.setToolTip(path or SOURCES[kind][0])
+
+    # ------------------------------------------------------------------ actions
+
+    def default_folder(self) -> Path:
+        stem = Path(self.doc.path).stem if self.doc is not None else "model"
+        return data_dir() / "inputs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{stem}"
+
+    def generate_and_assign(self) -> bool:
+        """Build every input from its source, write and validate the set, assign it."""
+        if self.plan is None:
+            return False
+        try:
+            provided = {
+                name: source_array(self.plan[name], kind, path, self.plan)
+                for name, (kind, path) in self.sources.items()
+                if kind != "auto"
+            }
+            arrays = build_inputs(self.plan, provided)
+            out = Path(self.folder.text().strip() or self.default_folder())
+            srcs = {n: self.sources.get(n, ("auto", None))[0] for n in arrays}
+            sources = {n: ("automatic" if k == "auto" else k) for n, k in srcs.items()}
+            write_input_set(self.plan, out, arrays, sources)
+        except (NNEditorError, OSError) as exc:
+            self._fail(str(exc))
+            return False
+        self.written = out
+        fmt = self.format.currentText()
+        where = out / "inputs.npz" if fmt == "npz" else out
+        self._assign(arrays, f"generated set in {where} (validated)")
+        return True
+
+    def _pick(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Assign tensors", "", "NumPy (*.npy *.npz)")
+        if path:
+            self.assign_path(path)
+
+    def assign_path(self, path: str | Path) -> bool:
+        """Assign a picked .npy/.npz; missing inputs are generated automatically."""
+        if self.plan is None:
+            return False
+        try:
+            picked = assign_file(self.plan, path)
+            arrays = build_inputs(self.plan, picked)
+            check_set(self.plan, arrays)
+        except (NNEditorError, OSError) as exc:
+            self._fail(str(exc))
+            return False
+        for name in picked:
+            self.set_source(name, "tensor", str(path))
+        rest = [n for n in arrays if n not in picked]
+        extra = f"; automatic values for {', '.join(rest)}" if rest else ""
+        self._assign(arrays, f"{', '.join(picked)} from {path}{extra}")
+        return True
+
+    def _assign(self, arrays: dict[str, np.ndarray], text: str) -> None:
+        self.arrays = arrays
+        lines = [f"{n}: {a.dtype} {list(a.shape)}" for n, a in arrays.items()]
+        self.status.setStyleSheet("")
+        self.status.setText(f"Assigned to the next trace: {text}\n" + "\n".join(lines))
+        self.assigned.emit(arrays, text)
+
+    def _fail(self, text: str) -> None:
+        self.status.setStyleSheet("color: #b91c1c;")
+        self.status.setText(text)
+
+    def _choose_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Folder for the input set")
+        if path:
+            self.folder.setText(path)

@@ -1,0 +1,106 @@
+"""The tensor overlay of a captured value: View / Statistics / Visualization (the tensor
+panel on the capture file) and Python (the Python tab on the same file and its metadata).
+
+Invariants:
+- The capture is opened with ``np.load(allow_pickle=False, mmap_mode="r")`` (via
+  :class:`~nneditor.ui.trace.store.TraceRun`); the overlay never copies it whole.
+- A partial capture (a flat prefix) is labelled "partial" in the title, the tensor panel and
+  the Python tab's metadata (``metadata['shape']`` is the original shape).
+- Closing the overlay stops its script worker and its statistics jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import QDialog, QLabel, QTabWidget, QVBoxLayout, QWidget
+
+from nneditor.ui.trace.ports import STATUS_TEXT
+from nneditor.ui.trace.store import TraceRun
+
+
+class TensorOverlay(QDialog):
+    """A large non-modal panel for one captured value of one trace run."""
+
+    def __init__(self, run: TraceRun, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.run = run
+        self.name = name
+        self.metadata: dict[str, Any] = run.metadata(name)
+        self.array: np.ndarray = run.load(name)
+        partial = bool(self.metadata.get("partial"))
+        self.setWindowTitle(f"{name} — captured tensor{' (partial)' if partial else ''}")
+        self.resize(1100, 760)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(8, 8, 8, 8)
+        status = STATUS_TEXT.get(str(self.metadata.get("status")), "?")
+        producer = self.metadata.get("producer") or "graph input"
+        op = self.metadata.get("op_type") or ""
+        info = QLabel(
+            f"<b>{_esc(name)}</b> · {status} · produced by {_esc(str(producer))}"
+            f"{f' ({_esc(op)})' if op else ''} · trace {_esc(run.path.name)} on "
+            f"{_esc(run.provider_name)}",
+            self,
+        )
+        info.setWordWrap(True)
+        lay.addWidget(info)
+        if partial:
+            note = QLabel(
+                f"Partial capture: {_esc(str(self.metadata.get('reason', '')))}. The values are "
+                f"a flat prefix of the original shape {self.metadata.get('shape')}.",
+                self,
+            )
+            note.setWordWrap(True)
+            note.setStyleSheet("color: #c2410c;")
+            lay.addWidget(note)
+        self.tabs = QTabWidget(self)
+        lay.addWidget(self.tabs, 1)
+        self.tensor_panel = self._tensor_panel()
+        self.tabs.addTab(self.tensor_panel, "Values")
+        self.python_tab = self._python_tab()
+        if self.python_tab is not None:
+            self.tabs.addTab(self.python_tab, "Python")
+
+    def _tensor_panel(self) -> QWidget:
+        from nneditor.ui.tensor import TensorPanel
+
+        panel = TensorPanel(self)
+        meta = {k: v for k, v in self.metadata.items() if v not in (None, "")}
+        meta["usage"] = [f"captured value of {self.metadata.get('producer') or 'graph input'}"]
+        panel.set_array(self.array, self.name, meta)
+        panel.show_tab("View")
+        return panel
+
+    def _python_tab(self) -> QWidget | None:
+        from nneditor.ui.python_tab import PythonTab
+
+        path = self.run.file(self.name)
+        if path is None:
+            return None
+        tab = PythonTab(self)
+        tab.set_tensor(path, dict(self.metadata), self.name)
+        return tab
+
+    def show_tab(self, name: str) -> None:
+        """ "View", "Statistics", "Visualization", "Metadata", "Hex" or "Python"."""
+        if name == "Python" and self.python_tab is not None:
+            self.tabs.setCurrentWidget(self.python_tab)
+            return
+        self.tabs.setCurrentWidget(self.tensor_panel)
+        self.tensor_panel.show_tab(name)  # type: ignore[attr-defined]
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.shutdown()
+        super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        for w in (self.python_tab, self.tensor_panel):
+            stop = getattr(w, "shutdown", None)
+            if stop is not None:
+                stop()
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

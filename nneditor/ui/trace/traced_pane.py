@@ -1,0 +1,224 @@
+"""The Traced model pane: the model graph's blocks and connections with capture ports.
+
+It is a second :class:`~nneditor.ui.workbench.Workbench` (breadcrumbs, Parent block, detail
+levels, search with Enter-to-jump, Fit graph, Readable view) over its own
+:class:`~nneditor.ui.session.ModelSession`, plus a trace picker and a ports layer.
+
+Invariants:
+- Ports are rebuilt after every level change (``levelShown``); they are children of their
+  boxes, so no port of an old level survives.
+- A click on a port never reaches the canvas (no selection change, no pan): it emits
+  ``portClicked(value)``; a "+" port opens a chooser listing every tensor of that side.
+- A single click on a block opens it; Parent block goes up through the same hierarchy.
+- The pane shows the trace it was given; runs of the open model are listed in the picker
+  (newest first) and picking one replaces the ports' statuses.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QMenu,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nneditor.ui.canvas.view import CLICK_SLOP
+from nneditor.ui.jobs import QtJobRunner
+from nneditor.ui.model_index import ModelIndex
+from nneditor.ui.session import ModelSession
+from nneditor.ui.trace.ports import STATUS_TEXT, Port, PortItem, item_ports, place_ports
+from nneditor.ui.trace.store import TraceRun, list_runs
+from nneditor.ui.workbench import Workbench
+
+
+class TracedPane(QWidget):
+    portClicked = Signal(str)  # value name
+    runChanged = Signal(object)  # TraceRun | None
+    portsShown = Signal()
+
+    def __init__(self, runner: QtJobRunner, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.index: ModelIndex | None = None
+        self.session: ModelSession | None = None
+        self.run: TraceRun | None = None
+        self.runs: list[TraceRun] = []
+        self.ports: list[PortItem] = []
+        self._press: tuple[QPoint, PortItem] | None = None
+        bar = QWidget(self)
+        bar.setObjectName("CanvasBar")
+        row = QHBoxLayout(bar)
+        row.setContentsMargins(10, 6, 10, 0)
+        label = QLabel("Trace run", bar)
+        label.setObjectName("Muted")
+        self.picker = QComboBox(bar)
+        self.picker.setMinimumWidth(160)
+        self.picker.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.picker.setMinimumContentsLength(20)
+        self.picker.setToolTip("Earlier traces of this model (newest first)")
+        self.picker.activated.connect(self._on_pick)
+        self.summary = QLabel("", bar)
+        self.summary.setObjectName("Muted")
+        row.addWidget(label)
+        row.addWidget(self.picker, 1)
+        row.addWidget(self.summary)
+        self.workbench = Workbench(runner, self)
+        self.empty = QLabel(
+            "No trace yet. Open Trace, review the plan and choose Approve & run trace; the "
+            "captured values then appear here as ports on every block.",
+            self,
+        )
+        self.empty.setWordWrap(True)
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty.setObjectName("Muted")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(bar)
+        lay.addWidget(self.workbench, 1)
+        lay.addWidget(self.empty, 1)
+        self.workbench.levelShown.connect(self._rebuild_ports)
+        self.workbench.view.itemClicked.connect(self._open_block)
+        self.workbench.view.viewport().installEventFilter(self)
+        self._show_empty(True)
+
+    # ------------------------------------------------------------------ model and runs
+
+    def set_index(self, index: ModelIndex | None) -> None:
+        """Follow the open model (None when it closes); forgets the shown trace."""
+        old = self.session
+        self.index, self.run = index, None
+        self.session = ModelSession(index, self) if index and index.root is not None else None
+        self.workbench.set_session(self.session, "This artifact has no graph to trace.")
+        if old is not None:
+            old.deleteLater()
+        self.refresh_runs()
+        self._show_empty(True)
+
+    def refresh_runs(self) -> None:
+        self.runs = list_runs(self.index.doc.path) if self.index is not None else []
+        self.picker.clear()
+        for r in self.runs:
+            self.picker.addItem(r.summary(), str(r.path))
+        if self.run is not None:
+            k = self.picker.findData(str(self.run.path))
+            if k < 0:
+                self.picker.insertItem(0, self.run.summary(), str(self.run.path))
+                k = 0
+            self.picker.setCurrentIndex(k)
+
+    def show_run(self, run: TraceRun | None) -> None:
+        self.run = run
+        self.refresh_runs()
+        self._show_empty(run is None or self.session is None)
+        if run is not None:
+            c = run.counts
+            self.summary.setText(
+                f"{c.get('captured', 0)} captured · {c.get('partial', 0)} partial · "
+                f"{c.get('dropped', 0)} not captured" + (" · PARTIAL TRACE" if run.partial else "")
+            )
+        self._rebuild_ports()
+        self.runChanged.emit(run)
+
+    def _on_pick(self, k: int) -> None:
+        if 0 <= k < len(self.runs) and self.runs[k] is not self.run:
+            self.show_run(self.runs[k])
+
+    def _show_empty(self, on: bool) -> None:
+        self.empty.setVisible(on)
+        self.workbench.setVisible(not on)
+
+    # ------------------------------------------------------------------ ports
+
+    def _rebuild_ports(self) -> None:
+        self.ports = []
+        s, run, scene = self.session, self.run, self.workbench.scene
+        if s is None or run is None or scene.shown is None or self.index is None:
+            return
+        level = scene.shown.level
+        for key, box in scene.items_by_key.items():
+            item = level.by_key[key]
+            ports = item_ports(self.index, level, item)
+            if ports:
+                self.ports += place_ports(
+                    box, item.width, item.height, ports, run.status, self._tooltip
+                )
+        self.portsShown.emit()
+
+    def _tooltip(self, port: Port) -> str:
+        assert self.run is not None
+        side = "input" if port.side == "in" else "output"
+        if port.more:
+            return f"{len(port.values)} {side} tensors — click to choose one"
+        name = port.value
+        rec = self.run.record(name) or {}
+        shape = rec.get("shape")
+        if shape is None and self.index is not None:
+            vi = self.index.value_info(name)
+            shape = list(vi.shape) if vi is not None and vi.shape is not None else None
+        status = STATUS_TEXT.get(self.run.status(name), "?")
+        lines = [f"{name} ({side})", f"shape {shape if shape is not None else 'unknown'}"]
+        lines.append(f"{rec.get('dtype') or ''} · {status}".strip(" ·"))
+        if rec.get("reason"):
+            lines.append(str(rec["reason"]))
+        if self.run.status(name) in ("captured", "partial"):
+            lines.append("Click to inspect")
+        return "\n".join(lines)
+
+    def port_items(self, value: str | None = None) -> list[PortItem]:
+        return [p for p in self.ports if value is None or value in p.port.values]
+
+    def activate_port(self, item: PortItem, at: QPoint | None = None) -> None:
+        if not item.port.more:
+            self.portClicked.emit(item.port.value)
+            return
+        menu = QMenu(self)
+        assert self.run is not None
+        for v in item.port.values:
+            act = menu.addAction(f"{v}   [{STATUS_TEXT.get(self.run.status(v), '?')}]")
+            act.triggered.connect(lambda _c=False, name=v: self.portClicked.emit(name))
+        menu.popup(self.workbench.view.viewport().mapToGlobal(at or QPoint(0, 0)))
+        self.chooser = menu
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        et = event.type()
+        if et == QEvent.Type.MouseButtonPress and isinstance(event, QMouseEvent):
+            port = self._port_at(event.position().toPoint())
+            if port is not None and event.button() == Qt.MouseButton.LeftButton:
+                self._press = (event.position().toPoint(), port)
+                return True
+        elif et == QEvent.Type.MouseButtonRelease and self._press is not None:
+            assert isinstance(event, QMouseEvent)
+            start, port = self._press
+            self._press = None
+            pos = event.position().toPoint()
+            if (pos - start).manhattanLength() <= CLICK_SLOP and self._port_at(pos) is port:
+                self.activate_port(port, pos)
+            return True
+        elif (
+            et == QEvent.Type.MouseButtonDblClick
+            and isinstance(event, QMouseEvent)
+            and self._port_at(event.position().toPoint()) is not None
+        ):
+            return True
+        return False
+
+    def _port_at(self, pos: QPoint) -> PortItem | None:
+        for it in self.workbench.view.items(pos):
+            if isinstance(it, PortItem):
+                return it
+        return None
+
+    def _open_block(self, key: str) -> None:
+        s = self.session
+        if s is None or not key:
+            return
+        item = s.level.by_key.get(key)
+        if item is not None and item.openable:
+            s.open_item(item)

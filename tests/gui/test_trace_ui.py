@@ -1,0 +1,210 @@
+"""Tracing in the desktop window: Trace panel -> Traced model pane -> tensor overlay.
+
+The traced values are checked against the capture files and against an independent
+ONNX Runtime session on the same inputs; the source model is never modified.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import QPoint, Qt  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
+
+
+def _traced(window, qtbot, timeout: int = 90000):  # noqa: ANN001, ANN202
+    feature = window.trace
+    feature.show_view("Trace")
+    assert window.central.currentWidget() is feature.page
+    panel = feature.panel
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=timeout)
+    assert runs, panel.outcome.text()
+    return feature, runs[0]
+
+
+def _all_port_values(pane) -> set[str]:  # noqa: ANN001
+    return {v for p in pane.port_items() for v in p.port.values}
+
+
+def _click_port(qtbot, pane, item) -> None:  # noqa: ANN001
+    view = pane.workbench.view
+    view.centerOn(item.scenePos())
+    pos = view.mapFromScene(item.scenePos())
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(pos.x(), pos.y()))
+
+
+def test_trace_panel_runs_and_ports_open_the_overlay(qtbot, open_model, window) -> None:  # noqa: ANN001
+    ort = pytest.importorskip("onnxruntime")
+    before = (EXAMPLE.read_bytes(), EXAMPLE.stat().st_mtime_ns)
+    open_model(EXAMPLE)
+    feature = window.trace
+    text = feature.panel.plan_text.toPlainText()
+    assert "backend:" in text and "device:" in text and "limits: wall clock" in text
+    assert feature.inputs.table.rowCount() == 1
+    assert "seq" in feature.inputs.assumptions.text()  # the symbolic dim set to 1 is stated
+    assert feature.inputs.generate_and_assign()
+    assert "generated set" in feature.panel.plan_text.toPlainText()
+    feature, run = _traced(window, qtbot)
+    assert window.central.currentWidget() is feature.traced
+    assert window.top_bar.device.text() == run.provider_name
+    pane = feature.traced
+    pane.session.set_depth(4)  # operators: every captured value has a port
+    qtbot.waitUntil(lambda: bool(pane.port_items()), timeout=10000)
+    captured = {n for n in run.records if run.status(n) == "captured"}
+    assert captured and captured <= _all_port_values(pane)
+    # click the output port of the model's logits and compare with the file and ORT
+    port = next(p for p in pane.port_items("logits") if not p.port.more)
+    assert "logits" in port.toolTip() and "captured" in port.toolTip()
+    _click_port(qtbot, pane, port)
+    qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
+    overlay = feature.overlays[-1]
+    stored = np.load(run.file("logits"), allow_pickle=False)
+    np.testing.assert_array_equal(np.asarray(overlay.array), stored)
+    feed = {n: np.asarray(feature.panel.arrays[n]) for n in feature.panel.arrays}
+    sess = ort.InferenceSession(str(EXAMPLE), providers=["CPUExecutionProvider"])
+    (expected,) = sess.run(["logits"], feed)
+    np.testing.assert_allclose(stored, expected, rtol=1e-5, atol=1e-6)
+    panel_ref = overlay.tensor_panel.ref
+    np.testing.assert_array_equal(panel_ref.read(), stored)
+    overlay.show_tab("Python")
+    assert overlay.python_tab.tensor_path == run.file("logits")
+    overlay.close()
+    assert (EXAMPLE.read_bytes(), EXAMPLE.stat().st_mtime_ns) == before
+
+
+def test_limit_change_withdraws_the_approval(qtbot, open_model, window) -> None:  # noqa: ANN001
+    from nneditor.tracing.approval import ApprovalError, verify
+
+    open_model(EXAMPLE)
+    panel = window.trace.panel
+    old = panel.approve_current()
+    assert old is not None and panel.approval is old
+    panel.limits["capture_mb"].setValue(1.0)
+    assert panel.approval is None
+    assert "withdrawn" in panel.approval_label.text()
+    assert "capture budget 1 MB" in panel.plan_text.toPlainText()
+    with pytest.raises(ApprovalError, match="the limits changed"):
+        verify(old, panel.plan)
+
+
+def test_cancel_publishes_nothing_and_stays_responsive(qtbot, open_model, window) -> None:  # noqa: ANN001
+    from nneditor.tracing.runner import TraceRunner
+    from nneditor.tracing.worker import TEST_HOOKS_ENV
+    from nneditor.ui.trace.store import list_runs, traces_root
+
+    open_model(EXAMPLE)
+    panel = window.trace.panel
+    panel.trace_runner = TraceRunner(extra_env={TEST_HOOKS_ENV: "1"})
+    panel.test_hooks = {"sleep_s": 60}
+    assert panel.approve_and_run()
+    qtbot.wait(800)
+    assert panel.running and panel.cancel_button.isEnabled()
+    qtbot.waitUntil(lambda: panel.elapsed.text().endswith(" s"), timeout=3000)  # the UI ticks
+    with qtbot.waitSignal(panel.traceFailed, timeout=20000) as blocker:
+        panel.cancel()
+    assert "cancelled" in blocker.args[0] and "nothing was published" in blocker.args[0]
+    assert not panel.running and panel.run_button.isEnabled()
+    assert list_runs(root=traces_root()) == []
+    assert [p.name for p in traces_root().iterdir()] == []
+
+
+def test_picker_rejects_mismatched_tensor_file(qtbot, open_model, window, tmp_path) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    inputs = window.trace.inputs
+    bad = tmp_path / "bad.npy"
+    np.save(bad, np.zeros((1, 2), np.float32))
+    assert not inputs.assign_path(bad)
+    assert (
+        "expects int64" in inputs.status.text() and "given float32 [1, 2]" in inputs.status.text()
+    )
+    good = tmp_path / "ids.npz"
+    np.savez(good, input_ids=np.array([[1, 2, 3]], np.int64))
+    assert inputs.assign_path(good)
+    assert window.trace.panel.arrays is not None
+    assert "input_ids int64 [1, 3]" in window.trace.panel.plan_text.toPlainText()
+
+
+def test_open_trace_screenshot_subprocess(tmp_path: Path) -> None:
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "NNEDITOR_HOME": str(tmp_path / "h")}
+    trace = tmp_path / "trace"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nneditor", "trace", str(EXAMPLE), "--out", str(trace), "--yes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "shot.png"
+    cmd = [sys.executable, "-m", "nneditor", str(EXAMPLE), "--open-trace", str(trace)]
+    proc = subprocess.run(
+        [*cmd, "--select", "logits", "--screenshot", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    bad = subprocess.run(
+        [*cmd[:4], "--open-trace", str(tmp_path), "--screenshot", str(tmp_path / "x.png")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert bad.returncode == 2
+    assert "is not a trace folder: it has no manifest.json" in bad.stderr
+
+
+@pytest.mark.realdata
+def test_realdata_silero_trace_shows_ports(qtbot, open_model, window, realdata, tmp_path) -> None:  # noqa: ANN001
+    path = realdata("silero_vad_16k_op15.onnx")
+    open_model(path)
+    feed = tmp_path / "feed.npz"
+    t = np.arange(512, dtype=np.float32) / 16000
+    np.savez(
+        feed,
+        input=(0.3 * np.sin(2 * np.pi * 440 * t))[None].astype(np.float32),
+        state=np.zeros((2, 1, 128), np.float32),
+        sr=np.array(16000, np.int64),
+    )
+    assert window.trace.inputs.assign_path(feed), window.trace.inputs.status.text()
+    feature, run = _traced(window, qtbot, timeout=180000)
+    pane = feature.traced
+    qtbot.waitUntil(lambda: bool(pane.port_items()), timeout=10000)
+    shown = _all_port_values(pane)
+    assert any(run.status(v) == "captured" for v in shown)
+
+
+def test_partial_capture_is_labelled_partial(qtbot, open_model, window) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    window.trace.panel.limits["capture_mb"].setValue(0.003)  # ~3 KB of the 6 KB of values
+    feature, run = _traced(window, qtbot)
+    assert run.partial and "PARTIAL TRACE" in feature.traced.summary.text()
+    (name,) = [n for n in run.records if run.status(n) == "partial"]
+    rec = run.record(name)
+    overlay = feature.open_overlay(name)
+    assert overlay is not None and "partial" in overlay.windowTitle()
+    assert overlay.metadata["partial"] and overlay.metadata["shape"] == rec["shape"]
+    assert overlay.tensor_panel.is_partial
+    assert overlay.python_tab.metadata["shape"] == rec["shape"]
+    stored = np.load(run.file(name), allow_pickle=False)
+    assert stored.ndim == 1 and stored.size < np.prod(rec["shape"])
+    np.testing.assert_array_equal(np.asarray(overlay.array), stored)
+    dropped = [n for n in run.records if run.status(n) == "dropped"]
+    assert dropped and "capture budget" in run.record(dropped[0])["reason"]
+    overlay.close()
