@@ -44,7 +44,7 @@ from nneditor.ui.jobs import QtJobRunner
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
 from nneditor.ui.panels.inspector import Inspector
-from nneditor.ui.panels.tensor_dialog import TensorDialog
+from nneditor.ui.tensor.dialog import TensorPanelDialog
 from nneditor.ui.panels.tensor_table import TensorPanel
 from nneditor.ui.session import ModelSession
 from nneditor.ui.start_screen import StartScreen, dropped_path
@@ -465,7 +465,7 @@ class MainWindow(QMainWindow):
     def show_tensor(self, name: str) -> None:
         if self.index is None or name not in self.index.doc.tensors:
             return
-        dialog = TensorDialog(self.index.doc.tensors[name], self.runner, self)
+        dialog = TensorPanelDialog(self.index.doc, name, self.runner, self)
         dialog.show()
 
     def explain_file_types(self) -> None:

@@ -101,25 +101,28 @@ def test_a_newer_open_supersedes_an_older_one(qtbot, window, nested_model):  # n
     assert window.index is not None and window.index.doc.path == nested_model
 
 
-def test_tensor_dialog_shows_metadata_and_first_values(qtbot, window, open_model, nested_model):  # noqa: ANN001
+def test_tensor_panel_opens_from_the_inspector(qtbot, window, open_model, nested_model):  # noqa: ANN001
     import onnx
     from onnx import numpy_helper
+    from PySide6.QtCore import Qt
+
+    from nneditor.ui.tensor.dialog import TensorPanelDialog
 
     open_model(nested_model)
-    from nneditor.ui.panels.tensor_dialog import TensorDialog
-
-    opened: list[TensorDialog] = []
+    opened: list[TensorPanelDialog] = []
     window.inspector.tensorRequested.emit("b1.fc1")
     qtbot.waitUntil(
-        lambda: bool(opened.extend(w for w in window.findChildren(TensorDialog)) or opened),
+        lambda: bool(opened.extend(w for w in window.findChildren(TensorPanelDialog)) or opened),
         timeout=5000,
     )
     dialog = opened[0]
-    qtbot.waitUntil(lambda: "First" in dialog.values.toPlainText(), timeout=10000)
+    model = dialog.panel.view_tab.model
+    qtbot.waitUntil(lambda: model.rowCount() > 0 and model.columnCount() > 0, timeout=10000)
     ref = next(t for t in onnx.load(nested_model).graph.initializer if t.name == "b1.fc1")
-    first = numpy_helper.to_array(ref)[0, :3]
-    text = dialog.values.toPlainText()
-    assert f"{first[0]:.4f}"[:5] in text
+    first = numpy_helper.to_array(ref)[0, 0]
+    text = model.data(model.index(0, 0), Qt.ItemDataRole.DisplayRole)
+    assert float(text) == pytest.approx(float(first), rel=1e-5)
+    assert "b1" in dialog.panel.meta.toPlainText()
     dialog.close()
 
 
