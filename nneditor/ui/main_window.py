@@ -44,11 +44,11 @@ from nneditor.ui.jobs import QtJobRunner
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
 from nneditor.ui.panels.inspector import Inspector
-from nneditor.ui.tensor.dialog import TensorPanelDialog
 from nneditor.ui.panels.tensor_table import TensorPanel
 from nneditor.ui.session import ModelSession
 from nneditor.ui.start_screen import StartScreen, dropped_path
 from nneditor.ui.targets import Target
+from nneditor.ui.tensor.dialog import TensorPanelDialog
 from nneditor.ui.top_bar import TopBar
 from nneditor.ui.trace.feature import TraceFeature
 from nneditor.ui.workbench import Workbench
