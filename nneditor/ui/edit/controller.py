@@ -188,6 +188,8 @@ class EditController(QObject):
             else:
                 session.discard_recovered()
                 self.status.emit("Discarded the unsaved revisions of the previous session.")
+        else:
+            self.status.emit("")  # the hashing message is done
         self._listen(session.chain)
         self.sessionChanged.emit()
         self._on_chain()
