@@ -364,37 +364,59 @@ def _attach_loose(root: Group, loose: list[int], ix: GraphIndex) -> None:
 
 
 def _build_from_repetition(root: Group, ix: GraphIndex) -> str:
+    """Stages from runs of identical blocks, found recursively in what lies between runs."""
     n = len(ix.nodes)
-    seq = list(range(n))
-    blocks = find_repeated_blocks(ix.nodes, seq, ix.initializers)
-    if not blocks:
-        root.children = [Group("graph", "graph", "stage", 1, nodes=seq)] if n else []
+    core = [i for i in range(n) if ix.op(i) not in IGNORED_OPS]
+    counter = {"stack": 0, "segment": 0}
+    stages = _segment(ix, core, 0, counter)
+    if not counter["stack"]:
+        root.children = [Group("graph", "graph", "stage", 1, nodes=list(range(n)))] if n else []
         return "flat"
-    member = {i: b for b, block in enumerate(blocks) for i in block}
-    # hoisted constants join the block of their first consumer
+    owner: dict[int, Group] = {}
+    for stage in stages:
+        for g in (stage, *stage.children):
+            for i in g.nodes:
+                owner[i] = g
+    # hoisted constants (and Identity) join the group of their first consumer
     for i in range(n):
-        if i not in member and ix.op(i) in IGNORED_OPS:
-            for k in ix.children(i):
-                if k in member:
-                    member[i] = member[k]
-                    blocks[member[k]].append(i)
-                    break
-    first = min(blocks[0])
-    last = max(max(b) for b in blocks)
-    pro = [i for i in seq if i not in member and i < first]
-    epi = [i for i in seq if i not in member and i >= first]
-    stages = []
-    if pro:
-        stages.append(Group("prologue", "prologue", "stage", 1, nodes=pro))
-    stack = Group("blocks", f"blocks ×{len(blocks)}", "stage", 1, category="stack")
-    for b, block in enumerate(blocks):
-        stack.children.append(Group(f"blocks/{b}", f"block {b}", "block", 2, nodes=sorted(block)))
-    stages.append(stack)
-    if epi:
-        stages.append(Group("epilogue", "epilogue", "stage", 1, nodes=epi))
-    del last
+        if i in owner:
+            continue
+        g = next((owner[k] for k in ix.children(i) if k in owner), stages[0])
+        g.nodes.append(i)
+        owner[i] = g
+    for g in owner.values():
+        g.nodes.sort()
+    # stages are already in graph order (before + stack + after); name them by position
+    for k, stage in enumerate(stages, 1):
+        if stage.category == "stack":
+            stage.name = f"blocks ×{len(stage.children)}"
+        else:
+            stage.name = f"stage {k}"
     root.children = stages
     return "repetition"
+
+
+def _segment(ix: GraphIndex, seq: list[int], depth: int, counter: dict[str, int]) -> list[Group]:
+    """Split ``seq`` into [stages before] + a stack of identical blocks + [stages after]."""
+    if not seq:
+        return []
+    blocks = find_repeated_blocks(ix.nodes, seq, ix.initializers) if depth < 4 else []
+    if not blocks:
+        counter["segment"] += 1
+        k = counter["segment"]
+        return [Group(f"segment{k}", f"segment {k}", "stage", 1, nodes=list(seq))]
+    counter["stack"] += 1
+    k = counter["stack"]
+    pos = {i: p for p, i in enumerate(seq)}
+    lo, hi = pos[blocks[0][0]], pos[blocks[-1][-1]]
+    stack = Group(f"stack{k}", f"blocks ×{len(blocks)}", "stage", 1, category="stack")
+    for b, block in enumerate(blocks):
+        stack.children.append(Group(f"stack{k}/{b}", f"block {b}", "block", 2, nodes=sorted(block)))
+    return (
+        _segment(ix, seq[:lo], depth + 1, counter)
+        + [stack]
+        + _segment(ix, seq[hi + 1 :], depth + 1, counter)
+    )
 
 
 # ---------------------------------------------------------------------------- layers

@@ -94,6 +94,15 @@ def find_repeated_blocks(
             if d.size and d[0] >= min_period and np.all(d == d[0]):
                 candidates.append((int(d[0]) * len(sub), -per, int(d[0])))
                 break
+        # evenly spaced runs inside an op type's occurrences (a stage among other stages)
+        d = np.diff(plist)
+        start = 0
+        for k in range(1, d.size + 1):
+            if k == d.size or d[k] != d[start]:
+                run = k - start  # number of equal gaps
+                if run >= min_count - 1 and d[start] >= min_period:
+                    candidates.append((int(d[start]) * (run + 1), -1, int(d[start])))
+                start = k
     if not candidates:
         return []
     cuts = cut_widths(nodes, core)

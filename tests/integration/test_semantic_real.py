@@ -67,3 +67,15 @@ def test_smollm2_gguf_thirty_decoder_blocks(realdata):
         assert b3.param_count == sum(
             doc.tensors[n].size for n in doc.tensors if n.startswith("blk.3.")
         )
+
+
+def test_rapidocr_detector_splits_into_repeated_stages(realdata):
+    with nneditor.open(realdata("ch_PP-OCRv4_det_infer.onnx")) as doc:
+        h = hierarchy(doc)
+        stacks = [g for g in h.root.children if g.category == "stack"]
+        assert len(stacks) >= 4
+        assert max(g.node_count for g in h.root.children) < doc.graph.node_count // 2
+        for stack in stacks:
+            assert len({b.signature for b in stack.children}) == 1
+        # every operator sits in exactly one innermost group
+        assert sum(len(g.nodes) for g in h.root.walk()) == len(doc.graph.nodes)
