@@ -24,12 +24,15 @@ def segment_signature(
     nodes: Sequence[Node], segment: Sequence[int], initializers: frozenset[str] | set[str]
 ) -> str:
     """Name-independent hash of a segment: op types plus relative wiring."""
+    # Constants/Identity are treated like weights: hoisting order must not change the hash.
+    core = [i for i in segment if nodes[i].op_type not in IGNORED_OPS]
+    consts = {o for i in segment if nodes[i].op_type in IGNORED_OPS for o in nodes[i].outputs}
     pos = {}
-    for k, i in enumerate(segment):
+    for k, i in enumerate(core):
         for out in nodes[i].outputs:
             pos[out] = k
     h = hashlib.blake2b(digest_size=12)
-    for k, i in enumerate(segment):
+    for k, i in enumerate(core):
         node = nodes[i]
         parts = [node.domain, node.op_type]
         for name in node.inputs:
@@ -37,7 +40,7 @@ def segment_signature(
                 parts.append("-")
             elif name in pos:
                 parts.append(f"i{k - pos[name]}")
-            elif name in initializers:
+            elif name in initializers or name in consts:
                 parts.append("w")
             else:
                 parts.append("x")
