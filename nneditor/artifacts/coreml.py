@@ -43,7 +43,7 @@ from nneditor.artifacts.coreml_schema import (
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import Identity, fast_identity, folder_identity
 from nneditor.io.source import ByteSource, open_source
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
@@ -190,6 +190,7 @@ class _Reader:
                 quantize=no(READ_ONLY),
                 prune=no(READ_ONLY),
                 export_revision=no(READ_ONLY),
+                export_weights=WEIGHTS_ONLY,
             ),
             sources=[self.source, *open_sources(self.mil)],
             notes=self.notes,

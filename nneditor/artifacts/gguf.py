@@ -22,7 +22,7 @@ from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, open_source
 from nneditor.model import capabilities
-from nneditor.model.capabilities import no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.ggml import Q2_0_LEGACY, GGMLType, ggml_type, make_loader
@@ -61,7 +61,7 @@ def open_document(path: Path) -> Document:
         inspect=yes(),
         read_tensors=yes(),
         view_graph=no(GRAPH_REASON),
-        export_weights=no(EXPORT_REASON),
+        export_weights=WEIGHTS_ONLY,
     )
     tree = {
         "gguf": {

@@ -42,7 +42,7 @@ from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import open_source
 from nneditor.io.zipfile_members import ZipArchive
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
 from nneditor.model.tensor import TensorCatalog, TensorRef
@@ -149,7 +149,9 @@ def _read(path: Path, archive: ZipArchive) -> Document:
         tensors=r.catalog,
         graph=graph,
         graph_unavailable_reason=reason,
-        capabilities=build(inspect=yes(), read_tensors=yes(), view_graph=graph_cap),
+        capabilities=build(
+            inspect=yes(), read_tensors=yes(), view_graph=graph_cap, export_weights=WEIGHTS_ONLY
+        ),
         tree=None,
         sources=[source],
         notes=r.notes,

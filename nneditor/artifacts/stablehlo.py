@@ -47,7 +47,7 @@ from nneditor.artifacts.stablehlo_parser import Parser
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import Identity, fast_identity
 from nneditor.io.source import ByteSource, open_source
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
@@ -64,6 +64,7 @@ CAPABILITIES = build(
     quantize=no(INSPECTION_ONLY),
     prune=no(INSPECTION_ONLY),
     export_revision=no(INSPECTION_ONLY),
+    export_weights=WEIGHTS_ONLY,
 )
 
 RETURN_OPS = {"return", "func.return", "stablehlo.return", "mhlo.return", "chlo.return"}

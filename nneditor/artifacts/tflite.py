@@ -36,7 +36,7 @@ from nneditor.artifacts.tflite_schema import (
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, open_source
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
@@ -60,6 +60,7 @@ CAPABILITIES = build(
     quantize=no(READ_ONLY),
     prune=no(READ_ONLY),
     export_revision=no(READ_ONLY),
+    export_weights=WEIGHTS_ONLY,
 )
 #: Quantization parameter lists longer than this are summarised in metadata.
 _QUANT_ITEMS = 1024

@@ -44,7 +44,7 @@ from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, SubSource, open_source
 from nneditor.io.zipfile_members import ZipArchive, is_zip
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog
 
@@ -122,7 +122,12 @@ def build_document(path: Path, source: ByteSource, ckpt: Checkpoint) -> Document
         tensors=catalog,
         graph=None,
         graph_unavailable_reason=GRAPH_REASON,
-        capabilities=build(inspect=yes(), read_tensors=yes(), view_graph=no(GRAPH_REASON)),
+        capabilities=build(
+            inspect=yes(),
+            read_tensors=yes(),
+            view_graph=no(GRAPH_REASON),
+            export_weights=WEIGHTS_ONLY,
+        ),
         tree=to_tree(ckpt.root),
         sources=[source],
         notes=notes,

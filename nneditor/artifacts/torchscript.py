@@ -40,7 +40,7 @@ from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import open_source
 from nneditor.io.zipfile_members import ZipArchive
-from nneditor.model.capabilities import build, no, yes
+from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog
 
@@ -135,7 +135,12 @@ def _read(path: Path, archive: ZipArchive) -> Document:
         tensors=catalog,
         graph=None,
         graph_unavailable_reason=GRAPH_REASON,
-        capabilities=build(inspect=yes(), read_tensors=yes(), view_graph=no(GRAPH_REASON)),
+        capabilities=build(
+            inspect=yes(),
+            read_tensors=yes(),
+            view_graph=no(GRAPH_REASON),
+            export_weights=WEIGHTS_ONLY,
+        ),
         tree={"module": to_tree(module.value), "constants": to_tree(constants), "code": code},
         sources=[source],
         notes=notes,

@@ -18,10 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from nneditor import __version__
+from nneditor.analysis.chunks import iter_chunks
 from nneditor.errors import NNEditorError
 from nneditor.jobs import JobHandle
 from nneditor.model.document import Document
 from nneditor.tensors.dtypes import numpy_dtype
+from nneditor.tensors.loaders import UnavailableLoader
+
+CHUNK_ELEMS = 1 << 22
 
 _CODES = {
     "float64": "F64",
@@ -61,6 +65,9 @@ def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -
     notes = []
     offset = 0
     for ref in doc.tensors.values():
+        if isinstance(ref.loader, UnavailableLoader):
+            notes.append(f"skipped {ref.name!r}: {ref.loader.reason}")
+            continue
         dtype = _WIDEN.get(ref.dtype, ref.dtype)
         if dtype not in _CODES:
             if ref.dtype == "string":
@@ -95,15 +102,20 @@ def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -
             fh.write(raw)
             done = 0
             for ref, dtype, _off, nbytes in plan:
-                handle.check_cancelled()
-                arr = np.ascontiguousarray(ref.read().astype(numpy_dtype(dtype), copy=False))
-                if arr.nbytes != nbytes:
+                written = 0
+                # chunks in C order keep memory bounded (a dequantized GGUF table can be GBs)
+                for key, _n in iter_chunks(tuple(ref.shape), CHUNK_ELEMS):
+                    handle.check_cancelled()
+                    part = ref.loader.read(tuple(ref.shape), key) if key else ref.read()
+                    arr = np.ascontiguousarray(part.astype(numpy_dtype(dtype), copy=False))
+                    fh.write(arr.tobytes())
+                    written += arr.nbytes
+                    done += arr.nbytes
+                    handle.progress(done, offset, "writing weights")
+                if written != nbytes:
                     raise WeightsExportError(
-                        f"{ref.name!r} decoded to {arr.nbytes} bytes, expected {nbytes}"
+                        f"{ref.name!r} decoded to {written} bytes, expected {nbytes}"
                     )
-                fh.write(arr.tobytes())
-                done += nbytes
-                handle.progress(done, offset, "writing weights")
             fh.flush()
             os.fsync(fh.fileno())
         _verify(Path(tmp), len(plan))

@@ -63,3 +63,9 @@ def build(**entries: Capability) -> Capabilities:
     """Capabilities with every unnamed action unavailable with a generic reason."""
     full = {a: entries.get(a, no("not implemented for this format yet")) for a in ACTIONS}
     return Capabilities(full)
+
+
+#: The weights-only export every tensor-holding format offers (nneditor.export.weights).
+WEIGHTS_ONLY = Capability(
+    True, "weights only — no graph or code: a safetensors file of the decoded tensors"
+)

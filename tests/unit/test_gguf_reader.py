@@ -145,7 +145,7 @@ def test_document_contract(meta_file: Path) -> None:
     caps = doc.capabilities
     assert caps["inspect"].available and caps["read_tensors"].available
     assert not caps["view_graph"].available and "semantic layer" in caps["view_graph"].reason
-    assert not caps["export_weights"].available
+    assert caps["export_weights"].available and "weights only" in caps["export_weights"].reason
     assert doc.size_bytes == meta_file.stat().st_size == doc.identity.size
     ref = doc.tensors["t"]
     assert (ref.dtype, ref.shape, ref.encoding, ref.nbytes) == ("float32", (2, 32), "F32", 256)
