@@ -43,7 +43,17 @@ def inspect_report(doc: Document, with_hierarchy: bool = True) -> dict[str, Any]
         from nneditor.api import hierarchy
 
         h = hierarchy(doc)
-        report["hierarchy"] = h.summary() if h is not None else None
+        if h is not None:
+            report["hierarchy"] = h.summary()
+        elif len(doc.tensors):
+            from nneditor.semantic.name_tree import name_hierarchy_summary
+
+            names = list(doc.tensors.keys())
+            report["hierarchy"] = name_hierarchy_summary(
+                names, [doc.tensors[n].size for n in names]
+            )
+        else:
+            report["hierarchy"] = None
     if doc.notes:
         report["notes"] = list(doc.notes)
     return report
@@ -70,7 +80,8 @@ def _shape_text(shape: Any) -> str:
 
 def inspect_text(doc: Document) -> str:
     r = inspect_report(doc)
-    version = f" v{r['format_version']}" if r["format_version"] else ""
+    fv = str(r["format_version"])
+    version = (f" v{fv}" if fv[:1].isdigit() else f" {fv}") if fv else ""
     lines = [f"{doc.path.name}: {r['format']}{version}, {human_size(r['size_bytes'])}"]
     g = r["graph"]
     if g:
@@ -87,9 +98,10 @@ def inspect_text(doc: Document) -> str:
     h = r.get("hierarchy")
     if h:
         lv = h["levels"]
+        last = f"{lv['operators']} operators" if "operators" in lv else f"{lv['tensors']} tensors"
         lines.append(
             f"Structure: {lv['architecture']} stages, {lv['blocks']} blocks, {lv['layers']} layers, "
-            f"{lv['operators']} operators"
+            f"{last}" + (f" ({h['reason']})" if h.get("reason") else "")
         )
         if h["patterns"]:
             lines.append(

@@ -61,7 +61,8 @@ def no(reason: str) -> Capability:
 
 def build(**entries: Capability) -> Capabilities:
     """Capabilities with every unnamed action unavailable with a generic reason."""
-    full = {a: entries.get(a, no("not implemented for this format yet")) for a in ACTIONS}
+    default = no("available for ONNX models only; this artifact is inspection-only")
+    full = {a: entries.get(a, default) for a in ACTIONS}
     return Capabilities(full)
 
 

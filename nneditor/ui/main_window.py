@@ -320,6 +320,10 @@ class MainWindow(QMainWindow):
         self.tree.set_index(index if index.root is not None else None)
         self.tensors.set_catalog(doc.tensors)
         self.left_tabs.setCurrentWidget(self.tree if index.root is not None else self.tensors)
+        if index.root is None:  # the tensor list is the main view: give it room for names
+            self.resizeDocks(
+                [self.left_dock], [int(0.45 * self.width())], Qt.Orientation.Horizontal
+            )
         self.inspector.set_index(index)
         self.top_bar.set_document(doc.path.name, doc.format)
         self.top_bar.set_dirty(False)
