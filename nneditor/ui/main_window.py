@@ -44,6 +44,7 @@ from nneditor.ui.jobs import QtJobRunner
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
 from nneditor.ui.panels.inspector import Inspector
+from nneditor.ui.panels.name_tree import NameTreePanel
 from nneditor.ui.panels.tensor_table import TensorPanel
 from nneditor.ui.session import ModelSession
 from nneditor.ui.start_screen import StartScreen, dropped_path
@@ -156,6 +157,10 @@ class MainWindow(QMainWindow):
         self.left_tabs = QTabWidget(self)
         self.left_tabs.setDocumentMode(True)
         self.left_tabs.addTab(self.tree, "Structure")
+        self.names = NameTreePanel(self)
+        self.names.tensorRequested.connect(self.show_tensor)
+        self.left_tabs.addTab(self.names, "Structure")
+        self.left_tabs.setTabVisible(self.left_tabs.indexOf(self.names), False)
         self.left_tabs.addTab(self.tensors, "Tensors")
         self.edit_panel = EditPanel(self.edit, self)
         self.left_tabs.addTab(self.edit_panel, "Edit")
@@ -314,12 +319,16 @@ class MainWindow(QMainWindow):
             self.session = ModelSession(index, self)
             self.session.selectionChanged.connect(self._on_selection)
         else:
-            reason = f"This {doc.format} artifact has no graph to draw: {doc.graph_unavailable_reason or 'it stores tensors only'}.\nIts tensors are listed under Explorer › Tensors."
+            reason = f"This {doc.format} artifact has no graph to draw: {doc.graph_unavailable_reason or 'it stores tensors only'}.\nIts module structure (from tensor names) is under Explorer › Structure, its tensors under Explorer › Tensors."
         self.central.setCurrentWidget(self.workbench)
         self._show_docks(True)
         self.tree.set_index(index if index.root is not None else None)
         self.tensors.set_catalog(doc.tensors)
-        self.left_tabs.setCurrentWidget(self.tree if index.root is not None else self.tensors)
+        graph_less = index.root is None
+        self.left_tabs.setTabVisible(self.left_tabs.indexOf(self.tree), not graph_less)
+        self.left_tabs.setTabVisible(self.left_tabs.indexOf(self.names), graph_less)
+        self.names.set_catalog(doc.tensors if graph_less else None)
+        self.left_tabs.setCurrentWidget(self.tree if not graph_less else self.names)
         if index.root is None:  # the tensor list is the main view: give it room for names
             self.resizeDocks(
                 [self.left_dock], [int(0.45 * self.width())], Qt.Orientation.Horizontal
@@ -402,6 +411,7 @@ class MainWindow(QMainWindow):
         self.workbench.set_session(None)
         self.tree.set_index(None)
         self.tensors.set_catalog(None)
+        self.names.set_catalog(None)
         self.inspector.set_index(None)
         if self.session is not None:
             self.session.deleteLater()
