@@ -69,11 +69,8 @@ class NameTreePanel(QWidget):
 
     def _fill(self, item: QTreeWidgetItem) -> None:
         node = item.data(0, _NODE)
-        if (
-            item.childCount() == 1
-            and item.child(0).text(0) == _PENDING
-            and isinstance(node, ScopeNode)
-        ):
+        first = item.child(0) if item.childCount() == 1 else None
+        if first is not None and first.text(0) == _PENDING and isinstance(node, ScopeNode):
             item.takeChild(0)
             self._add_children(item, node)
 
