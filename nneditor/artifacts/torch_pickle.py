@@ -38,13 +38,12 @@ from nneditor.artifacts.torch_tensors import (
     to_tree,
     untrusted,
     untrusted_note,
+    weights_document,
     with_context,
 )
 from nneditor.errors import ArtifactError
-from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, SubSource, open_source
 from nneditor.io.zipfile_members import ZipArchive, is_zip
-from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog
 
@@ -112,25 +111,16 @@ def build_document(path: Path, source: ByteSource, ckpt: Checkpoint) -> Document
     }
     if ckpt.version:
         metadata["archive_version"] = ckpt.version
-    return Document(
-        format=FORMAT,
-        format_version=ckpt.container + (f" v{ckpt.version}" if ckpt.version else ""),
-        path=path,
-        size_bytes=source.size,
-        identity=fast_identity(source, getattr(source, "mtime_ns", 0)),
-        metadata=metadata,
-        tensors=catalog,
-        graph=None,
-        graph_unavailable_reason=GRAPH_REASON,
-        capabilities=build(
-            inspect=yes(),
-            read_tensors=yes(),
-            view_graph=no(GRAPH_REASON),
-            export_weights=WEIGHTS_ONLY,
-        ),
-        tree=to_tree(ckpt.root),
-        sources=[source],
-        notes=notes,
+    return weights_document(
+        FORMAT,
+        ckpt.container + (f" v{ckpt.version}" if ckpt.version else ""),
+        path,
+        source,
+        metadata,
+        catalog,
+        GRAPH_REASON,
+        to_tree(ckpt.root),
+        notes,
     )
 
 

@@ -501,3 +501,41 @@ def with_context(exc: ArtifactError, fmt: str, path: str) -> ArtifactError:
 
 def global_name(value: Any) -> str:
     return value.qualname if isinstance(value, GlobalRef) else ""
+
+
+def weights_document(
+    fmt: str,
+    format_version: str,
+    path: Any,
+    source: ByteSource,
+    metadata: dict[str, Any],
+    catalog: Any,
+    graph_reason: str,
+    tree: Any,
+    notes: list[str],
+) -> Any:
+    """The Document of a pickle-based artifact: tensors and a tree, no graph, weights export."""
+    from nneditor.io.identity import fast_identity
+    from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
+    from nneditor.model.document import Document
+
+    return Document(
+        format=fmt,
+        format_version=format_version,
+        path=path,
+        size_bytes=source.size,
+        identity=fast_identity(source, getattr(source, "mtime_ns", 0)),
+        metadata=metadata,
+        tensors=catalog,
+        graph=None,
+        graph_unavailable_reason=graph_reason,
+        capabilities=build(
+            inspect=yes(),
+            read_tensors=yes(),
+            view_graph=no(graph_reason),
+            export_weights=WEIGHTS_ONLY,
+        ),
+        tree=tree,
+        sources=[source],
+        notes=notes,
+    )

@@ -34,13 +34,12 @@ from nneditor.artifacts.torch_tensors import (
     to_tree,
     untrusted,
     untrusted_note,
+    weights_document,
     with_context,
 )
 from nneditor.errors import ArtifactError
-from nneditor.io.identity import fast_identity
 from nneditor.io.source import open_source
 from nneditor.io.zipfile_members import ZipArchive
-from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog
 
@@ -125,25 +124,16 @@ def _read(path: Path, archive: ZipArchive) -> Document:
         "storages": len(data_pool.storages),
     }
     source = archive.source
-    return Document(
-        format=FORMAT,
-        format_version=version,
-        path=path,
-        size_bytes=source.size,
-        identity=fast_identity(source, getattr(source, "mtime_ns", 0)),
-        metadata=metadata,
-        tensors=catalog,
-        graph=None,
-        graph_unavailable_reason=GRAPH_REASON,
-        capabilities=build(
-            inspect=yes(),
-            read_tensors=yes(),
-            view_graph=no(GRAPH_REASON),
-            export_weights=WEIGHTS_ONLY,
-        ),
-        tree={"module": to_tree(module.value), "constants": to_tree(constants), "code": code},
-        sources=[source],
-        notes=notes,
+    return weights_document(
+        FORMAT,
+        version,
+        path,
+        source,
+        metadata,
+        catalog,
+        GRAPH_REASON,
+        {"module": to_tree(module.value), "constants": to_tree(constants), "code": code},
+        notes,
     )
 
 
