@@ -17,6 +17,7 @@ sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
 {body}
 dt = time.perf_counter() - t0
+{teardown}
 # VmHWM is this process's own high-water mark (ru_maxrss can inherit the parent's at fork)
 status = {{l.split(":")[0]: int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith(("VmHWM", "RssAnon", "RssFile"))}}
 print("@@" + json.dumps({{"seconds": dt, "peak_rss": status["VmHWM"], "anon_rss": status["RssAnon"],
@@ -24,10 +25,14 @@ print("@@" + json.dumps({{"seconds": dt, "peak_rss": status["VmHWM"], "anon_rss"
 """
 
 
-def measure(body: str, setup: str = "", repeat: int = 3) -> dict[str, float]:
-    """Best-of-``repeat`` wall time and the max peak RSS (bytes) of ``body``."""
+def measure(body: str, setup: str = "", repeat: int = 3, teardown: str = "") -> dict[str, float]:
+    """Best-of-``repeat`` wall time and the max peak RSS (bytes) of ``body`` (``setup`` and
+    ``teardown`` run in the same interpreter, untimed)."""
     code = _TEMPLATE.format(
-        root=str(ROOT), setup=textwrap.dedent(setup), body=textwrap.dedent(body)
+        root=str(ROOT),
+        setup=textwrap.dedent(setup),
+        body=textwrap.dedent(body),
+        teardown=textwrap.dedent(teardown),
     )
     best: dict[str, float] | None = None
     for _ in range(repeat):

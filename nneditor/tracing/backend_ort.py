@@ -11,7 +11,9 @@ Invariants:
   immediately afterwards.
 - Graph optimisations are disabled by default so that every capture equals the value ONNX
   Runtime computes when that value alone is exposed (fusions differ by rounding otherwise).
-- External data: the private copy keeps the original relative locations and the session option
+- The session is created from bytes: the source file followed by the extra outputs
+  (:class:`~nneditor.tracing.model_copy.ModelBytes`); nothing is decoded, re-encoded or
+  written. External data keeps its relative locations and the session option
   ``EXTERNAL_FOLDER_KEY`` points ONNX Runtime at the model's own folder; nothing is copied or
   linked (verified with ONNX Runtime 1.32; a runtime without the option refuses the model and
   "auto" falls back to the reference evaluator).
@@ -32,7 +34,7 @@ import onnx
 from nneditor.errors import NNEditorError
 from nneditor.tracing import providers as prov
 from nneditor.tracing.capture import CaptureStore
-from nneditor.tracing.model_copy import expose_outputs, has_external_data, save_private_copy
+from nneditor.tracing.model_copy import ModelBytes, expose_outputs
 
 EXTERNAL_FOLDER_KEY = "session.model_external_initializers_file_folder_path"
 #: Graph optimisation levels. "disabled" (default) computes every node as written, so each
@@ -54,6 +56,12 @@ _MEMORY_MARKERS = (
 )
 
 
+#: Set to a list by the worker process: sessions are kept there instead of being torn down
+#: after the run (the process ends right after it; tearing down costs time and would not lower
+#: the peak, which is reached when the run returns). None elsewhere, e.g. in-process tests.
+KEEP_SESSIONS: list[Any] | None = None
+
+
 class BackendError(NNEditorError):
     def __init__(self, message: str, kind: str = "model") -> None:
         super().__init__(message)
@@ -71,42 +79,44 @@ def classify(exc: BaseException) -> str:
 
 def run_onnxruntime(
     model_path: Path,
-    model: onnx.ModelProto,
+    source: ModelBytes,
     feeds: dict[str, np.ndarray],
     capture_names: list[str],
     store: CaptureStore,
-    work_dir: Path,
     provider_list: list[tuple[str, dict[str, str]]],
     strict: bool,
     emit: Callable[..., None],
     optimization: str = "disabled",
 ) -> dict[str, Any]:
-    """Run ``model`` once with ``capture_names`` exposed; returns run info for the manifest."""
+    """Run the model once with ``capture_names`` exposed; returns run info for the manifest."""
     if optimization not in _OPT_LEVELS:
         raise BackendError(f"unknown graph optimisation level {optimization!r}", "input")
     import onnxruntime as ort
 
     t0 = time.perf_counter()
-    outputs = expose_outputs(model, capture_names)
-    private = save_private_copy(model, work_dir / "model.onnx")
+    blob, outputs = source.with_outputs(capture_names)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = _OPT_LEVELS[optimization](ort)
-    if has_external_data(model):
-        options.add_session_config_entry(EXTERNAL_FOLDER_KEY, str(model_path.resolve().parent))
+    # The model arrives as bytes: external data resolves against the model's own folder.
+    options.add_session_config_entry(EXTERNAL_FOLDER_KEY, str(model_path.resolve().parent))
     if any(p == "DmlExecutionProvider" for p, _ in provider_list):
         options.enable_mem_pattern = False  # required by DirectML
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     emit("stage", stage="creating session")
     try:
-        session, note = _session(ort, private, options, provider_list, strict)
+        session, note = _session(ort, blob, options, provider_list, strict)
     except BackendError as exc:
         if exc.kind != "model":
             raise
         # Older runtimes refuse untyped graph outputs: retry once with inferred types.
-        expose_outputs(model, capture_names, infer_types=True)
-        save_private_copy(model, private)
-        session, note = _session(ort, private, options, provider_list, strict)
+        del blob
+        model = onnx.load(str(model_path), load_external_data=False)
+        outputs = expose_outputs(model, capture_names, infer_types=True)
+        blob = model.SerializeToString()
+        del model
+        session, note = _session(ort, blob, options, provider_list, strict)
+    del blob
     used = session.get_providers()[0]
     emit("provider", provider=used, name=prov.display_name(used))
     t1 = time.perf_counter()
@@ -123,6 +133,8 @@ def run_onnxruntime(
             f"ONNX Runtime failed while running the model: {_short(exc)}", kind
         ) from None
     t2 = time.perf_counter()
+    if KEEP_SESSIONS is not None:
+        KEEP_SESSIONS.append(session)
     del session
     emit("stage", stage="writing captures")
     index = {name: i for i, name in enumerate(outputs)}
@@ -147,7 +159,7 @@ def run_onnxruntime(
 
 def _session(
     ort: Any,
-    path: Path,
+    model: bytes,
     options: Any,
     provider_list: list[tuple[str, dict[str, str]]],
     strict: bool,
@@ -155,7 +167,7 @@ def _session(
     names = [p for p, _ in provider_list]
     opts = [dict(o) for _, o in provider_list]
     try:
-        session = ort.InferenceSession(str(path), options, providers=names, provider_options=opts)
+        session = ort.InferenceSession(model, options, providers=names, provider_options=opts)
     except Exception as exc:
         accel = [p for p in names if p != prov.CPU]
         if strict and accel:
@@ -166,7 +178,7 @@ def _session(
             ) from None
         if accel and prov.CPU in names:
             try:
-                session = ort.InferenceSession(str(path), options, providers=[prov.CPU])
+                session = ort.InferenceSession(model, options, providers=[prov.CPU])
             except Exception as exc2:
                 raise BackendError(
                     f"ONNX Runtime refused the model: {_short(exc2)}", classify(exc2)

@@ -269,5 +269,18 @@ def dump_manifest(doc: dict[str, Any], path: Path) -> Path:
     return path
 
 
+def patch_manifest_head(path: Path, text: str, updates: dict[str, Any]) -> None:
+    """Rewrite the head of a manifest written by :func:`dump_manifest` (its first line: every
+    key but ``values``; JSON escapes keep newlines out of it) with ``updates``; the value lines
+    are copied unchanged. Atomic, like :func:`dump_manifest`."""
+    cut = text.index("\n")
+    head = json.loads(text[: cut - 1] + "}")
+    head.update(updates)
+    enc = json.JSONEncoder(allow_nan=False, default=str, ensure_ascii=False)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(enc.encode(head)[:-1] + "," + text[cut:], encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def _safe(name: str) -> str:
     return (re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "value")[:80]

@@ -11,15 +11,27 @@ Invariants:
   (ONNX Runtime accepts untyped graph outputs); shapes are never asserted.
 - For models with external data the copy keeps the original relative locations; the runtime is
   pointed at the model's own folder (ORT session option), so nothing is copied or linked.
+- :class:`ModelBytes` never decodes the entry graph's weights: its structure is parsed from the
+  wire without initializer payloads, and the session bytes are the source bytes followed by a
+  small ModelProto holding only the extra graph outputs. Protobuf merges a repeated embedded
+  message field on parse (the second ``graph`` field appends its outputs to the first), so the
+  runtime reads exactly the source model plus the exposed outputs, with no re-encoding.
 """
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 from onnx import AttributeProto, GraphProto
+
+from nneditor.artifacts.onnx import wire_index as w
+
+_M_GRAPH = 7
+_G_INITIALIZER = 5
+_T_NAME = 8
 
 
 @dataclass(frozen=True)
@@ -31,10 +43,16 @@ class ValueEntry:
     in_loop: bool = False  # inside a Loop/Scan body: one value per iteration
 
 
-def value_entries(model: onnx.ModelProto) -> list[ValueEntry]:
-    """Graph inputs (not initializers) and every node output, nested ones with their scope."""
+def value_entries(
+    model: onnx.ModelProto, initializers: set[str] | frozenset[str] = frozenset()
+) -> list[ValueEntry]:
+    """Graph inputs (not initializers) and every node output, nested ones with their scope.
+
+    ``initializers`` names entry-graph initializers the model was parsed without (see
+    :class:`ModelBytes`)."""
     graph = model.graph
     inits = {i.name for i in graph.initializer} | {s.values.name for s in graph.sparse_initializer}
+    inits |= initializers
     out = [ValueEntry(vi.name, "", "", "") for vi in graph.input if vi.name not in inits]
     seen = {e.name for e in out}
     _walk(graph, "", False, out, seen)
@@ -48,7 +66,10 @@ def _walk(
         label = node.name or f"{node.op_type}_{i}"
         looping = in_loop or node.op_type in ("Loop", "Scan")
         for attr in node.attribute:
-            subs = [attr.g] if attr.type == AttributeProto.GRAPH else list(attr.graphs)
+            kind = attr.type
+            if kind != AttributeProto.GRAPH and kind != AttributeProto.GRAPHS:
+                continue
+            subs = [attr.g] if kind == AttributeProto.GRAPH else list(attr.graphs)
             for k, sub in enumerate(subs):
                 tag = attr.name if attr.type == AttributeProto.GRAPH else f"{attr.name}[{k}]"
                 inner = f"{scope}/{label}/{tag}" if scope else f"{label}/{tag}"
@@ -126,3 +147,66 @@ def save_private_copy(model: onnx.ModelProto, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save_model(model, str(path))
     return path
+
+
+class ModelBytes:
+    """A read-only map of an ONNX file: structure without entry-graph weights, session bytes.
+
+    The file is mapped, not read: its pages are shared with the page cache. Hand-written
+    because onnx can only parse a whole ModelProto (weights included), which costs more than
+    the runtime's own load for a weight-heavy model.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        with open(self.path, "rb") as fh:
+            size = fh.seek(0, 2)
+            if size == 0:
+                raise ValueError(f"{self.path} is empty; it holds no ONNX model")
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        buf = memoryview(self._map)
+        try:
+            top = w.scan(buf, 0, size, "the model")
+            graphs = [f for f in top if f[0] == _M_GRAPH and f[1] == w.LEN]
+            if len(graphs) != 1:
+                raise ValueError(f"{self.path} does not hold exactly one graph")
+            model = onnx.ModelProto.FromString(
+                b"".join(buf[f[2] : _end(f)] for f in top if f[0] != _M_GRAPH)
+            )
+            _f, _wt, _at, gpos, glen = graphs[0]
+            kept, names = [], set()
+            for f in w.scan(buf, gpos, gpos + glen, "the graph"):
+                if f[0] == _G_INITIALIZER and f[1] == w.LEN:
+                    names.add(_tensor_name(buf, f))
+                else:
+                    kept.append(buf[f[2] : _end(f)])
+            model.graph.MergeFromString(b"".join(kept))
+        finally:
+            buf.release()
+        self.structure = model
+        self.initializer_names = frozenset(names)
+
+    def with_outputs(self, names: list[str]) -> tuple[bytes, list[str]]:
+        """Session bytes exposing ``names`` as extra (untyped) graph outputs, and every output
+        name in order."""
+        existing = [o.name for o in self.structure.graph.output]
+        have = set(existing)
+        wanted = [n for n in names if n not in have]
+        extra = onnx.ModelProto(
+            graph=onnx.GraphProto(output=[onnx.ValueInfoProto(name=n) for n in wanted])
+        ).SerializeToString()
+        return b"".join((self._map, extra)), existing + wanted
+
+    def close(self) -> None:
+        self._map.close()
+
+
+def _end(f: w.Field) -> int:
+    return f[3] if f[1] == w.VARINT else f[3] + f[4]
+
+
+def _tensor_name(buf: memoryview, f: w.Field) -> str:
+    for sub in w.scan(buf, f[3], f[3] + f[4], "an initializer"):
+        if sub[0] == _T_NAME and sub[1] == w.LEN:
+            return w.text(buf, sub[3], sub[4])
+    return ""

@@ -11,8 +11,9 @@ Invariants:
   ceiling travels in the request and the worker applies it to itself with ``resource``
   before reading anything (not ``preexec_fn``, which is unsafe in a threaded parent such as
   the GUI, and which a pre-started worker could not honour).
-- A worker serves exactly one request. Once it reports ``done`` (all files flushed) its tree
-  is killed rather than waiting for interpreter teardown.
+- A worker serves exactly one request. Once it reports ``done`` (all files flushed) its group
+  is sent SIGKILL rather than waiting for interpreter teardown; a helper thread waits for the
+  exit (the kernel's unmapping of a large worker takes milliseconds the caller need not wait).
 - Results go to a hidden temporary folder beside the destination; it is renamed into place
   only when the worker reported ``done`` (complete or honestly partial). Failed, cancelled,
   timed-out and crashed runs delete it, so they publish nothing.
@@ -26,6 +27,7 @@ import contextlib
 import json
 import os
 import queue
+import select
 import shutil
 import signal
 import subprocess
@@ -46,12 +48,13 @@ import psutil
 from nneditor.errors import NNEditorError
 from nneditor.jobs import CancelToken, JobHandle
 from nneditor.tracing.approval import Approval, verify
-from nneditor.tracing.capture import MANIFEST, dump_manifest, write_npy
+from nneditor.tracing.capture import MANIFEST, patch_manifest_head, write_npy
 from nneditor.tracing.plan import TracePlan
 from nneditor.tracing.protocol import ProtocolError, decode, run_request
 
 EventCallback = Callable[[dict[str, Any]], None]
 POLL_S = 0.02
+_WARM_LOG_PREFIX = "nneditor-trace-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -213,6 +216,7 @@ class TraceRunner:
         self.keep_warm = keep_warm
         self._box: list[_Worker | None] = [None]  # the idle worker (shared with the finalizer)
         self._lock = threading.Lock()
+        self._generation = 0  # bumped by close(): a pending pre-start then does nothing
         # an idle worker must not outlive its runner (garbage collection or interpreter exit)
         self._finalizer = weakref.finalize(self, _discard, self._box)
 
@@ -236,15 +240,31 @@ class TraceRunner:
     def prestart(self) -> None:
         """Start an idle, pre-loaded worker now unless one is already waiting."""
         with self._lock:
-            if self._box[0] is not None and self._box[0].alive():
-                return
-            _discard(self._box)
-            log_dir = Path(tempfile.mkdtemp(prefix="nneditor-trace-worker-"))
-            self._box[0] = _Worker(self._command(True), self._env(), log_dir)
+            self._prestart_locked()
+
+    def _prestart_locked(self) -> None:
+        if self._box[0] is not None and self._box[0].alive():
+            return
+        _discard(self._box)
+        log_dir = Path(tempfile.mkdtemp(prefix=_WARM_LOG_PREFIX))
+        self._box[0] = _Worker(self._command(True), self._env(), log_dir)
+
+    def _prestart_soon(self) -> None:
+        """:meth:`prestart` on a helper thread (process creation stays off the caller's path);
+        a :meth:`close` in the meantime cancels it."""
+        generation = self._generation
+
+        def start() -> None:
+            with self._lock:
+                if self._generation == generation:
+                    self._prestart_locked()
+
+        threading.Thread(target=start, name="trace-prestart", daemon=True).start()
 
     def close(self) -> None:
-        """Stop the idle worker, if any."""
+        """Stop the idle worker, if any (and a pre-start still pending)."""
         with self._lock:
+            self._generation += 1
             _discard(self._box)
 
     def _take_worker(self, run_dir: Path) -> _Worker:
@@ -283,33 +303,37 @@ class TraceRunner:
             )
         except BaseException:
             shutil.rmtree(run_dir, ignore_errors=True)
-            raise
-        finally:
             if self.keep_warm:
                 self.prestart()
+            raise
         if result.status in ("ok", "partial"):
             try:
-                result.manifest = _publish(run_dir, dest, result, approval)
+                result.manifest = _publish(run_dir, dest, result)
                 result.out_dir = dest
-            except OSError as exc:
+            except (OSError, ValueError) as exc:
                 result.status, result.message = (
                     "failed",
                     f"the trace could not be published ({exc})",
                 )
         if result.out_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
+        if self.keep_warm:
+            self._prestart_soon()
         return result
 
 
-def _publish(run_dir: Path, dest: Path, result: TraceResult, approval: Approval) -> dict[str, Any]:
+def _publish(run_dir: Path, dest: Path, result: TraceResult) -> dict[str, Any]:
+    """Add the parent's measurements to the manifest's first line (the values that follow are
+    left as the worker wrote them) and rename the run folder into place."""
     manifest_path = run_dir / MANIFEST
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    manifest["run"].update(
-        elapsed_s=round(result.elapsed_s, 6),
-        worker_peak_rss_mb=round(result.peak_rss_mb, 1),
-        approval={"id": approval.id, "digest": approval.digest},
-    )
-    dump_manifest(manifest, manifest_path)
+    text = manifest_path.read_text(encoding="utf-8")
+    manifest = json.loads(text)
+    extra = {
+        "elapsed_s": round(result.elapsed_s, 6),
+        "worker_peak_rss_mb": round(result.peak_rss_mb, 1),
+    }
+    manifest["run"].update(extra)
+    patch_manifest_head(manifest_path, text, {"run": manifest["run"]})
     shutil.rmtree(run_dir / "work", ignore_errors=True)
     if dest.exists():
         dest.rmdir()  # empty (checked before the run)
@@ -339,15 +363,24 @@ class _Supervisor:
         self.result.worker_pid = worker.proc.pid
         worker.send(request)
         stopped = self._supervise(worker, start)
-        if stopped is None:
-            _reap_group(worker.proc.pid)  # a descendant left behind must not outlive the run
-        worker.close()
+        finished = stopped is None and self._done()
+        if finished:
+            # Everything is on disk and the worker was sent SIGKILL; its teardown (the kernel
+            # unmapping its memory) is awaited by a helper thread, not by the caller.
+            threading.Thread(
+                target=_finish_worker, args=(worker, list(self._children)), daemon=True
+            ).start()
+        else:
+            if stopped is None:
+                _reap_group(worker.proc.pid)  # a descendant left behind must not outlive the run
+            worker.close()
         self._drain(worker)
         self.result.elapsed_s = time.monotonic() - start
         self.result.peak_rss_mb = self.peak_rss / 2**20
         if worker.log_dir != self.run_dir:
             shutil.copyfile(worker.log_path, self.run_dir / "worker.log")
-            shutil.rmtree(worker.log_dir, ignore_errors=True)
+            if not finished:
+                shutil.rmtree(worker.log_dir, ignore_errors=True)
         self.result.log_tail = _tail(self.run_dir / "worker.log")
         self._conclude(worker.proc.returncode, stopped)
         return self.result
@@ -377,9 +410,9 @@ class _Supervisor:
         proc = worker.proc
         while proc.poll() is None:
             self._drain(worker, POLL_S)  # wakes at once for an event, else polls the limits
-            if self.terminal is not None and self.terminal.get("event") == "done":
+            if self._done():
                 # Everything is on disk (the worker flushes before "done"); skip its teardown.
-                kill_tree(proc)
+                _kill_group(proc)
                 return None
             why = None
             if self.token.cancelled:
@@ -392,6 +425,9 @@ class _Supervisor:
                 kill_tree(proc)
                 return why
         return None
+
+    def _done(self) -> bool:
+        return self.terminal is not None and self.terminal.get("event") == "done"
 
     def _rss(self, proc: subprocess.Popen[bytes]) -> int:
         """RSS of the worker (every poll) plus its descendants (list refreshed every 0.25 s:
@@ -468,6 +504,27 @@ def _exit_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the worker's process group (the worker alone where there are no groups)."""
+    if os.name == "posix":
+        _reap_group(proc.pid)
+    else:  # pragma: no cover - Windows
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def _finish_worker(worker: _Worker, descendants: list[psutil.Process]) -> None:
+    """After a completed run: kill descendants the watchdog saw leave the group, wait for the
+    killed worker, close its pipes and log, delete a pre-started worker's log folder."""
+    for p in descendants:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    worker.close()
+    psutil.wait_procs(descendants, timeout=5)
+    if worker.log_dir.name.startswith(_WARM_LOG_PREFIX):
+        shutil.rmtree(worker.log_dir, ignore_errors=True)
+
+
 def _reap_group(pgid: int) -> None:
     if os.name == "posix":
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -489,10 +546,27 @@ def kill_tree(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(psutil.Error):
             p.kill()
     try:
-        proc.wait(timeout=10)
+        _wait_exit(proc, 10)
     except subprocess.TimeoutExpired:  # pragma: no cover - a kernel-stuck process
         proc.kill()
     psutil.wait_procs(descendants, timeout=5)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """``proc.wait(timeout)`` without its polling sleeps where the OS can signal the exit
+    (a Linux pidfd becomes readable when the process ends)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is not None and proc.returncode is None:
+        try:
+            fd = pidfd_open(proc.pid)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                select.select([fd], [], [], timeout)
+            finally:
+                os.close(fd)
+    proc.wait(timeout=timeout)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

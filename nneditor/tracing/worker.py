@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     emit = Emitter(_protocol_stream())
     if args.preload:
         _preload()
+    from nneditor.tracing import backend_ort
+
+    backend_ort.KEEP_SESSIONS = []  # this process ends after one run (see KEEP_SESSIONS)
     emit("hello", pid=os.getpid(), protocol=PROTOCOL_VERSION, python=sys.version.split()[0])
     try:
         request = _read_request()
@@ -152,11 +155,10 @@ def _read_request() -> dict[str, Any]:
 
 def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]) -> dict[str, Any]:
     """Run one request; returns the ``done`` event fields. Raises on failure."""
-    import onnx
-
     from nneditor.inputs.picker import load_npy
+    from nneditor.tracing.backend_ort import BackendError
     from nneditor.tracing.capture import BRANCH_REASON, LOOP_REASON, SUBGRAPH_REASON, CaptureStore
-    from nneditor.tracing.model_copy import value_entries
+    from nneditor.tracing.model_copy import ModelBytes, value_entries
 
     t0 = time.perf_counter()
     run_dir = Path(request["run_dir"])
@@ -164,9 +166,12 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
     limits = request["limits"]
     feeds = {name: load_npy(run_dir / f) for name, f in request["inputs"].items()}
     emit("stage", stage="loading model")
-    model = onnx.load(str(model_path), load_external_data=False)
+    try:
+        source = ModelBytes(model_path)
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"the model could not be read: {exc}", "model") from None
     load_s = time.perf_counter() - t0
-    entries = value_entries(model)
+    entries = value_entries(source.structure, source.initializer_names)
     selection = request.get("capture")
     selected = None if selection is None else set(selection)
     chosen = [e for e in entries if selected is None or e.name in selected]
@@ -182,10 +187,12 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         for e in chosen:
             if not e.producer:
                 store.write(e.name, feeds[e.name])
-        info = _run_backend(request, model_path, model, feeds, wanted, nested, store, run_dir, emit)
+        info = _run_backend(request, model_path, source, feeds, wanted, nested, store, emit)
     except BaseException:
         store.abort()
         raise
+    finally:
+        source.close()
     pending = set(store.pending)
     for e in chosen:
         if e.scope and e.name in pending:
@@ -219,48 +226,57 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
 def _run_backend(
     request: dict[str, Any],
     model_path: Path,
-    model: Any,
+    source: Any,
     feeds: dict[str, Any],
     wanted: list[str],
     nested: set[str],
     store: Any,
-    run_dir: Path,
     emit: Callable[..., None],
 ) -> dict[str, Any]:
     from nneditor.tracing.backend_ort import BackendError
-    from nneditor.tracing.backend_reference import run_reference
 
-    backend = request["backend"]
-    if backend == "onnxruntime":
+    if request["backend"] == "onnxruntime":
         try:
             return {
                 "backend": "onnxruntime",
-                **_run_ort(request, model_path, model, feeds, wanted, store, run_dir, emit),
+                **_run_ort(request, model_path, source, feeds, wanted, store, emit),
             }
         except BackendError as exc:
             if request.get("backend_request") != "auto" or exc.kind != "model":
                 raise
             emit("warning", message=f"{exc}; falling back to the reference evaluator")
-            import onnx
-
-            model = onnx.load(str(model_path), load_external_data=False)
-            info = run_reference(model_path, model, feeds, wanted, nested, store, emit)
+            info = _run_reference(model_path, feeds, wanted, nested, store, emit)
             info["notes"] = [f"{exc}; used the reference evaluator instead", *info["notes"]]
             return {"backend": "reference", **info}
     return {
         "backend": "reference",
-        **run_reference(model_path, model, feeds, wanted, nested, store, emit),
+        **_run_reference(model_path, feeds, wanted, nested, store, emit),
     }
+
+
+def _run_reference(
+    model_path: Path,
+    feeds: dict[str, Any],
+    wanted: list[str],
+    nested: set[str],
+    store: Any,
+    emit: Callable[..., None],
+) -> dict[str, Any]:
+    import onnx
+
+    from nneditor.tracing.backend_reference import run_reference
+
+    model = onnx.load(str(model_path), load_external_data=False)
+    return run_reference(model_path, model, feeds, wanted, nested, store, emit)
 
 
 def _run_ort(
     request: dict[str, Any],
     model_path: Path,
-    model: Any,
+    source: Any,
     feeds: dict[str, Any],
     wanted: list[str],
     store: Any,
-    run_dir: Path,
     emit: Callable[..., None],
 ) -> dict[str, Any]:
     from nneditor.tracing.backend_ort import BackendError, run_onnxruntime
@@ -276,11 +292,10 @@ def _run_ort(
     ]
     return run_onnxruntime(
         model_path,
-        model,
+        source,
         feeds,
         wanted,
         store,
-        run_dir / "work",
         providers,
         bool(request.get("strict_device")),
         emit,

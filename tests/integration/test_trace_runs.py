@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -480,8 +481,12 @@ def test_a_warm_worker_serves_one_run_each(tmp_path):
         assert a.status == "ok" and a.worker_pid == first.proc.pid
         b = trace(model, feeds, tmp_path / "b", runner=runner)
         assert b.status == "ok" and b.worker_pid != a.worker_pid
+        deadline = time.monotonic() + 30  # the next worker is pre-started on a helper thread
+        while runner._warm is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         idle = runner._warm
-    assert idle is not None and _gone(idle.proc.pid)
+        assert idle is not None and idle.proc.pid not in (a.worker_pid, b.worker_pid)
+    assert _gone(idle.proc.pid)
     assert json.loads((tmp_path / "b" / "manifest.json").read_text())["counts"]["captured"] == 7
 
 

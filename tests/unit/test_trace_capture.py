@@ -90,3 +90,17 @@ def test_protocol_lines():
         decode("[1, 2]")
     with pytest.raises(ValueError):
         encode({"x": float("nan")})
+
+
+def test_patching_the_manifest_head_keeps_every_value_line(tmp_path):
+    from nneditor.tracing.capture import dump_manifest, patch_manifest_head
+
+    values = [{"name": 'odd "name"\nwith newline', "status": "captured"}, {"name": "b"}]
+    doc = {"format": "nneditor-trace", "run": {"notes": ["two\nlines"], "n": 1}, "values": values}
+    path = dump_manifest(doc, tmp_path / MANIFEST)
+    text = path.read_text(encoding="utf-8")
+    patch_manifest_head(path, text, {"run": {"notes": ["two\nlines"], "n": 2, "elapsed_s": 0.5}})
+    back = json.loads(path.read_text(encoding="utf-8"))
+    assert back == {**doc, "run": {"notes": ["two\nlines"], "n": 2, "elapsed_s": 0.5}}
+    assert path.read_text(encoding="utf-8").split("\n", 1)[1] == text.split("\n", 1)[1]
+    assert not (tmp_path / (MANIFEST + ".part")).exists()
