@@ -120,9 +120,15 @@ def cmd_inputs(args: argparse.Namespace) -> int:
 
 def cmd_trace(args: argparse.Namespace) -> int:
     from nneditor.tracing.cli import run
+    from nneditor.tracing.runner import TraceRunner
 
-    with _open(args.path) as doc:
-        return run(doc, args)
+    with TraceRunner() as runner:
+        if args.yes:
+            # The worker's interpreter and imports start while the model is opened and planned;
+            # it reads nothing until the approved request arrives (closed unused on a refusal).
+            runner.prestart()
+        with _open(args.path) as doc:
+            return run(doc, args, runner)
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:

@@ -125,8 +125,12 @@ class CaptureStore:
     def pending(self) -> list[str]:
         return [n for n, r in self.records.items() if r["status"] == "pending"]
 
-    def write(self, name: str, value: Any) -> dict[str, Any]:
-        """Store one produced value (honouring the budget) and return its record."""
+    def write(self, name: str, value: Any, same_as: Path | None = None) -> dict[str, Any]:
+        """Store one produced value (honouring the budget) and return its record.
+
+        ``same_as``: a .npy file already holding exactly ``value`` (a graph input's file in
+        the run folder); a full capture is then a hard link to it (a copy where the file
+        system has no links), which skips creating and writing a new file."""
         rec = self.records.get(name) or self._register_late(name)
         if not isinstance(value, np.ndarray):
             kind = type(value).__name__
@@ -140,7 +144,7 @@ class CaptureStore:
             return self._drop(rec, self._budget_reason())
         nbytes = int(arr.nbytes)
         if nbytes <= self.remaining:
-            self._store(rec, arr, "captured")
+            self._store(rec, arr, "captured", same_as if widened is None else None)
             self.remaining -= nbytes
             return rec
         count = self.remaining // max(arr.dtype.itemsize, 1)
@@ -184,9 +188,18 @@ class CaptureStore:
         self._progress()
         return rec
 
-    def _store(self, rec: dict[str, Any], arr: np.ndarray, status: str) -> None:
+    def _store(
+        self, rec: dict[str, Any], arr: np.ndarray, status: str, same_as: Path | None = None
+    ) -> None:
         fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
         rec.update(status=status, file=fname, bytes=int(arr.nbytes))
+        if same_as is not None:
+            try:
+                os.link(same_as, self.root / fname)
+                self._progress()
+                return
+            except OSError:
+                pass  # no hard links here: write the value like any other
         if self._pool is None:
             self._write(self.root / fname, arr)
         else:

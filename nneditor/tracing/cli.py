@@ -24,6 +24,7 @@ from nneditor.tracing.providers import DEVICES
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
+    from nneditor.tracing.runner import TraceRunner
 
 BACKENDS = ("auto", "onnxruntime", "reference")  # nneditor.tracing.plan.BACKENDS
 
@@ -50,7 +51,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-def run(doc: Document, args: argparse.Namespace) -> int:
+def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = None) -> int:
     from nneditor.inputs.assign import build_inputs
     from nneditor.inputs.picker import assign_file, check_set
     from nneditor.tracing.approval import approve
@@ -82,7 +83,8 @@ def run(doc: Document, args: argparse.Namespace) -> int:
         return EXIT_REFUSED
     doc.close()  # the worker reads the model itself; keep no map open during the run
     approval = approve(plan)
-    result = TraceRunner().run(plan, approval, args.out, on_event=_progress_printer(args.json))
+    runner = runner or TraceRunner()
+    result = runner.run(plan, approval, args.out, on_event=_progress_printer(args.json))
     summary = _summary(result)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, allow_nan=False, default=str)

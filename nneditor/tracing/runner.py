@@ -249,7 +249,7 @@ class TraceRunner:
         log_dir = Path(tempfile.mkdtemp(prefix=_WARM_LOG_PREFIX))
         self._box[0] = _Worker(self._command(True), self._env(), log_dir)
 
-    def _prestart_soon(self) -> None:
+    def prestart_soon(self) -> None:
         """:meth:`prestart` on a helper thread (process creation stays off the caller's path);
         a :meth:`close` in the meantime cancels it."""
         generation = self._generation
@@ -318,7 +318,7 @@ class TraceRunner:
         if result.out_dir is None:
             shutil.rmtree(run_dir, ignore_errors=True)
         if self.keep_warm:
-            self._prestart_soon()
+            self.prestart_soon()
         return result
 
 

@@ -185,8 +185,8 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
     nested = {e.name for e in chosen if e.scope and not e.in_loop}
     try:
         for e in chosen:
-            if not e.producer:
-                store.write(e.name, feeds[e.name])
+            if not e.producer:  # a graph input: its capture is the input file itself
+                store.write(e.name, feeds[e.name], run_dir / request["inputs"][e.name])
         info = _run_backend(request, model_path, source, feeds, wanted, nested, store, emit)
     except BaseException:
         store.abort()

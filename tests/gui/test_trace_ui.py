@@ -208,3 +208,25 @@ def test_partial_capture_is_labelled_partial(qtbot, open_model, window) -> None:
     dropped = [n for n in run.records if run.status(n) == "dropped"]
     assert dropped and "capture budget" in run.record(dropped[0])["reason"]
     overlay.close()
+
+
+def test_the_trace_view_prestarts_the_worker_its_run_uses(qtbot, open_model, window) -> None:  # noqa: ANN001
+    import psutil
+
+    pytest.importorskip("onnxruntime")
+    open_model(EXAMPLE)
+    panel = window.trace.panel
+    window.trace.show_view("Trace")
+    qtbot.waitUntil(lambda: panel.trace_runner._warm is not None, timeout=10000)
+    warm = panel.trace_runner._warm
+    assert warm is not None
+    _traced(window, qtbot)
+    assert panel.result is not None and panel.result.worker_pid == warm.proc.pid
+    qtbot.waitUntil(lambda: panel.trace_runner._warm is not None, timeout=10000)
+    idle = panel.trace_runner._warm
+    assert idle is not None and idle.proc.pid != warm.proc.pid
+    panel.set_document(None)  # no traceable model: the idle worker is stopped
+    assert panel.trace_runner._warm is None
+    assert not psutil.pid_exists(idle.proc.pid) or (
+        psutil.Process(idle.proc.pid).status() == psutil.STATUS_ZOMBIE
+    )

@@ -129,3 +129,25 @@ def test_a_failed_trace_exits_1_and_publishes_nothing(tmp_path):
         "published"
     )
     assert not (tmp_path / "t").exists()
+
+
+def test_a_refused_trace_leaves_no_pre_started_worker(tmp_path, capsys):
+    """With --yes the worker starts while the model is planned; a refusal must stop it."""
+    import psutil
+
+    from nneditor.cli import main
+
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, input_ids=np.array([[1.0, 2.0]], np.float32))
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    code = main(
+        ["trace", str(EXAMPLE), "--inputs", str(bad), "--out", str(tmp_path / "t"), "--yes"]
+    )
+    assert code == 2 and "the dtype differs" in capsys.readouterr().err
+    left = [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.pid not in before and p.status() != psutil.STATUS_ZOMBIE
+    ]
+    assert left == []
+    assert not (tmp_path / "t").exists()

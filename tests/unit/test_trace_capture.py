@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import ml_dtypes
 import numpy as np
@@ -104,3 +105,22 @@ def test_patching_the_manifest_head_keeps_every_value_line(tmp_path):
     assert back == {**doc, "run": {"notes": ["two\nlines"], "n": 2, "elapsed_s": 0.5}}
     assert path.read_text(encoding="utf-8").split("\n", 1)[1] == text.split("\n", 1)[1]
     assert not (tmp_path / (MANIFEST + ".part")).exists()
+
+
+def test_a_graph_input_capture_is_a_link_to_its_input_file(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    src = tmp_path / "input.npy"
+    write_npy(src, x, 1 << 20)
+    store = CaptureStore(tmp_path / "run", budget_bytes=32, chunk_bytes=64)
+    store.register("x")
+    store.register("y")
+    rec = store.write("x", x, same_as=src)
+    path = tmp_path / "run" / rec["file"]
+    assert rec["status"] == "captured" and os.stat(path).st_ino == os.stat(src).st_ino
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), x)
+    # over the budget: a flat prefix is written, never a link to the whole input
+    rec = store.write("y", x, same_as=src)
+    store.close()
+    path = tmp_path / "run" / rec["file"]
+    assert rec["status"] == "partial" and os.stat(path).st_ino != os.stat(src).st_ino
+    np.testing.assert_array_equal(np.load(path, allow_pickle=False), [0.0, 1.0])

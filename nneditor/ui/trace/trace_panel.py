@@ -58,7 +58,10 @@ class TracePanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.runner = QtJobRunner(self, max_threads=1)
-        self.trace_runner = TraceRunner()
+        # A pre-started worker has imported the runtimes and reads nothing until an approved
+        # request arrives, so "Approve & run" does not wait for interpreter start-up. It is
+        # started when the panel is shown with a traceable model, and stopped with the model.
+        self.trace_runner = TraceRunner(keep_warm=True)
         self.doc: Any = None
         self.arrays: dict[str, np.ndarray] | None = None
         self.inputs_text = ""
@@ -144,6 +147,17 @@ class TracePanel(QWidget):
         self.doc, self.arrays, self.inputs_text = doc, None, ""
         self.outcome.setText("")
         self.replan()
+        if self.plan is None and not self.running:
+            self.trace_runner.close()  # nothing traceable: no idle worker
+        self._warm_up()
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._warm_up()
+
+    def _warm_up(self) -> None:
+        if self.plan is not None and self.isVisible():
+            self.trace_runner.prestart_soon()
 
     def set_inputs(self, arrays: dict[str, np.ndarray] | None, text: str = "") -> None:
         self.arrays = dict(arrays) if arrays is not None else None
