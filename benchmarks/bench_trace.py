@@ -143,17 +143,16 @@ def main() -> None:
         for level, r in anchors.items():
             print(f"  anchor ORT {level:16s} {r['seconds']:7.3f} s   peak RSS {mib(r['peak_rss'])}")
         for dest in _destinations(args.no_shm):
-            floor = measure(
-                FLOOR_BODY.format(base=dest),
-                setup + ANCHOR.format(model=model, level="ORT_DISABLE_ALL"),
-                args.repeat,
-                FLOOR_TEARDOWN,
-            )["seconds"]
-            print(
-                f"  destination {dest}: write floor (numpy.save of the anchor's outputs, one "
-                f"file each) {floor:.3f} s = {floor / base['seconds']:.2f}x the anchor"
-            )
+            print(f"  destination {dest}:")
             for warm in (False, True):
+                # the floor is measured right before each trace: this file system's speed
+                # drifts (deleting the previous run's files slows the next creations)
+                floor = measure(
+                    FLOOR_BODY.format(base=dest),
+                    setup + ANCHOR.format(model=model, level="ORT_DISABLE_ALL"),
+                    args.repeat,
+                    FLOOR_TEARDOWN,
+                )["seconds"]
                 r = measure(
                     TRACE_BODY.format(model=model),
                     TRACE_SETUP.format(feeds=feeds, warm=warm, base=dest),
@@ -162,6 +161,10 @@ def main() -> None:
                 )
                 e = r["extra"]
                 label = "warm worker" if warm else "cold worker"
+                print(
+                    f"    write floor (numpy.save of the anchor's outputs, one file each) "
+                    f"{floor:.3f} s = {floor / base['seconds']:.2f}x the anchor"
+                )
                 print(
                     f"    trace ({label})   {r['seconds']:7.3f} s = "
                     f"{r['seconds'] / base['seconds']:.2f}x the anchor (target <= 1.3x), "
