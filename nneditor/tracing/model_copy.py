@@ -2,8 +2,8 @@
 
 Invariants:
 
-- The source model is read (``onnx.load``) but never written; every change happens on the
-  in-memory copy and is saved only inside the run folder.
+- The source model is read (mapped by :class:`ModelBytes`, or ``onnx.load`` for the reference
+  evaluator) but never written; every change happens in memory, nothing is saved.
 - :func:`value_entries` lists graph inputs, then node outputs in node order; values computed
   inside If/Loop/Scan bodies are listed (scope = the owning node path) so that they can be
   reported as not captured rather than silently missing.
@@ -140,13 +140,6 @@ def expose_outputs(
             vi.type.tensor_type.elem_type = t.tensor_type.elem_type
         model.graph.output.append(vi)
     return existing + wanted
-
-
-def save_private_copy(model: onnx.ModelProto, path: Path) -> Path:
-    """Serialise the modified copy into the run folder (external data references unchanged)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save_model(model, str(path))
-    return path
 
 
 class ModelBytes:

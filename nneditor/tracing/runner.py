@@ -334,7 +334,6 @@ def _publish(run_dir: Path, dest: Path, result: TraceResult) -> dict[str, Any]:
     }
     manifest["run"].update(extra)
     patch_manifest_head(manifest_path, text, {"run": manifest["run"]})
-    shutil.rmtree(run_dir / "work", ignore_errors=True)
     if dest.exists():
         dest.rmdir()  # empty (checked before the run)
     os.replace(run_dir, dest)
