@@ -362,10 +362,11 @@ class _Supervisor:
         self.result.worker_pid = worker.proc.pid
         worker.send(request)
         stopped = self._supervise(worker, start)
-        finished = stopped is None and self._done()
+        # On POSIX a finished worker's teardown (the kernel unmapping its memory) is awaited
+        # by a helper thread: everything is on disk and it was sent SIGKILL. Windows waits,
+        # because a folder that is a live process's working directory cannot be renamed.
+        finished = stopped is None and self._done() and os.name == "posix"
         if finished:
-            # Everything is on disk and the worker was sent SIGKILL; its teardown (the kernel
-            # unmapping its memory) is awaited by a helper thread, not by the caller.
             threading.Thread(
                 target=_finish_worker, args=(worker, list(self._children)), daemon=True
             ).start()
