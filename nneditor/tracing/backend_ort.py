@@ -95,6 +95,7 @@ def run_onnxruntime(
 
     t0 = time.perf_counter()
     blob, outputs = source.with_outputs(capture_names)
+    source.close()  # the map is not needed any more: less address space under RLIMIT_AS
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.graph_optimization_level = _OPT_LEVELS[optimization](ort)

@@ -191,6 +191,7 @@ class ModelBytes:
         return b"".join((self._map, extra)), existing + wanted
 
     def close(self) -> None:
+        """Unmap the file (idempotent); :attr:`structure` stays usable."""
         self._map.close()
 
 
