@@ -5,7 +5,8 @@ Qt-free on purpose: it is built on a worker thread and tested without a display.
 Invariants:
 - Built from the document's main graph and its hierarchy; both are read-only afterwards.
 - ``group_by_id`` covers every group of the hierarchy; ``ordered_members(g)`` interleaves a
-  group's child groups and direct operators by first node index (topological order).
+  group's child groups and direct operators by first computing node index (topological order;
+  input-less constants do not count for a group).
 - ``node_category(i)`` is one of :data:`CATEGORIES`.
 """
 
@@ -18,6 +19,8 @@ from typing import Any
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.hierarchy import LAYER_PRIORITY, Group, Hierarchy
+
+_NONE = 1 << 60  # "no node" in first-node order (sorts last)
 
 #: Style categories of canvas items, in legend order.
 CATEGORIES = (
@@ -91,6 +94,7 @@ class ModelIndex:
         )
         self._members: dict[int, list[Member]] = {}
         self._first: dict[int, int] = {}
+        self._computing: dict[int, int] = {}
         self._boundary: dict[int, tuple[list[str], list[str]]] = {}
         self._chunk_members: dict[int, set[int]] = {}
         self.cross: list[tuple[int, int, str]] | None = None
@@ -235,13 +239,26 @@ class ModelIndex:
         return self.hierarchy.node_group[i]
 
     def first_node(self, g: Group) -> int:
-        """Smallest node index inside ``g`` (cached; groups are immutable once built)."""
+        """Smallest index of a computing node inside ``g`` (cached; groups are immutable once
+        built). Input-less constants do not count: exporters often list every Constant at the
+        top of the graph, which would otherwise put a late stage first. A group holding only
+        constants falls back to its smallest index."""
         key = id(g)
         if key not in self._first:
-            firsts = [min(g.nodes)] if g.nodes else []
-            firsts.extend(self.first_node(c) for c in g.children)
-            self._first[key] = min(firsts) if firsts else 1 << 60
+            first = self._computing_first(g)
+            if first == _NONE:
+                first = min((i for c in g.walk() for i in c.nodes), default=_NONE)
+            self._first[key] = first
         return self._first[key]
+
+    def _computing_first(self, g: Group) -> int:
+        key = id(g)
+        found = self._computing.get(key)
+        if found is None:
+            firsts = [i for i in g.nodes if not self.is_constant_op(i)]
+            firsts.extend(self._computing_first(c) for c in g.children)
+            found = self._computing[key] = min(firsts, default=_NONE)
+        return found
 
     def ordered_members(self, g: Group) -> list[Member]:
         """Child groups and direct operators of ``g`` in topological (first node) order."""

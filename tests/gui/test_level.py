@@ -130,3 +130,38 @@ def test_constants_fold_into_their_consumer(tmp_path: Path) -> None:
     shown = build_level(ix, ix.root, OPERATORS, fold_constants=False)
     assert "n:0" in shown.by_key
     assert ("n:0", "n:1") in {(e.src, e.dst) for e in shown.edges}
+
+
+def test_groups_follow_their_first_computing_operator(tmp_path: Path) -> None:
+    """Exporters list Constants first; a late stage must not sort before an early one."""
+    nodes = [
+        helper.make_node(
+            "Constant",
+            [],
+            [f"c{i}"],
+            name=f"/decoder/Constant_{i}",
+            value=helper.make_tensor(f"t{i}", TensorProto.FLOAT, [1], [1.0]),
+        )
+        for i in range(3)
+    ]
+    nodes += [
+        helper.make_node("Relu", ["x"], ["a"], name="/encoder/Relu"),
+        helper.make_node("Sigmoid", ["a"], ["b"], name="/encoder/Sigmoid"),
+        helper.make_node("Add", ["b", "c0"], ["d"], name="/decoder/Add"),
+        helper.make_node("Mul", ["d", "c1"], ["e"], name="/decoder/Mul"),
+        helper.make_node("Sub", ["e", "c2"], ["y"], name="/decoder/Sub"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    path = tmp_path / "consts_first.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    ix = _index(path)
+    assert ix.root is not None
+    names = [m.group.name for m in ix.ordered_members(ix.root) if m.group is not None]
+    assert names == ["encoder", "decoder"]
+    decoder = next(c for c in ix.root.children if c.name == "decoder")
+    assert ix.first_node(decoder) == 5  # the Add, not the Constant at index 0
