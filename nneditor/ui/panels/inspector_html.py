@@ -11,6 +11,7 @@ Invariants: every name from the artifact is HTML-escaped; long lists are cut wit
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
@@ -184,6 +185,14 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
 
 
+def float_text(value: float) -> str:
+    """A float as written: a value stored as float32 (GGUF and ONNX float attributes) shows
+    its shortest float32 form (1e-05, not 9.999999747378752e-06); the value is unchanged."""
+    if math.isfinite(value) and abs(value) < 3e38 and float(np.float32(value)) == value:
+        return str(np.float32(value))
+    return str(value)
+
+
 def _attr_text(value: Any) -> str:
     if isinstance(value, (dict, str)) or (isinstance(value, (list, tuple)) and len(value) > 16):
         return f"<code>{esc(_short(value))}</code>"
@@ -194,7 +203,7 @@ def _attr_text(value: Any) -> str:
             return esc(f"<{len(value)} bytes>")
     if isinstance(value, np.ndarray):
         return esc(f"tensor {value.dtype} {shape_text(value.shape)}")
-    text = str(value)
+    text = float_text(value) if isinstance(value, float) else str(value)
     if len(text) > 300:
         text = text[:300] + "…"
     return f"<code>{esc(text)}</code>"

@@ -1,0 +1,17 @@
+"""How the inspector writes metadata and attribute values (Qt-free helpers)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nneditor.ui.panels.inspector_html import float_text
+
+
+def test_float32_values_show_their_shortest_float32_form() -> None:
+    stored = float(np.float32(1e-5))  # what a GGUF float32 key or an ONNX float attribute holds
+    assert stored != 1e-5 and float_text(stored) == "1e-05"
+    assert float(np.float32(float_text(stored))) == stored  # same bits back
+    assert float_text(float(np.float32(0.1))) == "0.1"
+    assert float_text(0.1) == "0.1"  # a float64 value that float32 cannot hold: unchanged
+    assert float_text(1 / 3) == str(1 / 3)
+    assert float_text(1e300) == "1e+300" and float_text(float("nan")) == "nan"
