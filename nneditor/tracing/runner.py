@@ -361,7 +361,11 @@ class _Supervisor:
         start = time.monotonic()
         self.result.worker_pid = worker.proc.pid
         worker.send(request)
-        stopped = self._supervise(worker, start)
+        try:
+            stopped = self._supervise(worker, start)
+        except BaseException:  # e.g. Ctrl+C in the CLI: the worker is in its own session
+            worker.close()  # and would not see the signal; it must not outlive the caller
+            raise
         # On POSIX a finished worker's teardown (the kernel unmapping its memory) is awaited
         # by a helper thread: everything is on disk and it was sent SIGKILL. Windows waits,
         # because a folder that is a live process's working directory cannot be renamed.

@@ -379,6 +379,25 @@ def test_a_killed_worker_is_reported_and_the_caller_carries_on(tmp_path):
     )
 
 
+def test_an_interrupted_caller_takes_its_worker_down(tmp_path):
+    """Ctrl+C in the caller (a KeyboardInterrupt mid-run): the worker lives in its own session
+    and never sees the signal, so the runner must end it; nothing is published."""
+    model = _save(loop_graph(), tmp_path / "loop.onnx")
+    pids: list[int] = []
+
+    def on_event(e):
+        if e["event"] == "hello":
+            pids.append(e["pid"])
+        if e["event"] == "stage" and e["stage"] == "running":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        trace(model, _slow_feeds(), tmp_path / "t", on_event=on_event)
+    assert pids and _gone(pids[0])
+    assert not (tmp_path / "t").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
 def test_run_refuses_a_changed_or_reused_approval(tmp_path):
     model = _save(mlp_graph(), tmp_path / "mlp.onnx")
     with nneditor.open(model) as doc:
