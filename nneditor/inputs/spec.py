@@ -246,6 +246,9 @@ def _dims_text(dims: tuple[Dim, ...]) -> str:
     return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
 
 
+_MAX_HOPS = 3  # shape-preserving ops between a token input and its embedding Gather
+
+
 def _role_for(
     doc: Document, name: str, dtype: str | None, shape: tuple[int, ...] | None, notes: list[str]
 ) -> tuple[str, int | None]:
@@ -267,25 +270,26 @@ def _role_for(
 
 
 def infer_vocab_size(doc: Document, name: str) -> int | None:
-    """Rows of the embedding table a token input indexes (through a top-level ``Gather``)."""
+    """Rows of the embedding table a token input indexes (through a top-level ``Gather``,
+    reached directly or through up to three shape-preserving ops).
+
+    One pass in stored (topological) order, stopping at the first match: building the whole
+    consumer map instead took 0.4 s per input on a 100k-operator model, on the UI thread."""
     if doc.graph is None:
         return None
     graph: Graph = doc.graph
-    consumers = graph.consumers()
-    reached = {name}
-    frontier = [name]
-    for _ in range(4):
-        nxt: list[str] = []
-        for value in frontier:
-            for node in consumers.get(value, []):
-                if node.op_type == "Gather" and len(node.inputs) > 1 and node.inputs[1] == value:
-                    rows = _table_rows(doc, node.inputs[0], node.attributes.get("axis", 0))
-                    if rows:
-                        return rows
-                elif node.op_type in _PASSTHROUGH and node.inputs and node.inputs[0] == value:
-                    nxt.extend(o for o in node.outputs[:1] if o and o not in reached)
-        reached.update(nxt)
-        frontier = nxt
+    hops = {name: 0}
+    for node in graph.nodes:
+        ins = node.inputs
+        if node.op_type == "Gather" and len(ins) > 1 and ins[1] in hops:
+            rows = _table_rows(doc, ins[0], node.attributes.get("axis", 0))
+            if rows:
+                return rows
+        elif node.op_type in _PASSTHROUGH and ins and ins[0] in hops:
+            hop = hops[ins[0]] + 1
+            out = node.outputs[0] if node.outputs else ""
+            if hop <= _MAX_HOPS and out:
+                hops.setdefault(out, hop)
     return None
 
 

@@ -179,8 +179,8 @@ def make_plan(
     if device not in prov.DEVICES:
         raise PlanError(f"unknown device {device!r}; choose one of {', '.join(prov.DEVICES)}")
     check_set(detect_inputs(doc), arrays)
-    values = _graph_values(doc)
     if capture is not None:
+        values = _graph_values(doc)
         unknown = [n for n in capture if n not in values]
         if unknown:
             raise PlanError(
@@ -206,7 +206,7 @@ def make_plan(
         limits=limits or Limits(),
         capture=tuple(capture) if capture is not None else None,
         tracer=tracer,
-        value_count=len(values),
+        value_count=_value_count(doc),
     )
 
 
@@ -240,6 +240,16 @@ def _onnx_version() -> str:
     import onnx
 
     return f"onnx {onnx.__version__}"
+
+
+def _value_count(doc: Document) -> int:
+    """Graph inputs plus node outputs (ONNX names each value once), counted without building
+    a set: planning runs on the UI thread each time the settings change."""
+    assert doc.graph is not None
+    count = len(doc.graph.inputs)
+    for node, _graph in doc.graph.walk():
+        count += sum(1 for o in node.outputs if o)
+    return count
 
 
 def _graph_values(doc: Document) -> set[str]:

@@ -13,7 +13,9 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import threading
 import time
 from typing import Any
 
@@ -75,6 +77,9 @@ class TracePanel(QWidget):
         self._clock = QTimer(self)
         self._clock.setInterval(200)
         self._clock.timeout.connect(self._tick)
+        # One-time costs of the first plan (importing onnxruntime to list its providers,
+        # hashing the tracer's sources) are paid off the UI thread, not when a model opens.
+        threading.Thread(target=_warm_plan_caches, name="trace-plan-warmup", daemon=True).start()
 
     def _build(self) -> None:
         title = QLabel("Trace activations", self)
@@ -337,6 +342,15 @@ class TracePanel(QWidget):
     def shutdown(self) -> None:
         self.runner.shutdown()
         self.trace_runner.close()
+
+
+def _warm_plan_caches() -> None:
+    from nneditor.tracing.identity import code_fingerprint
+    from nneditor.tracing.providers import installed_providers
+
+    with contextlib.suppress(Exception):  # planning reports any real problem itself
+        installed_providers()
+        code_fingerprint()
 
 
 def _unpublish(value: Any) -> None:
