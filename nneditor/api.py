@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nneditor.artifacts.registry import open_document
+from nneditor.jobs.collector import paused_collection
 from nneditor.model.capabilities import Capabilities, Capability
 from nneditor.model.document import Document
 
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
 def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
     """Open an artifact (file or folder) by its contents, lazily."""
-    doc = open_document(Path(path))
-    if doc.graph is None and doc.format in ("gguf", "huggingface"):
-        _attach_checkpoint_graph(doc)
+    with paused_collection():  # the index built here lives as long as the document
+        doc = open_document(Path(path))
+        if doc.graph is None and doc.format in ("gguf", "huggingface"):
+            _attach_checkpoint_graph(doc)
     return doc
 
 
@@ -58,4 +60,5 @@ def hierarchy(doc: Document) -> Hierarchy | None:
         return None
     from nneditor.semantic.hierarchy import build_hierarchy
 
-    return build_hierarchy(doc.graph, doc.tensors)
+    with paused_collection():
+        return build_hierarchy(doc.graph, doc.tensors)

@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 
 from nneditor import api
 from nneditor.errors import NNEditorError
+from nneditor.jobs.collector import paused_collection
 from nneditor.jobs.protocol import JobHandle, JobResult
 from nneditor.ui import recents
 from nneditor.ui.edit.controller import EditController
@@ -59,23 +60,24 @@ def open_job(path: str) -> Any:
     """The open job: read the artifact, build the hierarchy and the workbench index."""
 
     def job(handle: JobHandle) -> ModelIndex:
-        handle.progress(0, 3, f"Reading {Path(path).name}")
-        doc = api.open(path)
-        try:
-            handle.check_cancelled()
-            hierarchy = None
-            if doc.graph is not None:
-                handle.progress(1, 3, "Finding blocks and patterns")
-                hierarchy = api.hierarchy(doc)
+        with paused_collection():  # everything built here lives as long as the document
+            handle.progress(0, 3, f"Reading {Path(path).name}")
+            doc = api.open(path)
+            try:
                 handle.check_cancelled()
-            handle.progress(2, 3, "Indexing")
-            index = ModelIndex(doc, hierarchy)
-            index.prepare()
-            handle.progress(3, 3, "Ready")
-            return index
-        except BaseException:
-            doc.close()
-            raise
+                hierarchy = None
+                if doc.graph is not None:
+                    handle.progress(1, 3, "Finding blocks and patterns")
+                    hierarchy = api.hierarchy(doc)
+                    handle.check_cancelled()
+                handle.progress(2, 3, "Indexing")
+                index = ModelIndex(doc, hierarchy)
+                index.prepare()
+                handle.progress(3, 3, "Ready")
+                return index
+            except BaseException:
+                doc.close()
+                raise
 
     return job
 

@@ -50,6 +50,7 @@ def test_trace_panel_runs_and_ports_open_the_overlay(qtbot, open_model, window) 
     ort = pytest.importorskip("onnxruntime")
     before = (EXAMPLE.read_bytes(), EXAMPLE.stat().st_mtime_ns)
     open_model(EXAMPLE)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     feature = window.trace
     text = feature.panel.plan_text.toPlainText()
     assert "backend:" in text and "device:" in text and "limits: wall clock" in text
@@ -89,6 +90,7 @@ def test_limit_change_withdraws_the_approval(qtbot, open_model, window) -> None:
     from nneditor.tracing.approval import ApprovalError, verify
 
     open_model(EXAMPLE)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     panel = window.trace.panel
     old = panel.approve_current()
     assert old is not None and panel.approval is old
@@ -106,6 +108,7 @@ def test_cancel_publishes_nothing_and_stays_responsive(qtbot, open_model, window
     from nneditor.ui.trace.store import list_runs, traces_root
 
     open_model(EXAMPLE)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     panel = window.trace.panel
     panel.trace_runner = TraceRunner(extra_env={TEST_HOOKS_ENV: "1"})
     panel.test_hooks = {"sleep_s": 60}
@@ -123,6 +126,7 @@ def test_cancel_publishes_nothing_and_stays_responsive(qtbot, open_model, window
 
 def test_picker_rejects_mismatched_tensor_file(qtbot, open_model, window, tmp_path) -> None:  # noqa: ANN001
     open_model(EXAMPLE)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     inputs = window.trace.inputs
     bad = tmp_path / "bad.npy"
     np.save(bad, np.zeros((1, 2), np.float32))
@@ -174,6 +178,7 @@ def test_open_trace_screenshot_subprocess(tmp_path: Path) -> None:
 def test_realdata_silero_trace_shows_ports(qtbot, open_model, window, realdata, tmp_path) -> None:  # noqa: ANN001
     path = realdata("silero_vad_16k_op15.onnx")
     open_model(path)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     feed = tmp_path / "feed.npz"
     t = np.arange(512, dtype=np.float32) / 16000
     np.savez(
@@ -192,6 +197,7 @@ def test_realdata_silero_trace_shows_ports(qtbot, open_model, window, realdata, 
 
 def test_partial_capture_is_labelled_partial(qtbot, open_model, window) -> None:  # noqa: ANN001
     open_model(EXAMPLE)
+    window.trace.show_view("Trace")  # inputs and plan are made when shown
     window.trace.panel.limits["capture_mb"].setValue(0.003)  # ~3 KB of the 6 KB of values
     feature, run = _traced(window, qtbot)
     assert run.partial and "PARTIAL TRACE" in feature.traced.summary.text()
@@ -216,7 +222,9 @@ def test_the_trace_view_prestarts_the_worker_its_run_uses(qtbot, open_model, win
     pytest.importorskip("onnxruntime")
     open_model(EXAMPLE)
     panel = window.trace.panel
+    assert panel.plan is None and panel.trace_runner._warm is None  # nothing before the view
     window.trace.show_view("Trace")
+    assert panel.plan is not None and window.trace.inputs.table.rowCount() == 1
     qtbot.waitUntil(lambda: panel.trace_runner._warm is not None, timeout=10000)
     warm = panel.trace_runner._warm
     assert warm is not None

@@ -74,6 +74,8 @@ class TraceFeature(QObject):
         window.top_bar.add_view_switcher(self.switcher)
         self.switcher.hide()
         window.central.currentChanged.connect(self._sync_switcher)
+        window.central.currentChanged.connect(self._plan_if_shown)
+        self._unplanned: tuple[Any] | None = None  # the opened document, not planned yet
         window.documentOpened.connect(self._opened)
         window.documentClosed.connect(self._closed)
         self.inputs.assigned.connect(self.panel.set_inputs)
@@ -102,14 +104,26 @@ class TraceFeature(QObject):
     # ------------------------------------------------------------------ document
 
     def _opened(self) -> None:
+        """Detecting inputs and planning walk the whole graph (about 0.4 s for 100k operators),
+        so they wait until the Trace view is shown instead of delaying the first frame."""
         index = self.window.source_index
-        doc = index.doc if index is not None else None
-        self.inputs.set_document(doc)
-        self.panel.set_document(doc if doc is not None and doc.format == "onnx" else None)
+        self._unplanned = (index.doc if index is not None else None,)
+        self.inputs.set_document(None)
+        self.panel.set_document(None)
         self.traced.set_index(index)
         self._sync_switcher()
+        self._plan_if_shown()
+
+    def _plan_if_shown(self, *_: object) -> None:
+        if self._unplanned is None or self.window.central.currentWidget() is not self.page:
+            return
+        (doc,) = self._unplanned
+        self._unplanned = None
+        self.inputs.set_document(doc)
+        self.panel.set_document(doc if doc is not None and doc.format == "onnx" else None)
 
     def _closed(self) -> None:
+        self._unplanned = None
         self.panel.set_document(None)
         self.inputs.set_document(None)
         self.traced.set_index(None)
