@@ -165,3 +165,12 @@ def test_groups_follow_their_first_computing_operator(tmp_path: Path) -> None:
     assert names == ["encoder", "decoder"]
     decoder = next(c for c in ix.root.children if c.name == "decoder")
     assert ix.first_node(decoder) == 5  # the Add, not the Constant at index 0
+
+
+def test_long_symbolic_dims_are_shortened_so_the_fixed_ones_stay_visible() -> None:
+    from nneditor.ui.canvas.level import _describe
+
+    shape = ("p2o.DynamicDimension.0", 3, 48, "p2o.DynamicDimension.1")
+    assert _describe("float32", shape) == "float32 [p2o…on.0×3×48×p2o…on.1]"
+    assert _describe("int64", (1, "seq", None)) == "int64 [1×seq×?]"
+    assert _describe("float32", (1_000_000_000_000,)) == "float32 [1000000000000]"

@@ -420,8 +420,20 @@ def _item_of_group(scope: Group, group_key: dict[int, str], g: Group | None) -> 
 def _describe(dtype: str | None, shape: tuple | None) -> str:
     if shape is None:
         return dtype or ""
-    dims = "×".join("?" if d is None else str(d) for d in shape) or "scalar"
+    dims = "×".join(_dim_text(d) for d in shape) or "scalar"
     return f"{dtype or '?'} [{dims}]"
+
+
+def _dim_text(d: object, limit: int = 10) -> str:
+    """A dimension for a node's one-line detail. Long symbolic names are shortened at their
+    middle ('p2o.DynamicDimension.0' -> 'p2o…on.0') so that the whole shape stays readable
+    instead of the line being elided across its fixed extents."""
+    if d is None:
+        return "?"
+    text = str(d)
+    if isinstance(d, int) or len(text) <= limit:
+        return text
+    return f"{text[:3]}…{text[-4:]}"
 
 
 def build_level(
