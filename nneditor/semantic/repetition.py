@@ -87,7 +87,8 @@ def find_repeated_blocks(
     positions: dict[tuple[str, str], list[int]] = {}
     for p, i in enumerate(core):
         positions.setdefault((nodes[i].domain, nodes[i].op_type), []).append(p)
-    candidates: list[tuple[int, int, int]] = []  # (coverage, -per_block, period)
+    # (coverage, -per_block, period, first anchor, last anchor)
+    candidates: list[tuple[int, int, int, int, int]] = []
     for plist in positions.values():
         for per in (1, 2, 3, 4):
             if len(plist) < per * min_count or len(plist) % per:
@@ -95,7 +96,7 @@ def find_repeated_blocks(
             sub = plist[::per]
             d = np.diff(sub)
             if d.size and d[0] >= min_period and np.all(d == d[0]):
-                candidates.append((int(d[0]) * len(sub), -per, int(d[0])))
+                candidates.append((int(d[0]) * len(sub), -per, int(d[0]), sub[0], sub[-1]))
                 break
         # evenly spaced runs inside an op type's occurrences (a stage among other stages)
         d = np.diff(plist)
@@ -104,14 +105,30 @@ def find_repeated_blocks(
             if k == d.size or d[k] != d[start]:
                 run = k - start  # number of equal gaps
                 if run >= min_count - 1 and d[start] >= min_period:
-                    candidates.append((int(d[start]) * (run + 1), -1, int(d[start])))
+                    gap = int(d[start])
+                    candidates.append((gap * (run + 1), -1, gap, plist[start], plist[k]))
                 start = k
     if not candidates:
         return []
     cuts = cut_widths(nodes, core)
     best: list[list[int]] = []
-    for _cov, _per, period in sorted(set(candidates), reverse=True)[:6]:
+    ranked = sorted(set(candidates), reverse=True)
+    for _cov, _per, period, _lo, _hi in ranked[:6]:
         blocks = _best_run(nodes, core, period, cuts, initializers, min_count)
+        if sum(map(len, blocks)) > sum(map(len, best)):
+            best = blocks
+    if best:
+        return best
+    # Nothing found: a short run (two transformer blocks after a conv stem) may rank below
+    # many proposals of other periods, and its boundaries drown in the whole sequence's
+    # average cut. Try the best proposal of each period not tried yet, starting near it.
+    tried = {c[2] for c in ranked[:6]}
+    by_period: dict[int, tuple[int, int, int, int, int]] = {}
+    for cand in candidates:
+        if cand[2] not in tried and cand > by_period.get(cand[2], (0, 0, 0, 0, 0)):
+            by_period[cand[2]] = cand
+    for _cov, _per, period, lo, hi in sorted(by_period.values(), reverse=True)[:6]:
+        blocks = _best_run(nodes, core, period, cuts, initializers, min_count, (lo, hi))
         if sum(map(len, blocks)) > sum(map(len, best)):
             best = blocks
     return best
@@ -124,12 +141,22 @@ def _best_run(
     cuts: np.ndarray,
     initializers: frozenset[str] | set[str],
     min_count: int,
+    anchors: tuple[int, int] | None = None,
 ) -> list[list[int]]:
     n = len(core)
-    # Candidate starts: each residue class mod period, at its narrowest cut.
+    # Candidate starts: each residue class mod period, at its narrowest cut (over the whole
+    # sequence, and near the anchor run that proposed the period: a short run's boundaries
+    # are drowned in the whole sequence's average).
     best: list[list[int]] = []
-    starts = sorted(range(min(period, n - period + 1)), key=lambda s: (cuts[s::period].mean(), s))
-    for s in starts[:3]:
+    residues = range(min(period, n - period + 1))
+    starts = sorted(residues, key=lambda s: (cuts[s::period].mean(), s))[:3]
+    if anchors is not None:
+        lo, hi = max(anchors[0] - period + 1, 0), min(anchors[1] + 1, n)
+        local = sorted(range(lo, hi), key=lambda p: (int(cuts[p]), p))
+        for p in local[:3]:
+            if p % period not in starts:
+                starts.append(p % period)
+    for s in starts:
         sigs = []
         for b in range(s, n - period + 1, period):
             sigs.append((b, segment_signature(nodes, core[b : b + period], initializers)))

@@ -79,3 +79,20 @@ def test_rapidocr_detector_splits_into_repeated_stages(realdata):
             assert len({b.signature for b in stack.children}) == 1
         # every operator sits in exactly one innermost group
         assert sum(len(g.nodes) for g in h.root.walk()) == len(doc.graph.nodes)
+
+
+def test_rapidocr_recognizer_finds_its_two_transformer_blocks(realdata):
+    """The SVTR neck's two transformer blocks come after 20 conv blocks and many Conv/Add
+    proposals of other periods; they must still form a stack of two, each with attention."""
+    with nneditor.open(realdata("ch_PP-OCRv4_rec_infer.onnx")) as doc:
+        h = hierarchy(doc)
+        stacks = [g for g in h.root.children if g.category == "stack"]
+        with_attention = [
+            s
+            for s in stacks
+            if all(any(lay.category == "attention" for lay in b.children) for b in s.children)
+        ]
+        assert [len(s.children) for s in with_attention] == [2]
+        assert len({b.signature for b in with_attention[0].children}) == 1
+        assert max(g.node_count for g in h.root.children) < doc.graph.node_count // 2
+        assert sum(len(g.nodes) for g in h.root.walk()) == len(doc.graph.nodes)
