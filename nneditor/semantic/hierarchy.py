@@ -384,7 +384,7 @@ def _build_from_repetition(root: Group, ix: GraphIndex) -> str:
         g = next((owner[k] for k in ix.children(i) if k in owner), stages[0])
         g.nodes.append(i)
         owner[i] = g
-    for g in owner.values():
+    for g in {id(g): g for g in owner.values()}.values():  # each group once, not per node
         g.nodes.sort()
     # stages are already in graph order (before + stack + after); name them by position
     for k, stage in enumerate(stages, 1):

@@ -113,7 +113,8 @@ def find_repeated_blocks(
     cuts = cut_widths(nodes, core)
     best: list[list[int]] = []
     ranked = sorted(set(candidates), reverse=True)
-    for _cov, _per, period, _lo, _hi in ranked[:6]:
+    # the main pass depends on the period only: op types proposing the same one share a run
+    for period in dict.fromkeys(c[2] for c in ranked[:6]):
         blocks = _best_run(nodes, core, period, cuts, initializers, min_count)
         if sum(map(len, blocks)) > sum(map(len, best)):
             best = blocks
