@@ -15,3 +15,14 @@ def test_float32_values_show_their_shortest_float32_form() -> None:
     assert float_text(0.1) == "0.1"  # a float64 value that float32 cannot hold: unchanged
     assert float_text(1 / 3) == str(1 / 3)
     assert float_text(1e300) == "1e+300" and float_text(float("nan")) == "nan"
+
+
+def test_long_names_keep_their_distinguishing_tail() -> None:
+    from nneditor.ui.panels.inspector_html import _short
+
+    names = [f"__torch__.torch.nn.modules.activation.Act{i}" for i in range(20)]
+    text = _short(names)
+    assert all(f"Act{i}”" in text for i in range(16)) and "… (20 items)]" in text
+    assert "characters" not in text  # items inside a list are only shortened
+    one = _short("a" * 50 + "TAIL", limit=30)
+    assert one.startswith("“aaaaaaaaaa…") and one.endswith("TAIL” (54 characters)")

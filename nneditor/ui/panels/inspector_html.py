@@ -169,18 +169,23 @@ def _weights(ix: ModelIndex, nodes: Iterable[int]) -> tuple[list[list[str]], int
     return rows, len(seen), params
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    """A one-line summary of a metadata value (long strings and containers are summarised)."""
+def _short(value: Any, limit: int = 80, nested: bool = False) -> str:
+    """A one-line summary of a metadata value (long strings and containers are summarised;
+    inside a container a string is only shortened, without its length)."""
     if isinstance(value, str):
         if len(value) > limit:
-            return f"“{value[: limit // 2]}…” ({len(value):,} characters)"
+            # head and tail: qualified names ("__torch__.vad.model.Decoder") differ at the end
+            head, tail = limit // 3, limit - limit // 3
+            text = f"“{value[:head]}…{value[-tail:]}”"
+            return text if nested else f"{text} ({len(value):,} characters)"
         return value
     if isinstance(value, dict):
         items = list(value.items())
-        text = ", ".join(f"{k}: {_short(v, 40)}" for k, v in items[:8])
+        text = ", ".join(f"{k}: {_short(v, 40, True)}" for k, v in items[:8])
         return "{" + text + (f", … ({len(items)} entries)" if len(items) > 8 else "") + "}"
     if isinstance(value, (list, tuple)) and len(value) > 16:
-        return "[" + ", ".join(_short(v, 20) for v in value[:16]) + f", … ({len(value):,} items)]"
+        shown = ", ".join(_short(v, 32, True) for v in value[:16])
+        return f"[{shown}, … ({len(value):,} items)]"
     text = str(value)
     return text if len(text) <= limit * 2 else text[: limit * 2] + "…"
 
