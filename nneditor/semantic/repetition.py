@@ -10,7 +10,7 @@ stream), and confirm that consecutive segments have identical structure hashes
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -111,28 +111,32 @@ def find_repeated_blocks(
     if not candidates:
         return []
     cuts = cut_widths(nodes, core)
-    best: list[list[int]] = []
     ranked = sorted(set(candidates), reverse=True)
     # the main pass depends on the period only: op types proposing the same one share a run
-    for period in dict.fromkeys(c[2] for c in ranked[:6]):
-        blocks = _best_run(nodes, core, period, cuts, initializers, min_count)
-        if sum(map(len, blocks)) > sum(map(len, best)):
-            best = blocks
+    first = list(dict.fromkeys(c[2] for c in ranked[:6]))
+    best = _longest(
+        _best_run(nodes, core, period, cuts, initializers, min_count) for period in first
+    )
     if best:
         return best
     # Nothing found: a short run (two transformer blocks after a conv stem) may rank below
     # many proposals of other periods, and its boundaries drown in the whole sequence's
     # average cut. Try the best proposal of each period not tried yet, starting near it.
-    tried = {c[2] for c in ranked[:6]}
-    by_period: dict[int, tuple[int, int, int, int, int]] = {}
-    for cand in candidates:
-        if cand[2] not in tried and cand > by_period.get(cand[2], (0, 0, 0, 0, 0)):
-            by_period[cand[2]] = cand
-    for _cov, _per, period, lo, hi in sorted(by_period.values(), reverse=True)[:6]:
-        blocks = _best_run(nodes, core, period, cuts, initializers, min_count, (lo, hi))
-        if sum(map(len, blocks)) > sum(map(len, best)):
-            best = blocks
-    return best
+    seen = set(first)
+    rest = []
+    for cand in ranked:  # descending: the first proposal of a period is its best
+        if cand[2] not in seen:
+            seen.add(cand[2])
+            rest.append(cand)
+    return _longest(
+        _best_run(nodes, core, period, cuts, initializers, min_count, (lo, hi))
+        for _cov, _per, period, lo, hi in rest[:6]
+    )
+
+
+def _longest(runs: Iterable[list[list[int]]]) -> list[list[int]]:
+    """The run covering the most nodes (the first of equals); [] when there is none."""
+    return max(runs, key=lambda blocks: sum(map(len, blocks)), default=[])
 
 
 def _best_run(

@@ -273,12 +273,8 @@ def dump_manifest(doc: dict[str, Any], path: Path) -> Path:
     """Write a manifest atomically: one value per line (readable, and encoded by json's C
     encoder; an indented dump of thousands of values is many times slower)."""
     head = {k: v for k, v in doc.items() if k != "values"}
-    enc = json.JSONEncoder(allow_nan=False, default=str, ensure_ascii=False)
-    lines = [enc.encode(v) for v in doc.get("values", [])]
-    text = enc.encode(head)[:-1] + ',\n"values": [\n' + ",\n".join(lines) + "\n]}\n"
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    lines = [_ENCODER.encode(v) for v in doc.get("values", [])]
+    _replace_text(path, _head_line(head) + '\n"values": [\n' + ",\n".join(lines) + "\n]}\n")
     return path
 
 
@@ -289,9 +285,20 @@ def patch_manifest_head(path: Path, text: str, updates: dict[str, Any]) -> None:
     cut = text.index("\n")
     head = json.loads(text[: cut - 1] + "}")
     head.update(updates)
-    enc = json.JSONEncoder(allow_nan=False, default=str, ensure_ascii=False)
+    _replace_text(path, _head_line(head) + text[cut:])
+
+
+_ENCODER = json.JSONEncoder(allow_nan=False, default=str, ensure_ascii=False)
+
+
+def _head_line(head: dict[str, Any]) -> str:
+    """The manifest's first line: the head object left open for the values that follow."""
+    return _ENCODER.encode(head)[:-1] + ","
+
+
+def _replace_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".part")
-    tmp.write_text(enc.encode(head)[:-1] + "," + text[cut:], encoding="utf-8")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 

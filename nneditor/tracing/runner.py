@@ -54,7 +54,6 @@ from nneditor.tracing.protocol import ProtocolError, decode, run_request
 
 EventCallback = Callable[[dict[str, Any]], None]
 POLL_S = 0.02
-_WARM_LOG_PREFIX = "nneditor-trace-worker-"
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -246,7 +245,7 @@ class TraceRunner:
         if self._box[0] is not None and self._box[0].alive():
             return
         _discard(self._box)
-        log_dir = Path(tempfile.mkdtemp(prefix=_WARM_LOG_PREFIX))
+        log_dir = Path(tempfile.mkdtemp(prefix="nneditor-trace-worker-"))
         self._box[0] = _Worker(self._command(True), self._env(), log_dir)
 
     def prestart_soon(self) -> None:
@@ -371,8 +370,9 @@ class _Supervisor:
         # because a folder that is a live process's working directory cannot be renamed.
         finished = stopped is None and self._done() and os.name == "posix"
         if finished:
+            own_log = worker.log_dir != self.run_dir  # a pre-started worker's own folder
             threading.Thread(
-                target=_finish_worker, args=(worker, list(self._children)), daemon=True
+                target=_finish_worker, args=(worker, list(self._children), own_log), daemon=True
             ).start()
         else:
             if stopped is None:
@@ -517,7 +517,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             proc.kill()
 
 
-def _finish_worker(worker: _Worker, descendants: list[psutil.Process]) -> None:
+def _finish_worker(worker: _Worker, descendants: list[psutil.Process], own_log: bool) -> None:
     """After a completed run: kill descendants the watchdog saw leave the group, wait for the
     killed worker, close its pipes and log, delete a pre-started worker's log folder."""
     for p in descendants:
@@ -525,7 +525,7 @@ def _finish_worker(worker: _Worker, descendants: list[psutil.Process]) -> None:
             p.kill()
     worker.close()
     psutil.wait_procs(descendants, timeout=5)
-    if worker.log_dir.name.startswith(_WARM_LOG_PREFIX):
+    if own_log:
         shutil.rmtree(worker.log_dir, ignore_errors=True)
 
 

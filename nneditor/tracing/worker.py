@@ -29,9 +29,12 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from nneditor.tracing.protocol import PROTOCOL_VERSION, ProtocolError, decode, encode, event
+
+if TYPE_CHECKING:  # the worker imports its modules lazily (a pre-started worker waits)
+    from nneditor.tracing.model_copy import ModelBytes
 
 TEST_HOOKS_ENV = "NNEDITOR_TRACE_TEST_HOOKS"
 
@@ -226,7 +229,7 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
 def _run_backend(
     request: dict[str, Any],
     model_path: Path,
-    source: Any,
+    source: ModelBytes,
     feeds: dict[str, Any],
     wanted: list[str],
     nested: set[str],
@@ -273,7 +276,7 @@ def _run_reference(
 def _run_ort(
     request: dict[str, Any],
     model_path: Path,
-    source: Any,
+    source: ModelBytes,
     feeds: dict[str, Any],
     wanted: list[str],
     store: Any,

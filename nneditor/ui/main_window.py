@@ -43,7 +43,7 @@ from nneditor.ui import recents
 from nneditor.ui.edit.controller import EditController
 from nneditor.ui.edit.panel import EditPanel
 from nneditor.ui.jobs import QtJobRunner
-from nneditor.ui.model_index import ModelIndex
+from nneditor.ui.model_index import ModelIndex, index_document
 from nneditor.ui.panels.hierarchy_tree import HierarchyPanel
 from nneditor.ui.panels.inspector import Inspector
 from nneditor.ui.panels.name_tree import NameTreePanel
@@ -66,14 +66,7 @@ def open_job(path: str) -> Any:
             doc = api.open(path)
             try:
                 handle.check_cancelled()
-                hierarchy = None
-                if doc.graph is not None:
-                    handle.progress(1, 3, "Finding blocks and patterns")
-                    hierarchy = api.hierarchy(doc)
-                    handle.check_cancelled()
-                handle.progress(2, 3, "Indexing")
-                index = ModelIndex(doc, hierarchy)
-                index.prepare()
+                index = index_document(doc, handle)
                 handle.progress(3, 3, "Ready")
                 return index
             except BaseException:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from nneditor.jobs.protocol import JobHandle
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.hierarchy import LAYER_PRIORITY, Group, Hierarchy
@@ -318,3 +319,19 @@ class ModelIndex:
     def iter_groups(self) -> Iterator[Group]:
         if self.hierarchy is not None:
             yield from self.hierarchy.root.walk()
+
+
+def index_document(doc: Document, handle: JobHandle) -> ModelIndex:
+    """Hierarchy and workbench index of ``doc``: steps 1-2 of 3 of an open or revision job
+    (checks for cancellation between them)."""
+    from nneditor import api
+
+    hierarchy = None
+    if doc.graph is not None:
+        handle.progress(1, 3, "Finding blocks and patterns")
+        hierarchy = api.hierarchy(doc)
+        handle.check_cancelled()
+    handle.progress(2, 3, "Indexing")
+    index = ModelIndex(doc, hierarchy)
+    index.prepare()
+    return index

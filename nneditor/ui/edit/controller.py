@@ -28,7 +28,6 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
-from nneditor import api
 from nneditor.editing.journal import Journal, journal_path
 from nneditor.editing.revision_view import revision_document
 from nneditor.editing.revisions import Change, Revision, RevisionChain
@@ -38,7 +37,7 @@ from nneditor.io.source import FileSource
 from nneditor.jobs.protocol import JobHandle, JobResult
 from nneditor.model.document import Document
 from nneditor.ui.jobs import QtJobRunner
-from nneditor.ui.model_index import ModelIndex
+from nneditor.ui.model_index import ModelIndex, index_document
 
 Callback = Callable[[], None]
 
@@ -78,13 +77,7 @@ def view_job(session: EditSession, source: Document) -> Callable[[JobHandle], Mo
         handle.progress(0, 3, "Applying the revision")
         doc = revision_document(source, session.state())
         handle.check_cancelled()
-        handle.progress(1, 3, "Finding blocks and patterns")
-        hierarchy = api.hierarchy(doc)
-        handle.check_cancelled()
-        handle.progress(2, 3, "Indexing")
-        index = ModelIndex(doc, hierarchy)
-        index.prepare()
-        return index
+        return index_document(doc, handle)
 
     return job
 
