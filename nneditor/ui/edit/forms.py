@@ -113,8 +113,25 @@ class OpForm(QWidget):
     def refresh(self) -> None:
         """Update dependent widgets (attribute lists, hints) after a field changed (override)."""
 
+    def refill(self, box: QComboBox, items: list[str]) -> None:
+        """Replace a combo's items, keeping the chosen text where it is still offered (no
+        change signals on the way)."""
+        keep = box.currentText()
+        box.blockSignals(True)
+        box.clear()
+        box.addItems(items)
+        i = box.findText(keep)
+        box.setCurrentIndex(i if i >= 0 else 0)
+        box.blockSignals(False)
+
+    #: The Subject attribute (node, value or tensor) a selection prefills into the line edit
+    #: of the same name.
+    subject_field = ""
+
     def prefill(self, subject: Subject) -> None:
-        raise NotImplementedError
+        text = getattr(subject, self.subject_field, "") if self.subject_field else ""
+        if text:
+            getattr(self, self.subject_field).setText(text)
 
     def changes(self) -> list[Change]:
         raise NotImplementedError
@@ -137,6 +154,7 @@ class OpForm(QWidget):
 
 class RenameForm(OpForm):
     title = "Rename node"
+    subject_field = "node"
     help = "Gives an operator a new, unique name. Values and wiring are unchanged."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -146,10 +164,6 @@ class RenameForm(OpForm):
 
     def install_completers(self) -> None:
         self.completer("nodes", self.node)
-
-    def prefill(self, subject: Subject) -> None:
-        if subject.node:
-            self.node.setText(subject.node)
 
     def changes(self) -> list[Change]:
         node = self.need(self.node, "Choose the node to rename (select it or type its name).")
@@ -172,6 +186,7 @@ def attr_type_text(code: int) -> str:
 
 class SetAttributeForm(OpForm):
     title = "Set attribute"
+    subject_field = "node"
     help = "Sets a scalar or list attribute the operator's ONNX schema declares."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -192,14 +207,7 @@ class SetAttributeForm(OpForm):
         sch = self.ctx.schema(node.op_type, node.domain) if self.ctx and node else None
         if key != self._attr_for:
             self._attr_for = key
-            keep = self.attr.currentText()
-            self.attr.blockSignals(True)
-            self.attr.clear()
-            if sch is not None:
-                self.attr.addItems(sorted(sch.attributes))
-            i = self.attr.findText(keep)
-            self.attr.setCurrentIndex(i if i >= 0 else 0)
-            self.attr.blockSignals(False)
+            self.refill(self.attr, sorted(sch.attributes) if sch is not None else [])
         self.info.setText(self._describe(node, sch))
 
     def _describe(self, node: Any, sch: Any) -> str:
@@ -228,10 +236,6 @@ class SetAttributeForm(OpForm):
             parts.append("Required." if a.required else "Unset.")
         return " ".join(parts)
 
-    def prefill(self, subject: Subject) -> None:
-        if subject.node:
-            self.node.setText(subject.node)
-
     def changes(self) -> list[Change]:
         node = self.need(self.node, "Choose the node whose attribute to set.")
         attr = self.attr.currentText().strip()
@@ -243,6 +247,7 @@ class SetAttributeForm(OpForm):
 
 class ReplaceOpForm(OpForm):
     title = "Replace operator"
+    subject_field = "node"
     help = (
         "Changes a node's operator type; inputs and outputs stay. Attributes the new "
         "operator does not accept are dropped (the preview lists them)."
@@ -268,10 +273,6 @@ class ReplaceOpForm(OpForm):
             else ""
         )
 
-    def prefill(self, subject: Subject) -> None:
-        if subject.node:
-            self.node.setText(subject.node)
-
     def changes(self) -> list[Change]:
         node = self.need(self.node, "Choose the node whose operator to replace.")
         op = self.need(self.op, "Type the new operator type (e.g. LeakyRelu).")
@@ -280,6 +281,7 @@ class ReplaceOpForm(OpForm):
 
 class InsertUnaryForm(OpForm):
     title = "Insert unary operator"
+    subject_field = "value"
     help = "Inserts an operator on a value; every consumer of the value then reads its output."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -289,17 +291,7 @@ class InsertUnaryForm(OpForm):
 
     def install_completers(self) -> None:
         self.completer("values", self.value)
-        keep = self.op.currentText()
-        self.op.blockSignals(True)
-        self.op.clear()
-        self.op.addItems(self.ctx.unary_ops if self.ctx else [])
-        i = self.op.findText(keep)
-        self.op.setCurrentIndex(i if i >= 0 else 0)
-        self.op.blockSignals(False)
-
-    def prefill(self, subject: Subject) -> None:
-        if subject.value:
-            self.value.setText(subject.value)
+        self.refill(self.op, list(self.ctx.unary_ops) if self.ctx else [])
 
     def changes(self) -> list[Change]:
         value = self.need(self.value, "Choose the value to insert the operator on.")
@@ -311,6 +303,7 @@ class InsertUnaryForm(OpForm):
 
 class RemoveUnaryForm(OpForm):
     title = "Remove unary node"
+    subject_field = "node"
     help = "Removes a single-input, single-output operator; its consumers read its input."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -320,10 +313,6 @@ class RemoveUnaryForm(OpForm):
     def install_completers(self) -> None:
         self.completer("nodes", self.node)
 
-    def prefill(self, subject: Subject) -> None:
-        if subject.node:
-            self.node.setText(subject.node)
-
     def changes(self) -> list[Change]:
         node = self.need(self.node, "Choose the node to remove.")
         return [{"op": "remove_unary", "node": node}]
@@ -331,6 +320,7 @@ class RemoveUnaryForm(OpForm):
 
 class ReconnectForm(OpForm):
     title = "Reconnect input"
+    subject_field = "node"
     help = "Makes one input of a node read another value (computed earlier in the graph)."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -359,10 +349,6 @@ class ReconnectForm(OpForm):
         self.index.setCurrentIndex(keep if 0 <= keep < self.index.count() else 0)
         self.index.blockSignals(False)
 
-    def prefill(self, subject: Subject) -> None:
-        if subject.node:
-            self.node.setText(subject.node)
-
     def changes(self) -> list[Change]:
         node = self.need(self.node, "Choose the node to reconnect.")
         if self.index.currentIndex() < 0:
@@ -380,6 +366,7 @@ class ReconnectForm(OpForm):
 
 class PatchTensorForm(OpForm):
     title = "Replace tensor bytes"
+    subject_field = "tensor"
     help = "Overwrites a same-length byte range of an initializer (raw little-endian storage)."
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -401,10 +388,6 @@ class PatchTensorForm(OpForm):
         self.info.setText(
             f"{ref.dtype} {list(ref.shape)} · {ref.nbytes:,} bytes stored as {ref.encoding}."
         )
-
-    def prefill(self, subject: Subject) -> None:
-        if subject.tensor:
-            self.tensor.setText(subject.tensor)
 
     def changes(self) -> list[Change]:
         tensor = self.need(self.tensor, "Choose the initializer to patch.")
