@@ -47,11 +47,20 @@ class GraphIndex:
         return out
 
     def is_weight(self, name: str) -> bool:
-        """True for initializers and Constant outputs (values known without running)."""
-        if name in self.initializers:
-            return True
-        p = self.producer.get(name)
-        return p is not None and self.nodes[p].op_type == "Constant"
+        """True for initializers and Constant outputs (values known without running), also
+        through Identity aliases (PyTorch's exporter feeds each call of a shared module its
+        weights through an Identity of the one stored tensor)."""
+        for _ in range(64):  # alias chains are short; the bound keeps hostile graphs cheap
+            if name in self.initializers:
+                return True
+            p = self.producer.get(name)
+            if p is None:
+                return False
+            node = self.nodes[p]
+            if node.op_type != "Identity" or len(node.inputs) != 1:
+                return node.op_type == "Constant"
+            name = node.inputs[0]
+        return False
 
     def weight_inputs(self, i: int) -> list[str]:
         return [n for n in self.nodes[i].inputs if n and self.is_weight(n)]

@@ -5,7 +5,8 @@ repetition (identical consecutive segments, for graphs with meaningless names), 
 patterns (attention, feed-forward, norms, convs...) that become layers inside a block.
 
 Invariants: every top-level node belongs to exactly one innermost group; groups are ordered by
-their first node index (topological order); ids are stable paths ("stage/block/layer").
+their first node index (topological order); ids are stable paths ("stage/block/layer") and
+unique (a module called several times has one group per call: ``layer#2`` is its second call).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from nneditor.model.graph import Graph
 from nneditor.model.tensor import TensorRef
+from nneditor.semantic.calls import CallInfo, call_paths, weight_roots
 from nneditor.semantic.graph_index import GraphIndex
 from nneditor.semantic.patterns import Pattern, detect_all
 from nneditor.semantic.repetition import IGNORED_OPS, find_repeated_blocks, segment_signature
@@ -50,6 +52,8 @@ class Group:
     patterns: list[Pattern] = field(default_factory=list)
     explanation: str = ""
     name_only: bool = False
+    #: one of several calls of a shared module (same weights), see semantic/calls.py
+    call: CallInfo | None = None
     #: set once the hierarchy is built; boundary values, parameters and the structure
     #: signature are computed on first use (most groups are never displayed)
     index: GraphIndex | None = field(default=None, repr=False)
@@ -152,10 +156,7 @@ class Hierarchy:
         return {
             "mode": self.mode,
             "levels": self.level_counts(),
-            "blocks": [
-                {"name": g.name, "kind": g.category or "block", "node_count": g.node_count}
-                for g in self.groups("block")
-            ],
+            "blocks": [_block_summary(g) for g in self.groups("block")],
             "patterns": [{"kind": k, "count": v} for k, v in sorted(counts.items())],
         }
 
@@ -170,7 +171,8 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
     if n and scoped >= 0.5 * n:
         _fill_scopes(scopes, ix)
         mode = "scopes"
-        _build_from_scopes(root, build_trie(scopes), ix)
+        paths, calls = call_paths(scopes, ix)
+        _build_from_scopes(root, build_trie(paths, calls), ix)
     else:
         mode = _build_from_repetition(root, ix)
     _assign_parents(root)
@@ -186,6 +188,8 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
             g = g.parent
     for g in root.walk():
         _annotate(g, inside.get(id(g), []))
+    _describe_calls(root, ix)
+    _unique_ids(root)
     for g in root.walk():
         g.index = ix
     nested = _nested_patterns(graph, tensors)
@@ -264,9 +268,13 @@ def _find_stack(trie: ScopeNode) -> tuple[list[ScopeNode], str, list[ScopeNode]]
     return best[1], best[2], best[3]
 
 
-def _scope_group(trie: ScopeNode, kind: str, level: int) -> Group:
-    g = Group("/".join(trie.path), trie.name, kind, level, nodes=trie.all_nodes())
-    return g
+def _scope_group(trie: ScopeNode, kind: str, level: int, nodes: list[int] | None = None) -> Group:
+    """The group of one scope (all its nodes unless ``nodes`` is given), named for its call."""
+    name, info = trie.name, trie.call
+    if info is not None:
+        name = f"{info.module} · call {info.call + 1}/{info.calls}"
+    members = trie.all_nodes() if nodes is None else nodes
+    return Group("/".join(trie.path), name, kind, level, nodes=members, call=info)
 
 
 def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
@@ -290,15 +298,11 @@ def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
                     continue
                 stages.append(_stage_with_blocks(child))
         stack_name = f"{prefix} ×{len(kids)}" if prefix else f"blocks ×{len(kids)}"
-        stack_group = Group("/".join((*path[-1].path, prefix or "blocks")), stack_name, "stage", 1)
-        stack_group.category = "stack"
+        stack_id = "/".join((*path[-1].path, stack_name))
+        stack_group = Group(stack_id, stack_name, "stage", 1, category="stack")
         for k in kids:
-            block = Group("/".join(k.path), k.name, "block", 2)
-            block.nodes = list(k.nodes)
-            block.children = [
-                Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
-                for c in k.children.values()
-            ]
+            block = _scope_group(k, "block", 2, nodes=list(k.nodes))
+            block.children = [_scope_group(c, "layer", 3) for c in k.children.values()]
             stack_group.children.append(block)
         stages.append(stack_group)
     stages.sort(key=lambda g: g.first())
@@ -307,30 +311,22 @@ def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
 
 
 def _stage_with_blocks(trie: ScopeNode) -> Group:
-    stage = Group("/".join(trie.path), trie.name, "stage", 1)
+    stage = _scope_group(trie, "stage", 1, nodes=[])
     numbered = stack_children(trie)
     if numbered:
         prefix, kids = max(numbered.items(), key=lambda kv: sum(k.count() for k in kv[1]))
         ids = {id(k) for k in kids}
         for k in kids:
-            b = Group("/".join(k.path), k.name, "block", 2, nodes=list(k.nodes))
-            b.children = [
-                Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
-                for c in k.children.values()
-            ]
+            b = _scope_group(k, "block", 2, nodes=list(k.nodes))
+            b.children = [_scope_group(c, "layer", 3) for c in k.children.values()]
             stage.children.append(b)
-        for name, c in trie.children.items():
+        for c in trie.children.values():
             if id(c) not in ids:
-                stage.children.append(
-                    Group("/".join(c.path), name, "layer", 3, nodes=c.all_nodes())
-                )
+                stage.children.append(_scope_group(c, "layer", 3))
         stage.nodes = list(trie.nodes)
     else:
         stage.nodes = list(trie.nodes)
-        stage.children = [
-            Group("/".join(c.path), c.name, "layer", 3, nodes=c.all_nodes())
-            for c in trie.children.values()
-        ]
+        stage.children = [_scope_group(c, "layer", 3) for c in trie.children.values()]
     stage.children.sort(key=lambda g: g.first())
     return stage
 
@@ -492,6 +488,52 @@ def _annotate(g: Group, inside: list[Pattern]) -> None:
         g.category = _hint(g.name) or (_main_kind(kinds) if kinds else "")
     elif g.kind == "stage":
         g.explanation = f"A stack of {len(g.children)} blocks."
+
+
+def _describe_calls(root: Group, ix: GraphIndex) -> None:
+    """Calls of one shared module say so, with the weights they share (the evidence)."""
+    for parent in root.walk():
+        calls: dict[str, list[Group]] = {}
+        for c in parent.children:
+            if c.call is not None:
+                calls.setdefault(c.call.module, []).append(c)
+        for module, members in calls.items():
+            roots = [weight_roots(ix, g.all_nodes()) for g in members]
+            shared = set.intersection(*roots) if roots else set()
+            n = len(members)
+            if shared:
+                why = f"every call uses the same {len(shared)} weight tensors, stored once"
+            else:
+                why = "the exporter numbered its operators as repeated calls; they share no weights"
+            for g in members:
+                assert g.call is not None
+                text = f"Call {g.call.call + 1} of {n} of the shared module '{module}': {why}."
+                g.explanation = f"{text} {g.explanation}".strip()
+            if parent.category == "stack" and len(members) == len(parent.children):
+                parent.explanation = f"One module, '{module}', called {n} times; {why}."
+
+
+def _unique_ids(root: Group) -> None:
+    """Occurrence-qualify any id already taken (``id~2``), so every group id is unique."""
+    seen: set[str] = set()
+    for g in root.walk():
+        if g.id in seen:
+            k = 2
+            while f"{g.id}~{k}" in seen:
+                k += 1
+            g.id = f"{g.id}~{k}"
+        seen.add(g.id)
+
+
+def _block_summary(g: Group) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": g.name,
+        "kind": g.category or "block",
+        "node_count": g.node_count,
+    }
+    if g.call is not None:
+        out["call"] = {"module": g.call.module, "index": g.call.call + 1, "of": g.call.calls}
+    return out
 
 
 def _main_kind(kinds: Counter[str]) -> str:

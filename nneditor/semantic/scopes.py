@@ -8,13 +8,21 @@ Names without separators carry no scope (Paddle's ``p2o.Conv.12``, ``Conv_17``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from nneditor.semantic.calls import CallInfo
 
 _NUMBERED = re.compile(r"^(?P<prefix>.*?)[._\-]?(?P<index>\d+)$")
 
 
 def scope_of(name: str) -> tuple[str, ...]:
-    """Module path of a node name ('' components dropped, op-name component removed)."""
+    """Module path of a node name ('' components dropped, op-name component removed).
+
+    TFLite names a fused operator by joining the names of the TF ops it replaced with ``;``
+    (``model_1/conv1d/Conv1D;model_1/conv1d/BiasAdd``): the first one carries the scope.
+    """
+    name = name.split(";", 1)[0]
     if "/" not in name:
         return ()
     parts = [p for p in name.split("/") if p]
@@ -35,6 +43,8 @@ class ScopeNode:
     path: tuple[str, ...]
     children: dict[str, ScopeNode] = field(default_factory=dict)
     nodes: list[int] = field(default_factory=list)  # direct member node indices
+    #: set when this scope is one of several calls of one module (see semantic/calls.py)
+    call: CallInfo | None = None
 
     def child(self, name: str) -> ScopeNode:
         c = self.children.get(name)
@@ -52,20 +62,34 @@ class ScopeNode:
         return out
 
 
-def build_trie(scopes: list[tuple[str, ...]]) -> ScopeNode:
+def build_trie(
+    scopes: list[tuple[str, ...]], calls: Mapping[tuple[str, ...], CallInfo] | None = None
+) -> ScopeNode:
+    """The trie of ``scopes``; ``calls`` marks instance paths that are calls of one module."""
     root = ScopeNode("", ())
     for i, path in enumerate(scopes):
         cur = root
         for comp in path:
             cur = cur.child(comp)
         cur.nodes.append(i)
+    if calls:
+        for path, info in calls.items():
+            node: ScopeNode | None = root
+            for comp in path:
+                node = node.children.get(comp) if node is not None else None
+            if node is not None:
+                node.call = info
     return root
 
 
 def stack_children(trie: ScopeNode) -> dict[str, list[ScopeNode]]:
-    """Numbered children grouped by prefix, keeping only groups of 2 or more, in index order."""
+    """Children forming a stack, by prefix, in order: numbered names (``layers.3``) and the
+    calls of one shared module; only groups of 2 or more."""
     groups: dict[str, list[tuple[int, ScopeNode]]] = {}
     for name, child in trie.children.items():
+        if child.call is not None:
+            groups.setdefault(child.call.module, []).append((child.call.call, child))
+            continue
         m = numbered(name)
         if m:
             groups.setdefault(m[0], []).append((m[1], child))

@@ -116,11 +116,20 @@ class ModelIndex:
         return self.graph.nodes[i]
 
     def is_weight(self, name: str) -> bool:
-        """Initializers and outputs of constant-producing operators (known without running)."""
-        if name in self.initializers:
-            return True
-        p = self.producer.get(name)
-        return p is not None and self.node(p).op_type in _CONSTANT_OPS
+        """Initializers and outputs of constant-producing operators (known without running),
+        also through Identity aliases (PyTorch's exporter feeds every call of a shared
+        module its weights through an Identity of the one stored tensor)."""
+        for _ in range(64):
+            if name in self.initializers:
+                return True
+            p = self.producer.get(name)
+            if p is None:
+                return False
+            node = self.node(p)
+            if node.op_type != "Identity" or len(node.inputs) != 1:
+                return node.op_type in _CONSTANT_OPS and not any(node.inputs)
+            name = node.inputs[0]
+        return False
 
     def value_info(self, name: str) -> ValueInfo | None:
         """Declared dtype/shape of a value from the graph or the tensor catalog."""
@@ -133,8 +142,11 @@ class ModelIndex:
         return None
 
     def is_constant_op(self, i: int) -> bool:
-        """A constant-producing operator without inputs (its value is known without running)."""
+        """A constant-producing operator without inputs, or an Identity of a weight (its value
+        is known without running)."""
         node = self.node(i)
+        if node.op_type == "Identity" and len(node.inputs) == 1:
+            return self.is_weight(node.inputs[0])
         return node.op_type in _CONSTANT_OPS and not any(node.inputs)
 
     def is_initializer(self, name: str) -> bool:

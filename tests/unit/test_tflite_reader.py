@@ -500,3 +500,40 @@ def test_random_corruption_never_crashes(tmp_path: Path) -> None:
                         ref.read()
         except ArtifactError:
             pass
+
+
+def test_fused_names_give_keras_scopes(tmp_path: Path) -> None:
+    """TFLite joins the TF ops a kernel replaced with ';': the architecture level reads like
+    the Keras model (one stage per layer), not one stage per fused name."""
+    from nneditor.api import hierarchy
+
+    layers = ["conv1d", "conv1d_1", "max_pooling1d", "dense", "dense_1"]
+    tensors: list[dict[str, Any]] = [{"name": "input", "shape": [1, 4], "type": FLOAT32}]
+    operators = []
+    for k, layer in enumerate(layers):
+        later = layers[k + 1 :] or ["x"]
+        for j, op in enumerate(("Conv1D", "BiasAdd", "Relu")):
+            fused = ";".join(f"model_1/{other}/{op}" for other in (layer, *later))
+            tensors.append({"name": f"{fused}{j}", "shape": [1, 4], "type": FLOAT32})
+            operators.append(
+                {"opcode_index": 0, "inputs": [len(tensors) - 2], "outputs": [len(tensors) - 1]}
+            )
+    model = {
+        "description": "Keras-like names",
+        "buffers": [b""],
+        "opcodes": [{"builtin": 21}],  # RELU
+        "subgraphs": [
+            {
+                "name": "main",
+                "inputs": [0],
+                "outputs": [len(tensors) - 1],
+                "tensors": tensors,
+                "operators": operators,
+            }
+        ],
+    }
+    with open_document(_write(tmp_path, build_model(model))) as doc:
+        h = hierarchy(doc)
+        assert h.mode == "scopes"
+        assert [g.name for g in h.root.children] == layers
+        assert [g.node_count for g in h.root.children] == [3] * len(layers)
