@@ -82,3 +82,18 @@ class SliceError(NNEditorError, ValueError):
 
 class CancelledError(NNEditorError):
     """A job was cancelled by the user."""
+
+
+def error_sentence(exc: BaseException) -> str:
+    """The sentence a person is shown for ``exc``: ours as written, OS errors with the file,
+    anything else labelled as an internal error with its type (never a traceback)."""
+    if isinstance(exc, NNEditorError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}" + (
+            f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        )
+    return (
+        f"Unexpected internal error ({type(exc).__name__}: {exc}). The file may be malformed in a "
+        "way NNEditor does not handle yet; please report it."
+    )

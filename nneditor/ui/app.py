@@ -15,7 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from nneditor.ui import theme
@@ -84,6 +84,17 @@ def resolve_name(index: ModelIndex, name: str) -> Target | None:
     return found[0] if found else None
 
 
+#: what Qt's offscreen platform prints on every window, which says nothing to a user
+_QT_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def _qt_message(kind: QtMsgType, _context: object, message: str) -> None:
+    """Qt's own messages: platform noise dropped, everything else kept on stderr."""
+    if kind in (QtMsgType.QtDebugMsg, QtMsgType.QtInfoMsg) or message.startswith(_QT_NOISE):
+        return
+    print(f"Qt: {message}", file=sys.stderr)
+
+
 def _display_available() -> bool:
     """False on Linux/BSD without X11/Wayland (and no explicit Qt platform): Qt would abort."""
     if QApplication.instance() is not None or os.environ.get("QT_QPA_PLATFORM"):
@@ -106,6 +117,12 @@ def run_app(argv: Sequence[str]) -> int:
     if args.screenshot and not args.path:
         print("nneditor: --screenshot needs a model PATH to open", file=sys.stderr)
         return EXIT_USAGE
+    for what, value in (("", args.path), ("--open-trace ", args.open_trace)):
+        if value and not os.path.exists(value):
+            print(
+                f"nneditor: {what}{value}: no such file or folder; check the path", file=sys.stderr
+            )
+            return EXIT_USAGE
     if not _display_available():
         if not args.screenshot:
             print(
@@ -116,6 +133,7 @@ def run_app(argv: Sequence[str]) -> int:
             )
             return EXIT_USAGE
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    qInstallMessageHandler(_qt_message)
     existing = QApplication.instance()
     app = (
         existing
@@ -227,6 +245,7 @@ def _screenshot(app: QApplication, window: MainWindow, args: argparse.Namespace)
 
     window.firstFrame.connect(lambda _d: settle_then(adjust))
     window.openFailed.connect(fail)
+    window.viewFailed.connect(fail)
     QTimer.singleShot(SCREENSHOT_TIMEOUT_S * 1000, lambda: fail("timed out waiting for the window"))
     window.open_path(args.path)
     app.exec()

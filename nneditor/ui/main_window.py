@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 )
 
 from nneditor import api
-from nneditor.errors import NNEditorError
+from nneditor.errors import error_sentence
 from nneditor.jobs.collector import paused_collection
 from nneditor.jobs.protocol import JobHandle, JobResult
 from nneditor.ui import recents
@@ -95,23 +95,15 @@ def remap_target(target: Target | None, old: ModelIndex, new: ModelIndex) -> Tar
     return None
 
 
-def error_text(exc: BaseException) -> str:
-    if isinstance(exc, NNEditorError):
-        return str(exc)
-    if isinstance(exc, OSError):
-        return f"{exc.strerror or exc}" + (
-            f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        )
-    return (
-        f"Unexpected internal error ({type(exc).__name__}: {exc}). The file may be malformed in a "
-        "way NNEditor does not handle yet; please report it."
-    )
+error_text = error_sentence  # the sentence shown for an error (kept for older imports)
 
 
 class MainWindow(QMainWindow):
     documentOpened = Signal()
     documentClosed = Signal()
     openFailed = Signal(str)
+    #: a level could not be built, laid out or drawn (the canvas shows the sentence)
+    viewFailed = Signal(str)
     firstFrame = Signal(float)  # seconds from the index being ready to the first painted frame
 
     def __init__(self, interactive: bool = True) -> None:
@@ -236,6 +228,7 @@ class MainWindow(QMainWindow):
         self.tensors.tensorRequested.connect(self.show_tensor)
         self.workbench.status.connect(self.status_label.setText)
         self.workbench.framePainted.connect(self._on_frame)
+        self.workbench.levelFailed.connect(self.viewFailed)
 
     def _show_docks(self, on: bool) -> None:
         self.left_dock.setVisible(on)
@@ -305,7 +298,12 @@ class MainWindow(QMainWindow):
             gc.collect()  # the closed document's cycles, before the freeze below keeps them
         self._ready_at = time.perf_counter()
         self.timings["index_ready"] = self._ready_at
-        self._install(index)
+        try:
+            self._install(index)
+        except Exception as exc:  # the model cannot be shown: say why, keep the window usable
+            self._close_model(emit=False)
+            self.report_error("Cannot show this model", f"{Path(path).name}: {error_text(exc)}")
+            return
         # The document's objects live until it closes: frozen, they are skipped by every
         # later full collection (each walked all of them: ~0.16 s per pass at 100k operators,
         # a stall in the middle of panning). Unfrozen again when the document closes.

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, Signal
 
+from nneditor.errors import error_sentence
 from nneditor.layout import LayoutCache
 from nneditor.semantic.hierarchy import Group
 from nneditor.ui import theme
@@ -47,6 +48,8 @@ class ModelSession(QObject):
         self._chunks: dict[str, Group] = {}
         self._history: list[_Step] = []
         self.fold_constants = True
+        #: why the current level could not be built ("" when it was); the level is then empty
+        self.level_error = ""
         self.level: LevelView = self._build(self.scope, self.depth)
 
     # ------------------------------------------------------------------ levels
@@ -54,8 +57,13 @@ class ModelSession(QObject):
     def _build(self, scope: Group, depth: int) -> LevelView:
         key = (scope.id if scope.kind != "model" else "", depth)
         view = self._levels.get(key)
+        self.level_error = ""
         if view is None:
-            view = build_level(self.index, scope, depth, theme.measure, self.fold_constants)
+            try:
+                view = build_level(self.index, scope, depth, theme.measure, self.fold_constants)
+            except Exception as exc:  # shown on the canvas; the rest of the window stays usable
+                self.level_error = f"This level could not be built: {error_sentence(exc)}"
+                return LevelView(scope, depth, depth, [], [], {})
             if len(self._levels) > 48:
                 self._levels.clear()
             self._levels[key] = view

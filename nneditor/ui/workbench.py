@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from nneditor.errors import error_sentence
 from nneditor.jobs.protocol import JobResult
 from nneditor.semantic.hierarchy import Group
 from nneditor.ui.canvas.legend import Legend
@@ -44,6 +45,7 @@ _OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 class Workbench(QWidget):
     levelShown = Signal()
+    levelFailed = Signal(str)  # the sentence shown instead of the canvas
     framePainted = Signal(float)  # perf_counter() of the paint
     status = Signal(str)
 
@@ -52,6 +54,7 @@ class Workbench(QWidget):
         self.runner = runner
         self.session: ModelSession | None = None
         self.scene = GraphScene(self)
+        self.scene.paintFailed.connect(self._paint_failed)
         self.view = GraphView(self.scene, self)
         self.minimap = Minimap(self.view)
         self.legend = Legend(self.view)
@@ -208,6 +211,9 @@ class Workbench(QWidget):
         level = s.level
         self._pending_level = level
         self._update_header(level)
+        if s.level_error:
+            self._fail(s.level_error)
+            return
         nodes, edges = layout_input(level)
         key = (level.scope.id, level.depth)
 
@@ -215,7 +221,11 @@ class Workbench(QWidget):
             return s.layouts.layout(key, nodes, edges, node_gap=NODE_GAP, rank_gap=RANK_GAP)
 
         if len(nodes) <= SYNC_LAYOUT_ITEMS:
-            self._show(level, JobResult(job(None)))
+            try:
+                result: JobResult[Any] = JobResult(job(None))
+            except Exception as exc:  # same path as a failed background layout
+                result = JobResult(None, error=exc)
+            self._show(level, result)
             return
         self.status.emit(f"Laying out {len(nodes):,} items…")
         self.runner.submit(job, lambda r: self._show(level, r), channel="level", label="Layout")
@@ -224,12 +234,16 @@ class Workbench(QWidget):
         if self.session is None or level is not self.session.level:
             return
         if result.error is not None:
-            self.empty.setText(f"This level could not be laid out: {result.error}")
-            self.stack.setCurrentWidget(self.empty)
+            self._fail(f"This level could not be laid out: {error_sentence(result.error)}")
             return
         if result.value is None:
             return
-        self.scene.show_level(ShownLevel(level, result.value))
+        try:
+            self.scene.show_level(ShownLevel(level, result.value))
+        except Exception as exc:
+            self.scene.clear_level()
+            self._fail(f"This level could not be drawn: {error_sentence(exc)}")
+            return
         self.stack.setCurrentWidget(self.view)
         self.legend.set_categories({it.category for it in level.items})
         self._place_overlays()
@@ -240,6 +254,19 @@ class Workbench(QWidget):
         self.status.emit("")
         self.view.viewport().update()
         self.levelShown.emit()
+
+    def _paint_failed(self, text: str) -> None:
+        if self.scene.shown is not None:
+            self.scene.clear_level()
+            self._fail(f"This level could not be drawn: {text}")
+
+    def _fail(self, text: str) -> None:
+        """Show why the level is not drawn, in place of the canvas; everything else works."""
+        self.empty.setText(text)
+        self.stack.setCurrentWidget(self.empty)
+        self.legend.hide()
+        self.status.emit(text)
+        self.levelFailed.emit(text)
 
     def _entry_rect(self, level: LevelView) -> QRectF | None:
         """Where a long level is entered: the top rank, nearest the first item's column."""

@@ -12,7 +12,10 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
@@ -29,6 +32,23 @@ LOD_DETAIL = 0.7
 LOD_LABEL = 0.95
 TILE = 1024.0
 BAND = 5.0
+
+
+def guarded_paint(paint: Callable[..., None]) -> Callable[..., None]:
+    """An error while painting is handed to the scene (which says so on the canvas) instead of
+    being printed to stderr on every repaint while the canvas shows half a level."""
+
+    @functools.wraps(paint)
+    def run(self: QGraphicsItem, *args: Any) -> None:
+        try:
+            paint(self, *args)
+        except Exception as exc:
+            scene = self.scene()
+            report = getattr(scene, "paint_failed", None)
+            if report is not None:
+                report(exc)
+
+    return run
 
 
 class NodeItem(QGraphicsItem):
@@ -78,6 +98,7 @@ class NodeItem(QGraphicsItem):
 
     # ------------------------------------------------------------------ painting
 
+    @guarded_paint
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:
@@ -326,6 +347,7 @@ class EdgesItem(QGraphicsItem):
             arrow_head(self.routes[k][2], self._highlight_arrows, 7.0)
         self.update()
 
+    @guarded_paint
     def paint(
         self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None
     ) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRectF
+from PySide6.QtCore import QRectF, QTimer, Signal
 from PySide6.QtWidgets import QGraphicsScene
 
+from nneditor.errors import error_sentence
 from nneditor.layout import Layout, LayoutNode
 from nneditor.ui import theme
 from nneditor.ui.canvas.items import EdgesItem, NodeItem
@@ -39,8 +40,11 @@ class ShownLevel:
 
 
 class GraphScene(QGraphicsScene):
+    paintFailed = Signal(str)  # the first painting error of the level on display
+
     def __init__(self, parent=None) -> None:  # noqa: ANN001 - QObject parent
         super().__init__(parent)
+        self._paint_error = ""
         self.shown: ShownLevel | None = None
         self.items_by_key: dict[str, NodeItem] = {}
         self.edges_item: EdgesItem | None = None
@@ -51,8 +55,15 @@ class GraphScene(QGraphicsScene):
 
     # ------------------------------------------------------------------ content
 
+    def paint_failed(self, exc: BaseException) -> None:
+        """Called by an item whose paint() raised: reported once per level, after the paint."""
+        if not self._paint_error:
+            self._paint_error = error_sentence(exc)
+            QTimer.singleShot(0, lambda: self.paintFailed.emit(self._paint_error))
+
     def show_level(self, shown: ShownLevel) -> None:
         self.clear()
+        self._paint_error = ""
         self.items_by_key = {}
         self.edges_item = None
         self._selected = []

@@ -424,7 +424,7 @@ class EditController(QObject):
             QMessageBox.information(self.window, "Export finished", f"{text}\n\n{details}".strip())
 
     def _export_failed(self, error: BaseException, dest: Path) -> None:
-        from nneditor.ui.main_window import error_text
+        from nneditor.errors import error_sentence as error_text
 
         text = f"{error_text(error)} Nothing was written to {dest.name}."
         self.status.emit(text)
