@@ -105,8 +105,10 @@ def weight_plan(
             )
         )
         plan.rewires += [
-            Rewire(u.node_index, u.node_name, u.input_index, base, out) for u in info.uses
+            Rewire(u.node_index, u.node_name, u.input_index, u.value or base, out)
+            for u in info.uses
         ]
+        plan.remove_nodes.extend(info.aliases)  # Identity copies nobody reads any more
         if info.other_readers or base in outputs:
             plan.notes.append(
                 f"{base} stays stored as floats too: it is also read by "
@@ -144,8 +146,11 @@ def qdq_plan(
         doc, settings, tensor_names, preview, handle, min_elements, block_elems, plan
     ):
         info = target.info
-        slots = [(u.node_index, u.node_name, u.input_index) for u in info.uses]
+        slots = [
+            (u.node_index, u.node_name, u.input_index, u.value or info.name) for u in info.uses
+        ]
         _insert_pair(plan, names, info.name, scale, zp, target.axis, slots, info.ref.dtype)
+        plan.remove_nodes.extend(info.aliases)  # Identity copies nobody reads any more
     for value, (rmin, rmax) in (activations or {}).items():
         _plan_activation(plan, names, graph, value, rmin, rmax, settings)
     _note_opset(graph, plan)
@@ -223,10 +228,11 @@ def _insert_pair(
     scale: np.ndarray,
     zp: np.ndarray,
     axis: int | None,
-    slots: list[tuple[int, str, int]],
+    slots: list[tuple[int, str, int, str]],
     dtype: str,
 ) -> None:
-    """QuantizeLinear(value) -> DequantizeLinear -> every slot in ``slots``."""
+    """QuantizeLinear(value) -> DequantizeLinear -> every slot in ``slots`` (node index, node
+    name, input index, the value it reads now: ``value`` or an Identity copy of it)."""
     s_name, z_name = names.new(f"{value}_scale"), names.new(f"{value}_zero_point")
     q_out, dq_out = names.new(f"{value}_quantized"), names.new(f"{value}_dequantized")
     plan.new_initializers += [
@@ -253,7 +259,7 @@ def _insert_pair(
             insert_before=first,
         ),
     ]
-    plan.rewires += [Rewire(i, n, k, value, dq_out) for i, n, k in slots]
+    plan.rewires += [Rewire(i, n, k, old, dq_out) for i, n, k, old in slots]
     plan.min_opset = max(plan.min_opset, _opset_for(dtype, axis))
 
 
@@ -289,7 +295,7 @@ def _plan_activation(
     per_tensor = QuantSettings(settings.signed, settings.symmetric, False)
     scale, zp = compute_params(np.asarray(rmin), np.asarray(rmax), per_tensor, dtype)
     slots = [
-        (node.index, node.name, i)
+        (node.index, node.name, i, value)
         for node in consumers
         for i, inp in enumerate(node.inputs)
         if inp == value
@@ -306,12 +312,71 @@ def _opset_for(dtype: str, axis: int | None) -> int:
 
 
 def _note_opset(graph: Graph, plan: EditPlan) -> None:
+    """Raising the model's opset import to what the inserted nodes need is done at commit only
+    where it changes nothing else: every default-domain operator the graph uses (subgraphs
+    included) must keep the same schema version. Otherwise refuse, naming the operators."""
     have = graph.opsets.get("", graph.opsets.get("ai.onnx", 0))
-    if have and have < plan.min_opset:
-        plan.notes.append(
-            f"the model imports default-domain opset {have}; the inserted nodes need opset "
-            f"{plan.min_opset} (raise the model's opset import when committing)"
+    need = plan.min_opset
+    if not have or have >= need:
+        return
+    changed = _ops_changed_between(graph, have, need)
+    if changed:
+        raise OptimizeError(
+            f"this model imports ONNX opset {have}, and the inserted QuantizeLinear/"
+            f"DequantizeLinear nodes need opset {need} ({_why_opset(need)}); raising the opset "
+            f"would change how {len(changed)} operator type(s) of the model are read "
+            f"({', '.join(changed[:8])}{'…' if len(changed) > 8 else ''}). Convert the model to "
+            f"opset {need} first (onnx.version_converter.convert_version(model, {need})), or "
+            + ("quantize per tensor (without --per-channel)" if need == 13 else "use float32")
         )
+    plan.notes.append(
+        f"the model's opset import is raised from {have} to {need} (none of its operators "
+        "changed between the two)"
+    )
+
+
+def _why_opset(need: int) -> str:
+    return {
+        10: "QuantizeLinear first appeared in opset 10",
+        13: "a per-channel axis needs opset 13",
+        19: "float16/bfloat16 scales need opset 19",
+    }.get(need, "schema versions")
+
+
+#: operators whose meaning changed in a new version without a change of signature (opset 13:
+#: Softmax and its kin reduce over one axis instead of flattening to 2-D)
+_SEMANTIC_CHANGES = frozenset({"Softmax", "LogSoftmax", "Hardmax"})
+
+
+def _ops_changed_between(graph: Graph, have: int, need: int) -> list[str]:
+    """Default-domain operator types of ``graph`` (subgraphs included) that would be read
+    differently at opset ``need``: a newer schema with other attributes, inputs or outputs
+    (Squeeze's axes became an input in 13), or a known change of meaning. A newer schema that
+    only admits more types (Add, MatMul... in 13 gained bfloat16) reads the same."""
+    import onnx.defs  # only when an opset must be raised
+
+    def signature(schema: onnx.defs.OpSchema) -> tuple[object, ...]:
+        # names only: an input that became optional (Resize's roi in 13) reads the same
+        return (
+            sorted(schema.attributes),
+            [i.name for i in schema.inputs],
+            [o.name for o in schema.outputs],
+        )
+
+    used = sorted({n.op_type for n, _owner in graph.walk() if n.domain in ("", "ai.onnx")})
+    changed = []
+    for op in used:
+        try:
+            old = onnx.defs.get_schema(op, have, "")
+            new = onnx.defs.get_schema(op, need, "")
+        except onnx.defs.SchemaError:
+            changed.append(op)  # unknown to onnx: cannot prove it unchanged
+            continue
+        if old.since_version != new.since_version and (
+            op in _SEMANTIC_CHANGES or signature(old) != signature(new)
+        ):
+            changed.append(op)
+    return changed
 
 
 __all__ = ["qdq_plan", "weight_plan"]

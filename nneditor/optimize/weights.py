@@ -60,6 +60,8 @@ class WeightUse:
     input_index: int
     output_axis: int
     reduction_axis: int
+    #: the value the node reads: ``tensor`` itself, or an Identity alias of it
+    value: str = ""
 
 
 @dataclass
@@ -75,6 +77,9 @@ class WeightInfo:
     uses: list[WeightUse] = field(default_factory=list)
     other_readers: list[str] = field(default_factory=list)  # node names reading it otherwise
     constant_node: int | None = None
+    #: Identity nodes that only pass this weight on to weight uses (PyTorch's exporter feeds
+    #: each call of a shared module through one); they go away when the weight is replaced
+    aliases: list[int] = field(default_factory=list)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -140,29 +145,76 @@ def find_weights(doc: Document) -> dict[str, WeightInfo]:
     weights, in the order of their first use."""
     graph = require_graph(doc)
     stored = stored_values(doc)
+    aliases = _weight_aliases(graph, stored)
     found: dict[str, WeightInfo] = {}
     for node in graph.nodes:
-        if node.op_type not in WEIGHT_OPS or not is_default_domain(node):
+        if node.op_type not in WEIGHT_OPS or not is_default_domain(node) or len(node.inputs) < 2:
             continue
-        if len(node.inputs) < 2 or node.inputs[1] not in stored:
+        value = node.inputs[1]
+        name, chain = aliases.get(value, (value, ()))
+        if name not in stored:
             continue
-        name = node.inputs[1]
         ref = doc.tensors[name]
         axes = weight_axes(node.op_type, node.attributes, len(ref.shape))
         if axes is None:
             continue
         info = found.setdefault(name, WeightInfo(name, ref, constant_node=stored[name]))
-        info.uses.append(WeightUse(name, node.index, node.name, node.op_type, 1, axes[0], axes[1]))
+        info.uses.append(
+            WeightUse(name, node.index, node.name, node.op_type, 1, axes[0], axes[1], value)
+        )
+        info.aliases.extend(i for i in chain if i not in info.aliases)
     for node, owner in graph.walk():
         for i, value in enumerate(node.inputs):
             found_info = found.get(value)
             if found_info is None:
                 continue
             main = owner is graph
+            if main and node.index in found_info.aliases:
+                continue
             if not main or not any(
                 u.node_index == node.index and u.input_index == i for u in found_info.uses
             ):
                 found_info.other_readers.append(node.name or f"#{node.index}")
+    return found
+
+
+def _weight_aliases(
+    graph: Graph, stored: dict[str, int | None]
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Values that are Identity copies of a stored tensor read only as MatMul/Gemm/Conv weights
+    (or by further such copies): value -> (stored name, the Identity nodes on the way)."""
+    readers: dict[str, list[tuple[Node, int]]] = {}
+    for node, _owner in graph.walk():
+        for k, v in enumerate(node.inputs):
+            if v:
+                readers.setdefault(v, []).append((node, k))
+    outputs = {vi.name for vi in graph.outputs}
+    producer = {o: node for node in graph.nodes for o in node.outputs if o}
+
+    def only_weight_reads(value: str, depth: int) -> bool:
+        if value in outputs or depth > 8:
+            return False
+        for node, k in readers.get(value, ()):
+            if node.op_type == "Identity" and is_default_domain(node) and len(node.outputs) == 1:
+                if node.index >= len(graph.nodes) or graph.nodes[node.index] is not node:
+                    return False  # inside a subgraph
+                if not only_weight_reads(node.outputs[0], depth + 1):
+                    return False
+            elif not (node.op_type in WEIGHT_OPS and is_default_domain(node) and k == 1):
+                return False
+        return True
+
+    found: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for node in graph.nodes:
+        if node.op_type != "Identity" or not is_default_domain(node) or len(node.outputs) != 1:
+            continue
+        chain: list[int] = [node.index]
+        root = node.inputs[0] if node.inputs else ""
+        while root in producer and producer[root].op_type == "Identity" and len(chain) <= 8:
+            chain.append(producer[root].index)
+            root = producer[root].inputs[0] if producer[root].inputs else ""
+        if root in stored and only_weight_reads(node.outputs[0], 0):
+            found[node.outputs[0]] = (root, tuple(reversed(chain)))
     return found
 
 

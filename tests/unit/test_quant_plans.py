@@ -222,7 +222,7 @@ def test_plans_raise_opset_needs_and_keep_shared_weights(tmp_path):
     assert "W stays stored as floats too: it is also read by add" in plan.notes
     assert plan.new_initializers[0].name == "W_quantized_1"  # the name was taken
     assert plan.min_opset == 13
-    assert any("imports default-domain opset 11" in n for n in plan.notes)
+    assert any("raised from 11 to 13 (none of its operators changed" in n for n in plan.notes)
     x = rng.standard_normal((16, 16)).astype(np.float32)
     d = ort_dequantized(w, True, True, 1)
     np.testing.assert_allclose(run(out, x=x), x @ d + w, rtol=1e-5, atol=1e-5)
@@ -279,3 +279,88 @@ def test_weights_held_by_constant_nodes(tmp_path):
     x = rng.standard_normal((3, 32)).astype(np.float32)
     d = ort_dequantized(w, True, False, 1)
     np.testing.assert_allclose(run(out, x=x), x @ d, rtol=1e-5, atol=1e-5)
+
+
+def _opset12_model(tmp_path: Path, with_squeeze: bool) -> tuple[Path, np.ndarray]:
+    w = (np.random.default_rng(4).standard_normal((16, 8)) * 0.1).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["a"], name="mm")]
+    if with_squeeze:  # Squeeze takes axes as an attribute before opset 13, as an input after
+        nodes.append(helper.make_node("Unsqueeze", ["a"], ["u"], name="unsq", axes=[0]))
+        nodes.append(helper.make_node("Squeeze", ["u"], ["y"], name="sq", axes=[0]))
+    else:
+        nodes.append(helper.make_node("Relu", ["a"], ["y"], name="relu"))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+        [numpy_helper.from_array(w, "W")],
+    )
+    path = tmp_path / f"op12_{with_squeeze}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 12)]), path)
+    return path, w
+
+
+def test_per_channel_on_opset_12_is_refused_when_raising_the_opset_changes_operators(tmp_path):
+    """Raising opset 12 -> 13 for a per-channel DequantizeLinear made Squeeze/Unsqueeze
+    invalid (their axes moved from attribute to input): refuse, naming opset and fix."""
+    path, w = _opset12_model(tmp_path, with_squeeze=True)
+    with nneditor.open(path) as doc:
+        with pytest.raises(OptimizeError) as err:
+            weight_plan(doc, QuantSettings(per_channel=True), ["W"])
+        text = str(err.value)
+        assert "imports ONNX opset 12" in text and "need opset 13" in text
+        assert "(Squeeze, Unsqueeze)" in text and "without --per-channel" in text
+        plan = weight_plan(doc, QuantSettings(per_channel=False), ["W"])  # per tensor works
+        out = apply_plan(path, plan, tmp_path / "q.onnx")
+    assert plan.min_opset == 10
+    x = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float32)
+    np.testing.assert_allclose(
+        run(out, x=x), x @ ort_dequantized(w, True, True, None), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_per_channel_on_opset_12_raises_the_opset_when_nothing_else_changes(tmp_path):
+    path, w = _opset12_model(tmp_path, with_squeeze=False)
+    with nneditor.open(path) as doc:
+        plan = weight_plan(doc, QuantSettings(per_channel=True), ["W"])
+        out = apply_plan(path, plan, tmp_path / "q.onnx")  # checker: full_check
+    assert plan.min_opset == 13
+    x = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float32)
+    want = np.maximum(x @ ort_dequantized(w, True, True, 1), 0)
+    np.testing.assert_allclose(run(out, x=x), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["weights", "qdq"])
+def test_a_weight_shared_through_identity_copies_is_quantized_once(tmp_path, mode):
+    """PyTorch feeds each call of a shared module the weight through an Identity of the one
+    stored tensor: quantize it once, feed every consumer, drop the dead copies."""
+    w = (np.random.default_rng(6).standard_normal((16, 16)) * 0.1).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Identity", ["W"], ["W_copy1"], name="id1"),
+            helper.make_node("Identity", ["W_copy1"], ["W_copy2"], name="id2"),
+            helper.make_node("MatMul", ["x", "W"], ["a"], name="call0"),
+            helper.make_node("MatMul", ["a", "W_copy1"], ["b"], name="call1"),
+            helper.make_node("MatMul", ["b", "W_copy2"], ["y"], name="call2"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])],
+        [numpy_helper.from_array(w, "W")],
+    )
+    path = tmp_path / "shared_identity.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with nneditor.open(path) as doc:
+        settings = QuantSettings(per_channel=True)
+        make = weight_plan if mode == "weights" else qdq_plan
+        plan = make(doc, settings, ["W"])
+        out = apply_plan(path, plan, tmp_path / "q.onnx")
+    assert sorted(plan.remove_nodes) == [0, 1]  # both Identity copies
+    assert plan.remove_initializers == (["W"] if mode == "weights" else [])
+    assert {r.node_name for r in plan.rewires} == {"call0", "call1", "call2"}
+    model = onnx.load(out)
+    assert [n.op_type for n in model.graph.node].count("Identity") == 0
+    x = np.random.default_rng(0).standard_normal((2, 16)).astype(np.float32)
+    d = ort_dequantized(w, True, True, 1)
+    np.testing.assert_allclose(run(out, x=x), x @ d @ d @ d, rtol=1e-4, atol=1e-5)
