@@ -13,8 +13,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 import testdata  # noqa: E402
+import zoo  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -37,6 +39,30 @@ def realdata() -> Callable[[str], Path]:
             if os.environ.get("CI"):
                 pytest.fail(f"real test file {name} could not be fetched in CI: {why}")
             pytest.skip(f"real test file {name} unavailable ({why}); run tools/testdata.py")
+        return path
+
+    return get
+
+
+@functools.cache
+def _zoo_fetch(name: str) -> tuple[Path | None, str]:
+    try:
+        return zoo.path(name), ""
+    except Exception as exc:  # offline, or the writing library is missing
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+@pytest.fixture(scope="session")
+def zoo_artifact() -> Callable[[str], Path]:
+    """``zoo_artifact(name)`` -> path of a zoo artifact (tools/zoo.py), fetched or generated
+    on first use; skips when unavailable, fails in CI."""
+
+    def get(name: str) -> Path:
+        path, why = _zoo_fetch(name)
+        if path is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"zoo artifact {name} is unavailable in CI: {why}")
+            pytest.skip(f"zoo artifact {name} unavailable ({why}); run tools/zoo.py")
         return path
 
     return get

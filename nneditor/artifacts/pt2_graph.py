@@ -193,6 +193,8 @@ class _Builder:
         meta = data.get("metadata") or {}
         info: dict[str, Any] = {"target": target, "overload": overload, "arguments": arguments}
         info.update({k: meta[k] for k in _NODE_META if k in meta})
+        if isinstance(meta.get("nn_module_stack"), str):  # Node.metadata: the module path
+            info["metadata"] = {"nn_module_stack": meta["nn_module_stack"]}
         name = data.get("name") or (outputs[0] if outputs and outputs[0] else f"{op}_{index}")
         node = Node(
             index, name, op, domain, tuple(inputs), tuple(outputs), attrs, None, subgraphs, info

@@ -57,7 +57,8 @@ class InputSpecError(NNEditorError):
 class InputSpec:
     """One graph input: declared type, the resolved preset shape and how values are chosen.
 
-    ``role`` is "tokens" (valid ids), "mask" (all valid), "sample_rate" or "generic".
+    ``role`` is "tokens" (valid ids), "mask" (all valid), "sample_rate", "waveform" (audio
+    beside a sample-rate input) or "generic".
     """
 
     name: str
@@ -168,7 +169,42 @@ def detect_inputs(
         _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name))
         for vi in doc.graph.inputs
     ]
+    if any(s.role == "sample_rate" for s in specs):
+        specs = [_as_waveform(s, dims, shapes) for s in specs]
     return InputPlan(str(doc.path), specs)
+
+
+#: samples of a generated waveform whose length the model leaves open: 32 ms at 16 kHz, the
+#: frame streaming voice models take (Silero VAD accepts 256 or 512 samples, nothing else)
+WAVEFORM_SAMPLES = 512
+
+
+def _as_waveform(
+    spec: InputSpec, dims: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]
+) -> InputSpec:
+    """Beside a sample-rate input, a float [batch, samples] input with an open length is audio:
+    its length becomes one frame instead of a single sample (which no audio model accepts)."""
+    declared = spec.declared_shape
+    if (
+        spec.role != "generic"
+        or spec.name in shapes
+        or spec.shape is None
+        or declared is None
+        or len(declared) != 2
+        or not (spec.dtype or "").startswith(("float", "bfloat"))
+        or (isinstance(declared[1], int) and declared[1] >= 0)
+        or (isinstance(declared[1], str) and declared[1] in dims)
+    ):
+        return spec
+    notes = [n for n in spec.assumptions if f"input {spec.name!r}" not in n or "axis 1" not in n]
+    notes.append(
+        f"input {spec.name!r} is a waveform (the model also takes a sample rate): "
+        f"{WAVEFORM_SAMPLES} samples (32 ms at {DEFAULT_SAMPLE_RATE} Hz)"
+    )
+    shape = (spec.shape[0], WAVEFORM_SAMPLES)
+    return InputSpec(
+        spec.name, spec.dtype, declared, shape, "waveform", None, tuple(notes), spec.problem
+    )
 
 
 def _spec_for(

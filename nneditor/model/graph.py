@@ -77,6 +77,12 @@ class Node:
             self._attr_source = None
         return self._attrs
 
+    @property
+    def metadata(self) -> dict[str, str]:
+        """Exporter notes on this node (ONNX ``metadata_props``); empty when there are none."""
+        found = self.info.get("metadata") if self.info else None
+        return found if isinstance(found, dict) else {}
+
     def __repr__(self) -> str:
         return f"Node({self.index}, {self.name!r}, {self.op_type!r})"
 

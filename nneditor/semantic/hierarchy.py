@@ -23,7 +23,7 @@ from nneditor.semantic.calls import CallInfo, call_paths, weight_roots
 from nneditor.semantic.graph_index import GraphIndex
 from nneditor.semantic.patterns import Pattern, detect_all
 from nneditor.semantic.repetition import IGNORED_OPS, find_repeated_blocks, segment_signature
-from nneditor.semantic.scopes import ScopeNode, build_trie, scope_of, stack_children
+from nneditor.semantic.scopes import ScopeNode, build_trie, node_scope, scope_of, stack_children
 
 LEVELS = ("architecture", "blocks", "layers", "operators")
 LAYER_PRIORITY = ("attention", "recurrent", "ffn", "conv", "embedding", "norm")
@@ -165,7 +165,7 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
     ix = GraphIndex(graph, tensors)
     patterns = detect_all(ix)
     n = len(graph.nodes)
-    scopes = [scope_of(node.name) for node in graph.nodes]
+    scopes = _scopes(graph)
     scoped = sum(1 for s in scopes if s)
     root = Group("", graph.name or "model", "model", 0)
     if n and scoped >= 0.5 * n:
@@ -195,6 +195,15 @@ def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None
     nested = _nested_patterns(graph, tensors)
     _describe_control_flow(patterns, nested, graph)
     return Hierarchy(graph, root, patterns, node_group, mode, nested)
+
+
+def _scopes(graph: Graph) -> list[tuple[str, ...]]:
+    """Each node's module path; exporter metadata is read only when the first nodes have it
+    (reading it costs a dict per node)."""
+    nodes = graph.nodes
+    if any(n.metadata for n in nodes[:64]):
+        return [node_scope(n.name, n.metadata) for n in nodes]
+    return [scope_of(n.name) for n in nodes]
 
 
 def _nested_patterns(

@@ -86,6 +86,8 @@ ELEMENTWISE = ACTIVATIONS | {
     "Identity",
     "Dropout",
 }
+#: reshaping between a projection and its activation (Gemm on 2-D, then back to 3-D)
+_SHAPE_ONLY = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}
 SCORE_PATH = {"Div", "Mul", "Add", "Where", "Cast", "Sub", "Identity", "Slice", "Softcap"}
 PROJ_PATH = {
     "Transpose",
@@ -219,16 +221,20 @@ def _unfused_attention(ix: GraphIndex, s: int) -> Pattern | None:
     ctx = None
     for _ in range(4):
         kids = ix.children(cur)
-        if not kids:
+        ctx = next((k for k in kids if ix.op(k) in ("MatMul", "Einsum")), None)
+        if ctx is not None:
             break
-        k = kids[0]
-        if ix.op(k) in ("MatMul", "Einsum"):
-            ctx = k
+        # PyTorch's SDPA guards fully masked rows: Where(IsNaN(p), 0, p)
+        guards = [k for k in kids if ix.op(k) == "IsNaN"]
+        passing = [k for k in kids if ix.op(k) in {"Cast", "Dropout", "Identity", "Where"}]
+        if not passing:
+            for g in guards:
+                passing.extend(k for k in ix.children(g) if ix.op(k) == "Where")
+        if not passing:
             break
-        if ix.op(k) not in {"Cast", "Dropout", "Identity", "Where"}:
-            break
-        fwd.append(k)
-        cur = k
+        fwd.extend(guards)
+        fwd.append(passing[0])
+        cur = passing[0]
     if ctx is None:
         return None
     members = {s, scores, ctx, *score_path, *fwd}
@@ -446,6 +452,7 @@ def _ffn_from(ix: GraphIndex, up: int):
     acts: list[int] = []
     frontier = [up]
     gate = None
+    down = None  # reached before the activation (GELU's 0.5·x branch is shorter than tanh's)
     for _ in range(10):
         nxt = []
         for n in frontier:
@@ -456,8 +463,9 @@ def _ffn_from(ix: GraphIndex, up: int):
                 if op in LINEAR and ix.weight_inputs(k):
                     if acts or gate is not None:
                         return members | {k}, k, acts, gate
+                    down = k
                     continue
-                if op not in ELEMENTWISE:
+                if op not in ELEMENTWISE and op not in _SHAPE_ONLY:
                     continue
                 if op == "Mul":
                     other = _other_linear_sibling(ix, k, up, members)
@@ -468,6 +476,8 @@ def _ffn_from(ix: GraphIndex, up: int):
                     acts.append(k)
                 members.add(k)
                 nxt.append(k)
+        if down is not None and acts and not nxt:
+            return members | {down}, down, acts, gate
         if not nxt or len(members) > 24:
             return None
         frontier = nxt

@@ -29,6 +29,39 @@ def scope_of(name: str) -> tuple[str, ...]:
     return tuple(parts[:-1])
 
 
+#: the dynamo ONNX exporter's node metadata: the module path as cumulative qualified names,
+#: ending with the node's own name: "['', 'transformer', 'transformer.h.0', 'view_3']"
+TORCH_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
+
+
+#: torch.export's node metadata: "key,qualified name,class" per enclosing module, ';'-joined
+TORCH_MODULE_STACK = "nn_module_stack"
+
+
+def node_scope(name: str, metadata: dict[str, str]) -> tuple[str, ...]:
+    """Module path of a node: from exporter metadata where present, else from its name."""
+    scopes = metadata.get(TORCH_NAME_SCOPES) if metadata else None
+    if scopes and len(scopes) < 4096:
+        names = [q.strip().strip("'\"") for q in scopes.strip("[]").split(",")]
+        return _components(names[:-1])  # the last entry is the node's own name
+    stack = metadata.get(TORCH_MODULE_STACK) if metadata else None
+    if stack and len(stack) < 4096:
+        return _components([e.split(",")[1] for e in stack.split(";") if e.count(",") >= 2])
+    return scope_of(name)
+
+
+def _components(qualified: list[str]) -> tuple[str, ...]:
+    """('layers.0', 'attn') from the cumulative names ['', 'layers.0', 'layers.0.attn']."""
+    out: list[str] = []
+    prev = ""
+    for qual in qualified:
+        if not qual:
+            continue
+        out.append(qual[len(prev) + 1 :] if prev and qual.startswith(prev + ".") else qual)
+        prev = qual
+    return tuple(out)
+
+
 def numbered(component: str) -> tuple[str, int] | None:
     """('layers', 3) for 'layers.3' / 'layer_3' / 'h.3' / 'block3'; None otherwise."""
     m = _NUMBERED.match(component)

@@ -306,3 +306,36 @@ def test_parse_shape():
     assert parse_shape("[2, 4]") == (2, 4) and parse_shape("[]") == ()
     with pytest.raises(InputSpecError, match="is not a list of integers"):
         parse_shape("1xa")
+
+
+def test_a_float_signal_beside_a_sample_rate_is_a_waveform_frame(tmp_path):
+    """Silero VAD takes [batch, samples] audio and a sample rate; one sample (the generic
+    default) fails inside the model, a 512-sample frame runs."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("ReduceMean", ["input"], ["m"], keepdims=0),
+            helper.make_node("Identity", ["sr"], ["sr_out"]),
+            helper.make_node("Identity", ["other"], ["other_out"]),
+        ],
+        "g",
+        [
+            _vi("input", TensorProto.FLOAT, ["batch", "samples"]),
+            _vi("sr", TensorProto.INT64, []),
+            _vi("other", TensorProto.FLOAT, [None, None, 4]),
+        ],
+        [
+            _vi("m", TensorProto.FLOAT, None),
+            _vi("sr_out", TensorProto.INT64, []),
+            _vi("other_out", TensorProto.FLOAT, None),
+        ],
+    )
+    path = tmp_path / "vad.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with nneditor.open(path) as doc:
+        plan = detect_inputs(doc)
+        assert plan["input"].shape == (1, 512) and plan["input"].role == "waveform"
+        assert plan["other"].shape == (1, 1, 4) and plan["other"].role == "generic"
+        assert "512 samples (32 ms at 16000 Hz)" in plan["input"].assumptions[-1]
+        assert not any("'input' at axis 1" in a for a in plan["input"].assumptions)
+        assert detect_inputs(doc, dims={"samples": 100})["input"].shape == (1, 100)
+        assert detect_inputs(doc, shapes={"input": (2, 7)})["input"].shape == (2, 7)

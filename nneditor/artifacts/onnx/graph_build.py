@@ -367,6 +367,7 @@ class GraphBuilder:
         outputs: list[str] = []
         name = op_type = domain = ""
         attrs: list[WireAttribute] = []
+        metadata: dict[str, str] = {}
         for fno, wt, _at, p, m in w.scan(buf, pos, pos + n, what):
             if wt != w.LEN:
                 continue
@@ -382,7 +383,16 @@ class GraphBuilder:
                 domain = w.text(buf, p, m)
             elif fno == 5:
                 attrs.append(scan_attribute(buf, p, m, f"attribute of {what}"))
+            elif fno == 9:  # metadata_props: StringStringEntryProto {key = 1, value = 2}
+                entry = {
+                    k: w.text(buf, q, r)
+                    for k, wt2, _a, q, r in w.scan(buf, p, p + m, what)
+                    if wt2 == w.LEN
+                }
+                metadata[entry.get(1, "")] = entry.get(2, "")
         node = wire_node(index, name, op_type, domain, tuple(inputs), tuple(outputs), dict)
+        if metadata:
+            node.info = {"metadata": metadata}
         label = name or f"{op_type}#{index}"
         for attr in attrs:
             for key, (gpos, glen) in zip(graph_keys(attr), attr.graphs, strict=False):

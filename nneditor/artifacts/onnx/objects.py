@@ -45,6 +45,15 @@ class OnnxNode(Node):
     _decode: Callable[[OnnxNode], dict[str, Any]] | None
 
     @property
+    def metadata(self) -> dict[str, str]:
+        """The NodeProto's ``metadata_props`` (read on each access; rarely asked for)."""
+        proto = self._proto
+        if proto is None:
+            return super().metadata
+        props = proto.metadata_props
+        return {as_text(p.key): as_text(p.value) for p in props} if props else {}
+
+    @property
     def attributes(self) -> dict[str, Any]:
         """Attribute name -> decoded value (decoded on first access)."""
         if self._attrs is None:

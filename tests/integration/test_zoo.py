@@ -1,0 +1,82 @@
+"""The public model zoo (tools/zoo.py): every real artifact opens, reports what its model is,
+and (ONNX) traces to what ONNX Runtime computes. The window side is tests/gui/test_zoo_window.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zoo
+from zoo_expect import expect
+
+ROOT = Path(__file__).resolve().parents[2]
+ONNX = [n for n in zoo.names() if n.endswith(".onnx")]
+
+
+def _cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nneditor", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", zoo.names())
+def test_inspect_json(name: str, zoo_artifact, unchanged) -> None:  # noqa: ANN001
+    path = zoo_artifact(name)
+    check = unchanged(path) if path.is_file() else (lambda: None)
+    out = _cli("inspect", path, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    e = expect(name)
+    assert report["format"] == e["format"]
+    assert report["tensors"]["count"] > 0
+    h = report["hierarchy"]
+    if e["graph"]:
+        assert report["graph"]["node_count"] > 0 and report["graph"]["outputs"]
+        assert h is not None and h["levels"]["architecture"] >= 1
+    else:
+        assert report["graph"] is None and report["graph_unavailable_reason"]
+        assert h is None or h["mode"] == "tensor-names"
+    if e["blocks"] is not None:
+        assert h["levels"]["blocks"] == e["blocks"], h
+    found = {p["kind"]: p["count"] for p in (h or {}).get("patterns", [])}
+    for kind, least in e["patterns"].items():
+        assert found.get(kind, 0) >= least, (kind, found)
+    if "calls" in e:  # a shared module: one block per call, each saying so
+        calls = [b["call"] for b in h["blocks"] if "call" in b]
+        assert [c["index"] for c in calls] == list(range(1, e["calls"] + 1))
+    check()
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ONNX)
+def test_automatic_input_trace_equals_onnxruntime(name: str, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    ort = pytest.importorskip("onnxruntime")
+    path = zoo_artifact(name)
+    made = _cli("inputs", path, "--auto", "--out", tmp_path / "in")
+    assert made.returncode == 0, made.stderr
+    traced = _cli(
+        "trace", path, "--inputs", tmp_path / "in" / "inputs.npz", "--out", tmp_path / "t", "--yes"
+    )
+    assert traced.returncode == 0, traced.stderr
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    values = {v["name"]: v for v in manifest["values"]}
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    with np.load(tmp_path / "in" / "inputs.npz", allow_pickle=False) as npz:
+        feeds = {i.name: npz[i.name] for i in session.get_inputs()}
+    names = [o.name for o in session.get_outputs()]
+    for out_name, want in zip(names, session.run(names, feeds), strict=True):
+        got = np.load(tmp_path / "t" / values[out_name]["file"], allow_pickle=False)
+        assert got.shape == want.shape and got.dtype == want.dtype, out_name
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out_name)
