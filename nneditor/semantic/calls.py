@@ -40,15 +40,23 @@ class CallInfo:
     calls: int  # how many calls the parent's instance makes
 
 
+#: a stored tensor counts as evidence of a shared module from this many elements: smaller
+#: ones (paddings, shape vectors, scalars) are deduplicated by converters (TFLite shares one
+#: buffer between all equal constants), not shared by calling a module twice
+MIN_SHARED_ELEMENTS = 32
+
+
 def weight_roots(ix: GraphIndex, nodes: Iterable[int]) -> set[str]:
-    """Weights (initializers, Constant outputs) used by ``nodes``, with Identity aliases
-    followed back to the stored tensor."""
+    """Weights (initializers, Constant outputs) of at least :data:`MIN_SHARED_ELEMENTS`
+    elements used by ``nodes``, with Identity aliases followed back to the stored tensor."""
     out: set[str] = set()
     for i in nodes:
         for name in ix.nodes[i].inputs:
             root = _root(ix, name) if name else ""
-            if root and ix.is_weight(root):
-                out.add(root)
+            if root and root not in out and ix.is_weight(root):
+                ref = ix.tensors.get(root)
+                if ref is not None and ref.size >= MIN_SHARED_ELEMENTS:
+                    out.add(root)
     return out
 
 
@@ -116,8 +124,8 @@ def _aliases(members: dict[Path, list[int]], ix: GraphIndex) -> dict[Path, tuple
             if (
                 s not in alias
                 and base[:-1] in called
-                and not weights[s] & ix.initializers
-                and not weights[base] & ix.initializers
+                and not weights[s]
+                and not weights[base]
                 and _ops(ix, members[s]) == _ops(ix, members[base])
             ):
                 alias[s] = (base, k)

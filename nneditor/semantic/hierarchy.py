@@ -260,13 +260,39 @@ def _first(trie: ScopeNode) -> int:
     return min(nodes) if nodes else 1 << 60
 
 
-def _find_stack(trie: ScopeNode) -> tuple[list[ScopeNode], str, list[ScopeNode]] | None:
+def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
+    """The stack candidates among ``trie``'s children whose operators run one after the other.
+
+    ``layers.0 … layers.N`` (and the calls of one shared module) run back to back; Keras'
+    numbered names (``conv2d_1``, ``activation_1``, ``conv2d_2`` …) are different layers that
+    interleave, so they are no stack. Operators of the parent itself may sit between blocks.
+    """
+    out: dict[str, list[ScopeNode]] = {}
+    for prefix, kids in stack_children(trie).items():
+        ids = {id(k) for k in kids}
+        inside = [i for k in kids for i in k.all_nodes() if ix.op(i) not in IGNORED_OPS]
+        if not inside:
+            continue
+        lo, hi = min(inside), max(inside)
+        if not any(
+            lo < i < hi and ix.op(i) not in IGNORED_OPS
+            for c in trie.children.values()
+            if id(c) not in ids
+            for i in c.all_nodes()
+        ):
+            out[prefix] = kids
+    return out
+
+
+def _find_stack(
+    trie: ScopeNode, ix: GraphIndex
+) -> tuple[list[ScopeNode], str, list[ScopeNode]] | None:
     """(path from root to the stack's parent, prefix, numbered children) covering most nodes."""
     best: tuple[int, list[ScopeNode], str, list[ScopeNode]] | None = None
     stack: list[tuple[ScopeNode, list[ScopeNode]]] = [(trie, [trie])]
     while stack:
         node, path = stack.pop()
-        for prefix, kids in stack_children(node).items():
+        for prefix, kids in _stacks(node, ix).items():
             covered = sum(k.count() for k in kids)
             if best is None or covered > best[0]:
                 best = (covered, path, prefix, kids)
@@ -289,12 +315,12 @@ def _scope_group(trie: ScopeNode, kind: str, level: int, nodes: list[int] | None
 def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
     while len(trie.children) == 1 and not trie.nodes:
         trie = next(iter(trie.children.values()))
-    found = _find_stack(trie)
+    found = _find_stack(trie, ix)
     stages: list[Group] = []
     loose: list[int] = []
     if found is None:
         for child in trie.children.values():
-            stages.append(_stage_with_blocks(child))
+            stages.append(_stage_with_blocks(child, ix))
         loose.extend(trie.nodes)
     else:
         path, prefix, kids = found
@@ -305,7 +331,7 @@ def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
             for child in anc.children.values():
                 if child is nxt or id(child) in kid_ids:
                     continue
-                stages.append(_stage_with_blocks(child))
+                stages.append(_stage_with_blocks(child, ix))
         stack_name = f"{prefix} ×{len(kids)}" if prefix else f"blocks ×{len(kids)}"
         stack_id = "/".join((*path[-1].path, stack_name))
         stack_group = Group(stack_id, stack_name, "stage", 1, category="stack")
@@ -314,14 +340,21 @@ def _build_from_scopes(root: Group, trie: ScopeNode, ix: GraphIndex) -> None:
             block.children = [_scope_group(c, "layer", 3) for c in k.children.values()]
             stack_group.children.append(block)
         stages.append(stack_group)
-    stages.sort(key=lambda g: g.first())
+    stages.sort(key=lambda g: _order(g, ix))
     root.children = stages
     _attach_loose(root, loose, ix)
 
 
-def _stage_with_blocks(trie: ScopeNode) -> Group:
+def _order(g: Group, ix: GraphIndex) -> int:
+    """Where a group starts: its first computing operator (exporters hoist Constants and
+    Identity copies of weights to the top of the graph), else its first operator."""
+    nodes = g.all_nodes()
+    return next((i for i in nodes if ix.op(i) not in IGNORED_OPS), nodes[0] if nodes else 1 << 60)
+
+
+def _stage_with_blocks(trie: ScopeNode, ix: GraphIndex) -> Group:
     stage = _scope_group(trie, "stage", 1, nodes=[])
-    numbered = stack_children(trie)
+    numbered = _stacks(trie, ix)
     if numbered:
         prefix, kids = max(numbered.items(), key=lambda kv: sum(k.count() for k in kv[1]))
         ids = {id(k) for k in kids}
@@ -336,7 +369,7 @@ def _stage_with_blocks(trie: ScopeNode) -> Group:
     else:
         stage.nodes = list(trie.nodes)
         stage.children = [_scope_group(c, "layer", 3) for c in trie.children.values()]
-    stage.children.sort(key=lambda g: g.first())
+    stage.children.sort(key=lambda g: _order(g, ix))
     return stage
 
 
@@ -362,7 +395,7 @@ def _attach_loose(root: Group, loose: list[int], ix: GraphIndex) -> None:
     if pending:
         other = Group("other", "other operators", "stage", 1, nodes=pending)
         root.children.append(other)
-        root.children.sort(key=lambda g: g.first())
+        root.children.sort(key=lambda g: _order(g, ix))
 
 
 # ---------------------------------------------------------------------------- repetition mode

@@ -228,7 +228,10 @@ class Workbench(QWidget):
             self._show(level, result)
             return
         self.status.emit(f"Laying out {len(nodes):,} items…")
-        self.runner.submit(job, lambda r: self._show(level, r), channel="level", label="Layout")
+        # one channel per canvas: the Traced model pane's canvas shares this runner, and a
+        # shared channel made its layout supersede (silently drop) the model graph's
+        channel = f"level:{id(self)}"
+        self.runner.submit(job, lambda r: self._show(level, r), channel=channel, label="Layout")
 
     def _show(self, level: LevelView, result: JobResult[Any]) -> None:
         if self.session is None or level is not self.session.level:

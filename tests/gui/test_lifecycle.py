@@ -260,3 +260,31 @@ def test_dropping_a_file_opens_it(qtbot, window, nested_model):  # noqa: ANN001
     with qtbot.waitSignal(window.firstFrame, timeout=30000):
         window.start.dropEvent(event)
     assert window.index is not None and window.index.doc.path == nested_model
+
+
+def test_a_first_level_laid_out_in_the_background_is_shown(qtbot, window, tmp_path):  # noqa: ANN001
+    """Over SYNC_LAYOUT_ITEMS items the layout runs on the job runner, which the Traced model
+    pane's canvas shares: its layout on the same channel dropped the model graph's, and the
+    window never painted (a 388-operator TFLite face detector hung --screenshot)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from nneditor.ui.workbench import SYNC_LAYOUT_ITEMS
+
+    n = SYNC_LAYOUT_ITEMS + 30
+    nodes = [
+        helper.make_node("Relu", [f"v{k}"], [f"v{k + 1}"], name=f"model/layer_{k}x/Relu")
+        for k in range(n)
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info(f"v{n}", TensorProto.FLOAT, [1, 4])],
+    )
+    path = tmp_path / "wide.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with qtbot.waitSignal(window.firstFrame, timeout=30000):
+        window.open_path(str(path))
+    assert len(window.session.level.items) > SYNC_LAYOUT_ITEMS
+    assert window.workbench.scene.item_count > SYNC_LAYOUT_ITEMS

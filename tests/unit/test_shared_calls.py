@@ -20,6 +20,7 @@ from nneditor.ui.canvas.scene import layout_input
 from nneditor.ui.model_index import ModelIndex
 
 Op = tuple[str, str, list[str], list[str]]  # name, op type, inputs, outputs
+D = 32  # weights of D elements and more count as evidence of sharing (small ones are deduped)
 
 
 def _model(path: Path, ops: list[Op], inits: dict[str, np.ndarray], out: str) -> Path:
@@ -27,8 +28,8 @@ def _model(path: Path, ops: list[Op], inits: dict[str, np.ndarray], out: str) ->
     graph = helper.make_graph(
         nodes,
         "g",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+        [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, D])],
         [numpy_helper.from_array(v, k) for k, v in inits.items()],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
@@ -59,7 +60,7 @@ def _albert_like(path: Path, calls: int = 3) -> Path:
     """One encoder layer module called ``calls`` times, named as PyTorch's exporter names it:
     call k (k >= 1) suffixes the innermost component with ``_k``; each call feeds the shared
     weight through an Identity of the stored tensor (hoisted to the top of the graph)."""
-    w = np.eye(4, dtype=np.float32)
+    w = np.eye(D, dtype=np.float32)
     ops: list[Op] = []
     hoisted: list[Op] = []
     x = "x"
@@ -84,7 +85,7 @@ def _albert_like(path: Path, calls: int = 3) -> Path:
         ops.append((f"{layer}{sfx}/Add", "Add", [a, x], [r]))
         x = r
     ops.append(("/pooler/Relu", "Relu", [x], ["y"]))
-    ones = np.ones(4, np.float32)
+    ones = np.ones(D, np.float32)
     return _model(path, hoisted + ops, {"wq": w, "ln_w": ones, "ln_b": 0 * ones}, "y")
 
 
@@ -112,13 +113,14 @@ def test_calls_of_a_shared_module_are_separate_groups_that_share_weights(tmp_pat
 
 
 def test_numbered_layers_beside_an_unnumbered_one_are_not_calls(tmp_path: Path) -> None:
-    """Keras names three different layers conv1d, conv1d_1, conv1d_2 (own weights each); the
-    stack of the numbered ones must not take the id of the unnumbered sibling."""
+    """Keras names three different layers conv1d, conv1d_1, conv1d_2 (own weights each); they
+    are not calls of one module, and the stack of the numbered ones must not take the id of
+    the unnumbered sibling."""
     ops: list[Op] = []
     inits = {}
     x = "x"
     for k, name in enumerate(["conv1d", "conv1d_1", "conv1d_2", "dense"]):
-        inits[f"w{k}"] = np.eye(4, dtype=np.float32) * (k + 1)
+        inits[f"w{k}"] = np.eye(D, dtype=np.float32) * (k + 1)
         ops.append((f"model_1/{name}/MatMul", "MatMul", [x, f"w{k}"], [f"m{k}"]))
         ops.append((f"model_1/{name}/Relu", "Relu", [f"m{k}"], [f"r{k}"]))
         x = f"r{k}"
@@ -131,7 +133,7 @@ def test_numbered_layers_beside_an_unnumbered_one_are_not_calls(tmp_path: Path) 
 
 def test_a_scope_that_recurs_non_contiguously_lays_out(tmp_path: Path) -> None:
     """tf2onnx interleaves a shared Keras layer's two applications with other layers."""
-    inits = {"w": np.eye(4, dtype=np.float32), "v": np.eye(4, dtype=np.float32)}
+    inits = {"w": np.eye(D, dtype=np.float32), "v": np.eye(D, dtype=np.float32)}
     ops: list[Op] = [
         ("model_1/conv1d/MatMul", "MatMul", ["x", "w"], ["a"]),
         ("model_1/conv1d_1/MatMul", "MatMul", ["a", "v"], ["b"]),
@@ -172,4 +174,33 @@ def test_any_name_tree_gives_unique_ids_and_every_level_lays_out(tmp_path_factor
             ops.append((name, "Relu", [x], [f"v{k}"]))
         x = f"v{k}"
     path = tmp_path_factory.mktemp("names") / "m.onnx"
-    _every_level_lays_out(_model(path, ops, {"w": np.eye(4, dtype=np.float32)}, x))
+    _every_level_lays_out(_model(path, ops, {"w": np.eye(D, dtype=np.float32)}, x))
+
+
+def test_interleaved_numbered_layers_are_no_stack_and_deduplicated_constants_no_calls(
+    tmp_path: Path,
+) -> None:
+    """Keras/TFLite: conv2d_k and activation_k alternate (different layers, no stack of
+    blocks), and every zero_padding2d_k reads the one deduplicated paddings constant (no
+    evidence of a shared module)."""
+    inits = {"pads": np.array([0, 0, 1, 1], np.int64)}
+    ops: list[Op] = []
+    x = "x"
+    for k in range(4):
+        sfx = f"_{k}" if k else ""
+        inits[f"w{k}"] = np.eye(D, dtype=np.float32) * (k + 1)
+        ops += [
+            (f"model/zero_padding2d{sfx}/Pad", "Pad", [x, "pads"], [f"p{k}"]),
+            (f"model/conv2d{sfx}/Slice", "Slice", [f"p{k}", "st", "en"], [f"s{k}"]),
+            (f"model/conv2d{sfx}/MatMul", "MatMul", [f"s{k}", f"w{k}"], [f"m{k}"]),
+            (f"model/activation{sfx}/Relu", "Relu", [f"m{k}"], [f"r{k}"]),
+        ]
+        x = f"r{k}"
+    inits["st"] = np.array([1], np.int64)
+    inits["en"] = np.array([1 + D], np.int64)
+    ix = _every_level_lays_out(_model(tmp_path / "keras.onnx", ops, inits, x))
+    assert ix.hierarchy is not None
+    groups = list(ix.hierarchy.root.walk())
+    assert all(g.call is None for g in groups)
+    assert not any(g.category == "stack" for g in groups), [g.name for g in groups]
+    assert len(ix.hierarchy.root.children) == 12
