@@ -133,6 +133,34 @@ class InputPlan:
     def names(self) -> list[str]:
         return [spec.name for spec in self.inputs]
 
+    def open_extents_at_one(self, arrays: Mapping[str, np.ndarray]) -> str:
+        """A sentence naming the inputs whose open extents (beyond the batch axis) hold 1 in
+        ``arrays``, with the options that set them; "" when there are none. A model that
+        fails on such inputs usually needs a longer sequence or a larger image."""
+        found: list[str] = []
+        dims: list[str] = []
+        for spec in self.inputs:
+            arr = arrays.get(spec.name)
+            declared = spec.declared_shape
+            if arr is None or declared is None or arr.ndim != len(declared):
+                continue
+            for axis, d in enumerate(declared):
+                fixed = isinstance(d, int) and d >= 0
+                if fixed or arr.shape[axis] != 1 or (axis == 0 and arr.ndim > 1):
+                    continue
+                label = repr(d) if isinstance(d, str) and d else "?"
+                found.append(f"{spec.name!r} axis {axis} ({label})")
+                dims.append(
+                    f"--dim {d}=N" if isinstance(d, str) and d else f"--shape {spec.name}=..."
+                )
+        if not found:
+            return ""
+        return (
+            f"the inputs hold 1 where the model leaves the extent open ({', '.join(found)}); "
+            "models often need more: generate them again with "
+            f"`nneditor inputs MODEL --auto {' '.join(dict.fromkeys(dims))}`"
+        )
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "model": self.model,

@@ -271,7 +271,7 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
     for prefix, kids in stack_children(trie).items():
         ids = {id(k) for k in kids}
         inside = [i for k in kids for i in k.all_nodes() if ix.op(i) not in IGNORED_OPS]
-        if not inside:
+        if not inside or not _alike(kids, ix):
             continue
         lo, hi = min(inside), max(inside)
         if not any(
@@ -282,6 +282,17 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
         ):
             out[prefix] = kids
     return out
+
+
+def _alike(kids: list[ScopeNode], ix: GraphIndex) -> bool:
+    """Most members compute the same operators: a stack repeats one block (a ResNet stage's
+    first block may add a downsampling branch), unlike YOLO's ``model.0 … model.22``, a
+    numbered sequence of different modules."""
+    shapes = Counter(
+        frozenset(Counter(ix.op(i) for i in k.all_nodes() if ix.op(i) not in IGNORED_OPS).items())
+        for k in kids
+    )
+    return 2 * shapes.most_common(1)[0][1] >= len(kids)
 
 
 def _find_stack(

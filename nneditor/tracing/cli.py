@@ -60,7 +60,7 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
 
     input_plan = plan_from_args(doc, args)
     if args.inputs:
-        arrays = assign_file(input_plan, args.inputs)
+        arrays = assign_file(input_plan, _input_file(args.inputs))
         check_set(input_plan, arrays)
         source = f"inputs from {args.inputs}"
     else:
@@ -93,9 +93,27 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         print(f"{result.status}: {result.message}")
         print(f"provider: {result.provider}; wrote {result.out_dir}/manifest.json")
     if not result.published:
-        print(f"nneditor: {result.message}", file=sys.stderr)
+        hint = input_plan.open_extents_at_one(arrays) if result.status == "failed" else ""
+        print(f"nneditor: {result.message}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def _input_file(given: str) -> str:
+    """``--inputs`` names a .npz/.npy, or the folder `nneditor inputs --out` wrote."""
+    from pathlib import Path
+
+    from nneditor.inputs.spec import InputSpecError
+
+    path = Path(given)
+    if not path.is_dir():
+        return given
+    if (path / "inputs.npz").is_file():
+        return str(path / "inputs.npz")
+    raise InputSpecError(
+        f"{given} is a folder without inputs.npz; give the .npz or .npy file, or the folder "
+        "`nneditor inputs MODEL --out DIR` wrote"
+    )
 
 
 def _progress_printer(quiet: bool) -> Any:

@@ -151,3 +151,42 @@ def test_a_refused_trace_leaves_no_pre_started_worker(tmp_path, capsys):
     ]
     assert left == []
     assert not (tmp_path / "t").exists()
+
+
+def test_a_failed_trace_names_open_extents_left_at_one(tmp_path):
+    """A model that cannot run on a 1-pixel image: the failure says which open extents the
+    automatic inputs set to 1 and how to set them; the folder `inputs --out` wrote is accepted."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["images", "w"], ["p"], kernel_shape=[3, 3]),
+            helper.make_node("Relu", ["p"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["n", 3, "height", "width"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")],
+    )
+    path = tmp_path / "pool.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert run("inputs", path, "--auto", "--out", tmp_path / "in").returncode == 0
+    failed = run("trace", path, "--inputs", tmp_path / "in", "--out", tmp_path / "t", "--yes")
+    assert failed.returncode == 1
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith("nneditor: the trace failed:")
+    assert last.endswith(
+        "the inputs hold 1 where the model leaves the extent open ('images' axis 2 ('height'), "
+        "'images' axis 3 ('width')); models often need more: generate them again with "
+        "`nneditor inputs MODEL --auto --dim height=N --dim width=N`"
+    )
+    assert not (tmp_path / "t").exists()
+    again = run(
+        "inputs", path, "--auto", "--out", tmp_path / "in2", "--dim", "height=8", "--dim", "width=8"
+    )
+    assert again.returncode == 0
+    ok = run("trace", path, "--inputs", tmp_path / "in2", "--out", tmp_path / "t", "--yes")
+    assert ok.returncode == 0, ok.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = run("trace", path, "--inputs", empty, "--out", tmp_path / "t2", "--yes")
+    assert refused.returncode == 2
+    assert "is a folder without inputs.npz" in refused.stderr
