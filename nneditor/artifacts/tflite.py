@@ -40,7 +40,7 @@ from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
-from nneditor.tensors.dtypes import SUB_BYTE_BITS, stored_nbytes
+from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype, stored_nbytes
 from nneditor.tensors.loaders import (
     DecodedLoader,
     PackedLoader,
@@ -75,6 +75,28 @@ class _Tensor:
     buffer: int
     quant: dict[str, Any] | None
     is_variable: bool
+    sparsity: _Sparsity | None = None
+
+
+@dataclass(slots=True)
+class _Level:
+    """One level of a sparse tensor's traversal (schema DimensionMetadata)."""
+
+    dense: bool  # DENSE: ``size`` positions; SPARSE_CSR: ``segments`` + ``indices``
+    size: int
+    segments: np.ndarray | None = None
+    indices: np.ndarray | None = None
+
+
+@dataclass(slots=True)
+class _Sparsity:
+    """TFLite SparsityParameters: the stored values are the non-zeros of the dense tensor in
+    ``traversal_order`` over the dense axes followed by the block axes (``block_map`` names
+    the dense axis each block axis subdivides)."""
+
+    traversal: tuple[int, ...]
+    block_map: tuple[int, ...]
+    levels: list[_Level]
 
 
 @dataclass(slots=True)
@@ -221,6 +243,44 @@ def _tensor(t: Table) -> _Tensor:
         buffer=t.integer(Slots.T_BUFFER, "I"),
         quant=quant,
         is_variable=bool(t.integer(Slots.T_IS_VARIABLE, "B")),
+        sparsity=_sparsity(t.table(Slots.T_SPARSITY, "sparsity parameters")),
+    )
+
+
+#: SparseIndexVector union members: type code -> numpy dtype of ``values``
+_INDEX_VECTORS: dict[int, np.dtype[Any]] = {
+    1: np.dtype("<i4"),
+    2: np.dtype("<u2"),
+    3: np.dtype("u1"),
+}
+
+
+def _sparsity(sp: Table | None) -> _Sparsity | None:
+    if sp is None:
+        return None
+    levels = []
+    for dm in sp.tables(Slots.SP_DIM_METADATA, "sparse dimension metadata"):
+        dense = dm.integer(Slots.DM_FORMAT, "b") == 0
+        size = dm.integer(Slots.DM_DENSE_SIZE, "i")
+        if dense:
+            levels.append(_Level(True, size))
+            continue
+        vectors: list[np.ndarray | None] = []
+        for type_slot, slot in ((Slots.DM_SEGMENTS_TYPE, Slots.DM_SEGMENTS),
+                                (Slots.DM_INDICES_TYPE, Slots.DM_INDICES)):  # fmt: skip
+            dtype = _INDEX_VECTORS.get(dm.integer(type_slot, "B"))
+            table = dm.table(slot, "a sparse index vector")
+            if dtype is None or table is None:
+                vectors.append(None)
+                continue
+            start, count = table.vector(0, dtype.itemsize, "sparse indices")
+            raw = table.fb.buf[start : start + count * dtype.itemsize]
+            vectors.append(np.frombuffer(raw, dtype).astype(np.int64))
+        levels.append(_Level(False, size, vectors[0], vectors[1]))
+    return _Sparsity(
+        tuple(int(v) for v in sp.numbers(Slots.SP_TRAVERSAL, "i", "a traversal order")),
+        tuple(int(v) for v in sp.numbers(Slots.SP_BLOCK_MAP, "i", "a block map")),
+        levels,
     )
 
 
@@ -347,13 +407,16 @@ def _tensor_ref(
     info: dict[str, Any] = {"buffer": t.buffer}
     if t.quant:
         info["quantization"] = t.quant
+    if t.sparsity is not None:
+        info["sparsity"] = {"traversal_order": list(t.sparsity.traversal),
+                            "block_map": list(t.sparsity.block_map)}  # fmt: skip
     loader = _loader(name, dtype, t, offset, size, source)
     return TensorRef(
         name=name,
         dtype=dtype,
         shape=t.shape,
         nbytes=size,
-        encoding="raw",
+        encoding="sparse" if t.sparsity is not None else "raw",
         loader=loader,
         offset=offset,
         info=info,
@@ -373,6 +436,8 @@ def _loader(
         return DecodedLoader(
             lambda: _strings(source, offset, size, name), ("tflite", source.label, offset)
         )
+    if t.sparsity is not None:
+        return _sparse_loader(name, dtype, t, t.sparsity, offset, size, source)
     expected = stored_nbytes(dtype, count)
     if size == expected:
         if dtype in SUB_BYTE_BITS:
@@ -382,6 +447,89 @@ def _loader(
         f"tensor {name!r} declares {dtype}{list(t.shape)} ({expected} bytes) but its buffer "
         f"holds {size} bytes; NNEditor does not guess the layout"
     )
+
+
+#: a sparse tensor is densified in memory; refuse dense sizes beyond this many elements
+_MAX_DENSE = 1 << 28
+
+
+def _sparse_loader(
+    name: str,
+    dtype: str,
+    t: _Tensor,
+    sp: _Sparsity,
+    offset: int,
+    size: int,
+    source: ByteSource,
+) -> TensorLoader:
+    count = int(np.prod(t.shape, dtype=np.int64)) if t.shape else 1
+    if dtype in SUB_BYTE_BITS or dtype == "string" or count > _MAX_DENSE:
+        return UnavailableLoader(
+            f"tensor {name!r} is stored sparse as {dtype}{list(t.shape)}; NNEditor densifies "
+            f"byte-sized types up to {_MAX_DENSE:,} elements only"
+        )
+
+    def densify() -> np.ndarray:
+        values = np.frombuffer(source.read(offset, size), numpy_dtype(dtype))
+        try:
+            return _densify(values, t.shape, sp)
+        except (IndexError, ValueError) as exc:
+            raise ArtifactError(
+                f"the sparse encoding of tensor {name!r} is inconsistent ({exc})",
+                format=FORMAT,
+                path=source.label,
+                offset=offset,
+            ) from None
+
+    return DecodedLoader(densify, ("tflite-sparse", source.label, offset))
+
+
+def _densify(values: np.ndarray, shape: tuple[int, ...], sp: _Sparsity) -> np.ndarray:
+    """The dense tensor of TFLite's sparse format, level by level over all paths at once
+    (TFLite's FormatConverter walks it recursively, one value at a time)."""
+    rank, total = len(shape), int(np.prod(shape, dtype=np.int64))
+    if len(sp.traversal) != len(sp.levels) or len(sp.traversal) != rank + len(sp.block_map):
+        raise ValueError("traversal order, block map and dimension metadata disagree")
+    block = [0] * len(sp.block_map)
+    for level, axis in enumerate(sp.traversal):
+        if axis >= rank:
+            block[axis - rank] = sp.levels[level].size
+    prev = np.zeros(1, np.int64)  # per path: its position at this level
+    cols: list[np.ndarray] = []  # per level: each path's index
+    for lv in sp.levels:
+        if lv.dense:
+            if lv.size <= 0 or len(prev) * lv.size > max(total, 1):
+                raise ValueError("a dense level exceeds the tensor")
+            idx = np.tile(np.arange(lv.size, dtype=np.int64), len(prev))
+            cols = [np.repeat(c, lv.size) for c in cols]
+            prev = np.repeat(prev, lv.size) * lv.size + idx
+        else:
+            if lv.segments is None or lv.indices is None:
+                raise ValueError("a sparse level without segments or indices")
+            starts, ends = lv.segments[prev], lv.segments[prev + 1]
+            counts = ends - starts
+            if (starts < 0).any() or (counts < 0).any() or int(counts.sum()) > len(values):
+                raise ValueError("sparse segments out of order")
+            owner = np.repeat(np.arange(len(prev)), counts)
+            first = np.repeat(np.cumsum(counts) - counts, counts)
+            prev = np.repeat(starts, counts) + np.arange(int(counts.sum())) - first
+            cols = [c[owner] for c in cols]
+            if len(prev) and int(prev.max()) >= len(lv.indices):
+                raise ValueError("sparse segments point past the indices")
+            idx = lv.indices[prev]
+        cols.append(idx)
+    if len(prev) != len(values):
+        raise ValueError(f"{len(prev)} positions for {len(values)} stored values")
+    orig: list[np.ndarray] = [np.zeros(0, np.int64)] * rank
+    for level in range(rank):
+        orig[sp.traversal[level]] = cols[level]
+    for level in range(rank, len(sp.levels)):
+        b = sp.traversal[level] - rank
+        axis = sp.block_map[b]
+        orig[axis] = orig[axis] * block[b] + cols[level]
+    out = np.zeros(total, values.dtype)
+    out[np.ravel_multi_index(tuple(orig), shape)] = values
+    return out.reshape(shape)
 
 
 def _strings(source: ByteSource, offset: int, size: int, name: str) -> np.ndarray:

@@ -28,6 +28,10 @@ class Slots:
     OP_CUSTOM_OPTIONS, OP_CUSTOM_FORMAT, OP_MUTATING, OP_INTERMEDIATES = 5, 6, 7, 8
     # table Buffer
     BUF_DATA, BUF_OFFSET, BUF_SIZE = 0, 1, 2
+    # SparsityParameters and DimensionMetadata (a union takes two slots: type, value)
+    SP_TRAVERSAL, SP_BLOCK_MAP, SP_DIM_METADATA = 0, 1, 2
+    DM_FORMAT, DM_DENSE_SIZE, DM_SEGMENTS_TYPE, DM_SEGMENTS = 0, 1, 2, 3
+    DM_INDICES_TYPE, DM_INDICES = 4, 5
     # table Metadata
     META_NAME, META_BUFFER = 0, 1
     # table SignatureDef / TensorMap

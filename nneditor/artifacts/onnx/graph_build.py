@@ -384,12 +384,12 @@ class GraphBuilder:
             elif fno == 5:
                 attrs.append(scan_attribute(buf, p, m, f"attribute of {what}"))
             elif fno == 9:  # metadata_props: StringStringEntryProto {key = 1, value = 2}
-                entry = {
+                kv = {
                     k: w.text(buf, q, r)
                     for k, wt2, _a, q, r in w.scan(buf, p, p + m, what)
                     if wt2 == w.LEN
                 }
-                metadata[entry.get(1, "")] = entry.get(2, "")
+                metadata[kv.get(1, "")] = kv.get(2, "")
         node = wire_node(index, name, op_type, domain, tuple(inputs), tuple(outputs), dict)
         if metadata:
             node.info = {"metadata": metadata}
