@@ -80,6 +80,10 @@ class SliceError(NNEditorError, ValueError):
     """A slice expression does not fit the tensor's shape."""
 
 
+class EditError(NNEditorError):
+    """An edit was refused; the message says why. Nothing was changed."""
+
+
 class CancelledError(NNEditorError):
     """A job was cancelled by the user."""
 

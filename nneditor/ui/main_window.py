@@ -381,6 +381,10 @@ class MainWindow(QMainWindow):
             self.timings["first_frame"] = stamp
             self.firstFrame.emit(delay)
 
+    def as_widget(self) -> QWidget:
+        """This window, for features typed against :class:`nneditor.ui.host.WindowHost`."""
+        return self
+
     def report_error(self, title: str, text: str) -> None:
         self.status_label.setText(text)
         self.openFailed.emit(text)

@@ -33,14 +33,14 @@ from nneditor.ui.trace.trace_panel import TracePanel
 from nneditor.ui.trace.traced_pane import TracedPane
 
 if TYPE_CHECKING:
-    from nneditor.ui.main_window import MainWindow
+    from nneditor.ui.host import WindowHost
 
 VIEWS = ("Model graph", "Trace", "Traced model")
 
 
 class TraceFeature(QObject):
-    def __init__(self, window: MainWindow) -> None:
-        super().__init__(window)
+    def __init__(self, window: WindowHost) -> None:
+        super().__init__(window.as_widget())
         self.window = window
         self.inputs = InputsPanel()
         self.panel = TracePanel()
@@ -150,7 +150,7 @@ class TraceFeature(QObject):
         if run is None:
             return None
         try:
-            overlay = TensorOverlay(run, name, self.window)
+            overlay = TensorOverlay(run, name, self.window.as_widget())
         except NNEditorError as exc:
             self.window.status_label.setText(str(exc))
             return None

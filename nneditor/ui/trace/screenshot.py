@@ -17,10 +17,10 @@ from nneditor.errors import NNEditorError
 from nneditor.ui.targets import Target
 
 if TYPE_CHECKING:
-    from nneditor.ui.main_window import MainWindow
+    from nneditor.ui.host import WindowHost
 
 
-def open_trace(window: MainWindow, folder: str, select: str | None = None) -> str | None:
+def open_trace(window: WindowHost, folder: str, select: str | None = None) -> str | None:
     """Show ``folder``'s trace (and ``select``'s overlay); returns an error sentence or None."""
     feature = window.trace
     try:
@@ -39,7 +39,7 @@ def open_trace(window: MainWindow, folder: str, select: str | None = None) -> st
     return None
 
 
-def grab(window: MainWindow) -> QPixmap:
+def grab(window: WindowHost) -> QPixmap:
     """The window, with the newest tensor overlay (if any) drawn centred over it."""
     shot = window.grab()
     overlays = window.trace.overlays
