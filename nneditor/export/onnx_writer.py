@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,16 @@ from nneditor.editing.onnx_source import (
 )
 from nneditor.errors import NNEditorError
 from nneditor.export import pbwrite as pb
+from nneditor.io.crash_points import crash_point
+from nneditor.io.scratch import (
+    EXPORT_PREFIX,
+    DestinationBusyError,
+    check_free_space,
+    destination_lock,
+    staging_dir,
+    sweep,
+    write_failure,
+)
 from nneditor.io.source import ByteSource
 from nneditor.jobs import JobHandle
 
@@ -294,6 +303,7 @@ def _write(pieces: list[Piece], path: Path, handle: JobHandle, done: int, total:
                 pos += n
                 done += n
                 handle.progress(done, total, "writing")
+                crash_point("export:writing")
         fh.flush()
         os.fsync(fh.fileno())
     return done
@@ -330,22 +340,34 @@ def export_revision(
         pieces = plan.model()
         data_path = dest.with_name(dest.name + ".data")
     total = _size(pieces) + plan.data_size
-    stage = Path(tempfile.mkdtemp(prefix=".nneditor-export-", dir=dest.parent))
+    sweep(dest.parent, (EXPORT_PREFIX,))  # staging that killed exports left here
+    short = check_free_space(dest, total)
+    if short:
+        raise ExportError(short)
     try:
-        done = 0
-        if data_path is not None:
-            done = _write(plan.data_pieces, stage / data_path.name, handle, done, total)
-        _write(pieces, stage / dest.name, handle, done, total)
-        checks = _validate(stage / dest.name, state, runtime_check, plan.notes)
-        if data_path is not None:
-            os.replace(stage / data_path.name, data_path)
-        os.replace(stage / dest.name, dest)
+        with destination_lock(dest):
+            stage = staging_dir(dest.parent, EXPORT_PREFIX)
+            try:
+                done = 0
+                if data_path is not None:
+                    done = _write(plan.data_pieces, stage / data_path.name, handle, done, total)
+                _write(pieces, stage / dest.name, handle, done, total)
+                checks = _validate(stage / dest.name, state, runtime_check, plan.notes)
+                crash_point("export:validated")
+                if data_path is not None:
+                    os.replace(stage / data_path.name, data_path)
+                    crash_point("export:data-published")
+                os.replace(stage / dest.name, dest)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+    except DestinationBusyError as exc:
+        raise ExportError(str(exc)) from None
     except NNEditorError:
         raise
+    except OSError as exc:
+        raise ExportError(write_failure(exc, dest)) from exc
     except Exception as exc:
         raise ExportError(f"export failed and nothing was published: {exc}") from exc
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     return ExportReport(dest, data_path, total, time.perf_counter() - t0, checks, plan.notes)
 
 

@@ -11,15 +11,26 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from nneditor import __version__
 from nneditor.analysis.chunks import iter_chunks
 from nneditor.errors import NNEditorError
+from nneditor.io.crash_points import crash_point
+from nneditor.io.scratch import (
+    LEGACY_WEIGHTS,
+    WEIGHTS_PREFIX,
+    DestinationBusyError,
+    check_free_space,
+    destination_lock,
+    staging_file,
+    sweep,
+    write_failure,
+)
 from nneditor.jobs import JobHandle
 from nneditor.model.document import Document
 from nneditor.tensors.dtypes import numpy_dtype
@@ -52,7 +63,7 @@ class WeightsExportError(NNEditorError):
     pass
 
 
-def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -> dict[str, object]:
+def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -> dict[str, Any]:
     handle = handle or JobHandle()
     dest = Path(dest).resolve()
     if dest.suffix != ".safetensors":
@@ -61,6 +72,8 @@ def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -
         )
     if dest == Path(doc.path).resolve():
         raise WeightsExportError("the destination is the source file; choose a new file")
+    if not dest.parent.is_dir():
+        raise WeightsExportError(f"the destination folder {dest.parent} does not exist")
     plan = []
     notes = []
     offset = 0
@@ -94,7 +107,29 @@ def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -
         }
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * ((-len(raw)) % 8)
-    fd, tmp = tempfile.mkstemp(prefix=".nneditor-", suffix=".safetensors", dir=dest.parent)
+    sweep(dest.parent, (WEIGHTS_PREFIX,), legacy=LEGACY_WEIGHTS)
+    short = check_free_space(dest, offset + len(raw) + 8)
+    if short:
+        raise WeightsExportError(short)
+    try:
+        with destination_lock(dest):
+            return _write_weights(doc, plan, raw, offset, notes, dest, handle)
+    except DestinationBusyError as exc:
+        raise WeightsExportError(str(exc)) from None
+    except OSError as exc:
+        raise WeightsExportError(write_failure(exc, dest)) from exc
+
+
+def _write_weights(
+    doc: Document,
+    plan: list[Any],
+    raw: bytes,
+    offset: int,
+    notes: list[str],
+    dest: Path,
+    handle: JobHandle,
+) -> dict[str, Any]:
+    fd, tmp = staging_file(dest.parent, WEIGHTS_PREFIX, ".safetensors")
     t0 = time.perf_counter()
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -112,16 +147,18 @@ def export_weights(doc: Document, dest: Path, handle: JobHandle | None = None) -
                     written += arr.nbytes
                     done += arr.nbytes
                     handle.progress(done, offset, "writing weights")
+                    crash_point("weights:writing")
                 if written != nbytes:
                     raise WeightsExportError(
                         f"{ref.name!r} decoded to {written} bytes, expected {nbytes}"
                     )
             fh.flush()
             os.fsync(fh.fileno())
-        _verify(Path(tmp), len(plan))
+        _verify(tmp, len(plan))
+        crash_point("weights:verified")
         os.replace(tmp, dest)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return {
         "path": str(dest),

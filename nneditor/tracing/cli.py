@@ -8,7 +8,8 @@
 Without ``--yes`` the plan is printed and the command exits with 2 ("add --yes to approve this
 run"); nothing runs. With ``--yes`` the printed plan is approved for exactly one run.
 Exit codes: 0 complete or partial trace published; 1 the run failed, timed out, ran out of
-memory, was cancelled or crashed (nothing published); 2 refused before running.
+memory, was cancelled or crashed (nothing published); 2 refused before running, or the
+captures could not be written (disk full, no permission: nothing published).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from nneditor.inputs.cli import add_shape_arguments, plan_from_args
+from nneditor.io.scratch import sweep_temp
 from nneditor.tracing.limits import Limits
 from nneditor.tracing.providers import DEVICES
 
@@ -82,6 +84,7 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         print(APPROVE_HINT, file=sys.stderr)
         return EXIT_REFUSED
     doc.close()  # the worker reads the model itself; keep no map open during the run
+    sweep_temp()  # worker scratch that killed traces left behind
     approval = approve(plan)
     runner = runner or TraceRunner()
     result = runner.run(plan, approval, args.out, on_event=_progress_printer(args.json))
@@ -93,9 +96,10 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         print(f"{result.status}: {result.message}")
         print(f"provider: {result.provider}; wrote {result.out_dir}/manifest.json")
     if not result.published:
-        hint = input_plan.open_extents_at_one(arrays) if result.status == "failed" else ""
+        failed = result.status == "failed" and not result.write_failed
+        hint = input_plan.open_extents_at_one(arrays) if failed else ""
         print(f"nneditor: {result.message}" + (f"; {hint}" if hint else ""), file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_REFUSED if result.write_failed else EXIT_FAILED
     return 0
 
 

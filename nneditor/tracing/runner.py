@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import select
 import shutil
 import signal
@@ -46,6 +47,15 @@ import numpy as np
 import psutil
 
 from nneditor.errors import NNEditorError
+from nneditor.io.crash_points import crash_point
+from nneditor.io.scratch import (
+    RUN_PREFIX,
+    TRACE_WORKER_PREFIX,
+    check_free_space,
+    staging_dir,
+    sweep,
+    write_failure,
+)
 from nneditor.jobs import CancelToken, JobHandle
 from nneditor.tracing.approval import Approval, verify
 from nneditor.tracing.capture import MANIFEST, patch_manifest_head, write_npy
@@ -75,6 +85,8 @@ class TraceResult:
     worker_pid: int | None = None
     log_tail: str = ""
     events: list[dict[str, Any]] = field(default_factory=list)
+    #: the captures could not be written (disk full, no permission...): not the model's fault
+    write_failed: bool = False
 
     @property
     def published(self) -> bool:
@@ -114,6 +126,10 @@ def build_request(
         "address_space_bytes": plan.limits.address_space_bytes,
         "approval": {"id": approval.id, "digest": approval.digest},
     }
+
+
+#: run folders of traces before their owner was named: ``.<dest>.nneditor-run-<12 hex>``
+_LEGACY_RUN = re.compile(r"^\..+\.nneditor-run-[0-9a-f]{12}$")
 
 
 def _prepare_destination(out_dir: Path) -> None:
@@ -245,7 +261,7 @@ class TraceRunner:
         if self._box[0] is not None and self._box[0].alive():
             return
         _discard(self._box)
-        log_dir = Path(tempfile.mkdtemp(prefix="nneditor-trace-worker-"))
+        log_dir = staging_dir(Path(tempfile.gettempdir()), TRACE_WORKER_PREFIX)
         self._box[0] = _Worker(self._command(True), self._env(), log_dir)
 
     def prestart_soon(self) -> None:
@@ -287,17 +303,24 @@ class TraceRunner:
         verify(approval, plan)
         dest = Path(out_dir).resolve()
         _prepare_destination(dest)
+        sweep(dest.parent, (RUN_PREFIX,), legacy=_LEGACY_RUN)  # left by killed traces
+        short = check_free_space(dest, plan.limits.capture_bytes)
+        if short:
+            raise RunError(
+                f"{short} (or lower the capture budget, now {plan.limits.capture_mb:g} MB)"
+            )
         run_id = uuid.uuid4().hex[:12]
         approval.consume(run_id)
-        run_dir = dest.parent / f".{dest.name}.nneditor-run-{run_id}"
-        run_dir.mkdir()
+        run_dir = staging_dir(dest.parent, RUN_PREFIX)
+        crash_point("trace:staged")
         try:
             inputs = _write_inputs(plan, run_dir)
             request = build_request(plan, approval, run_dir, inputs)
             if test_hooks:
                 request["test_hooks"] = test_hooks
             worker = self._take_worker(run_dir)
-            result = _Supervisor(plan, run_dir, on_event, token or CancelToken()).run(
+            crash_point("trace:worker-started")
+            result = _Supervisor(plan, run_dir, on_event, token or CancelToken(), dest).run(
                 worker, request
             )
         except BaseException:
@@ -309,7 +332,10 @@ class TraceRunner:
             try:
                 result.manifest = _publish(run_dir, dest, result)
                 result.out_dir = dest
-            except (OSError, ValueError) as exc:
+            except OSError as exc:
+                result.status, result.message = "failed", write_failure(exc, dest)
+                result.write_failed = True
+            except ValueError as exc:
                 result.status, result.message = (
                     "failed",
                     f"the trace could not be published ({exc})",
@@ -343,10 +369,16 @@ class _Supervisor:
     """Runs one request on one worker process to completion under the plan's limits."""
 
     def __init__(
-        self, plan: TracePlan, run_dir: Path, on_event: EventCallback | None, token: CancelToken
+        self,
+        plan: TracePlan,
+        run_dir: Path,
+        on_event: EventCallback | None,
+        token: CancelToken,
+        dest: Path | None = None,
     ) -> None:
         self.plan = plan
         self.run_dir = run_dir
+        self.dest = dest or run_dir
         self.on_event = on_event
         self.token = token
         self.result = TraceResult("crashed", "")
@@ -477,7 +509,12 @@ class _Supervisor:
             detail = self.terminal.get("message", "unknown error")
             if kind == "memory":
                 detail = f"{detail} (RAM ceiling {limits.max_ram_mb:g} MB)"
-            r.message = f"the trace failed: {detail}; nothing was published"
+            code = self.terminal.get("errno")
+            if isinstance(code, int):  # writing the captures failed: say where and what to do
+                r.message = write_failure(OSError(code, detail), self.dest)
+                r.write_failed = True
+            else:
+                r.message = f"the trace failed: {detail}; nothing was published"
         else:
             r.status = "crashed"
             r.message = (

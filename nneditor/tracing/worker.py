@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if kind == "internal":
             traceback.print_exc()
-        emit("error", message=_sentence(exc), kind=kind)
+        errno_ = exc.errno if isinstance(exc, OSError) else None
+        emit("error", message=_sentence(exc), kind=kind, errno=errno_)
         return 1
     emit("done", **result)
     return 0

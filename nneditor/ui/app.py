@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
+from nneditor.io.scratch import sweep_temp
 from nneditor.ui import theme
 from nneditor.ui.canvas.level import DEPTH_BY_NAME
 from nneditor.ui.main_window import MainWindow
@@ -133,6 +134,7 @@ def run_app(argv: Sequence[str]) -> int:
             )
             return EXIT_USAGE
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    sweep_temp()  # scratch folders of NNEditor processes that were killed
     qInstallMessageHandler(_qt_message)
     existing = QApplication.instance()
     app = (

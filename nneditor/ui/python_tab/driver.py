@@ -26,6 +26,7 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 
+from nneditor.io.scratch import PYTHON_TAB_PREFIX, staging_dir
 from nneditor.scripting import ScriptProcess, ScriptResult, start_script
 from nneditor.scripting.protocol import EV_PHASE, EV_STDERR, EV_STDOUT
 
@@ -39,7 +40,9 @@ class RunGuard:
     def __init__(self, workdir: Path | None) -> None:
         self.owned = workdir is None
         self.workdir = (
-            Path(tempfile.mkdtemp(prefix="nneditor-python-tab-")) if workdir is None else workdir
+            staging_dir(Path(tempfile.gettempdir()), PYTHON_TAB_PREFIX)
+            if workdir is None
+            else workdir
         )
         self.process: ScriptProcess | None = None
         self.run_dirs: list[Path] = []
