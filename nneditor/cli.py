@@ -7,7 +7,7 @@ set ``NNEDITOR_DEBUG=1`` to see tracebacks.
 from __future__ import annotations
 
 import argparse
-import json
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -241,15 +241,18 @@ def cmd_edit(args: argparse.Namespace) -> int:
 
 
 def _print_json(obj: object) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False, default=str)
-    sys.stdout.write("\n")
+    from nneditor.report import json_text
+
+    sys.stdout.write(json_text(obj) + "\n")
 
 
 GUI_USAGE = """desktop window (no COMMAND):
   nneditor [PATH] [--screenshot FILE.png] [--level architecture|blocks|layers|operators]
-           [--select NAME] [--size WxH] [--dark | --light]
+           [--select NAME] [--open-trace DIR] [--size WxH] [--dark | --light]
   --screenshot saves a PNG of the window once PATH is open and drawn, then exits
-  (QT_QPA_PLATFORM=offscreen works); --select names a node, group or value."""
+  (QT_QPA_PLATFORM=offscreen works); --select names a node, group or value;
+  --open-trace shows a folder written by `nneditor trace` in the Traced model pane
+  (with --select VALUE: that value's tensor overlay)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -351,7 +354,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except SystemExit as exc:  # argparse already printed usage
         return int(exc.code or 0)
+    _tolerant_stdout()
     return _run_guarded(lambda: args.func(args))
+
+
+def _tolerant_stdout() -> None:
+    """Names from a file may hold lone surrogates (a JSON ``"\\ud800"``, a pickle); text
+    output shows them as ``\\ud800`` instead of failing (JSON output escapes them itself)."""
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors in (
+        "strict",
+        "surrogateescape",  # the POSIX locale's choice; it still refuses "\ud800"
+    ):
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> set[str]:

@@ -7,12 +7,27 @@ graph_unavailable_reason, capabilities{action:{available,reason}}``.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import numpy as np
 
 from nneditor.model.document import Document, summarise
 from nneditor.model.graph import Graph
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(obj: Any) -> str:
+    """``obj`` as indented JSON that is valid and encodable whatever strings it holds.
+
+    Non-ASCII text stays readable; a lone surrogate (a JSON header may spell one as
+    ``"\\ud800"``; pickles carry them) is written as its ``\\uXXXX`` escape, which every JSON
+    parser reads back and no UTF-8 stream refuses.
+    """
+    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def graph_summary(graph: Graph) -> dict[str, Any]:

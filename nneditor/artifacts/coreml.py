@@ -20,7 +20,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -40,9 +39,10 @@ from nneditor.artifacts.coreml_schema import (
     NEURAL_NETWORK_TYPES,
     PIPELINE_TYPES,
 )
+from nneditor.artifacts.safetensors import parse_json
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import Identity, fast_identity, folder_identity
-from nneditor.io.source import ByteSource, open_source
+from nneditor.io.source import ByteSource, is_file, open_source
 from nneditor.model.capabilities import WEIGHTS_ONLY, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo
@@ -91,12 +91,15 @@ def _root_model(root: Path) -> Path:
         raise ArtifactError(
             f"Manifest.json is larger than {MAX_MANIFEST_BYTES} bytes", format=FORMAT, path=label
         )
+    raw = manifest.read_bytes()
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ArtifactError(
-            f"Manifest.json is not valid JSON ({exc})", format=FORMAT, path=label
+            f"Manifest.json is not valid UTF-8 text (byte {exc.start})", format=FORMAT, path=label
         ) from None
+    # Bounded like every JSON NNEditor reads: deep nesting and huge integers are refused.
+    data = parse_json(text, label, 0, "Manifest.json", FORMAT)
     entries = data.get("itemInfoEntries") if isinstance(data, dict) else None
     root_id = data.get("rootModelIdentifier") if isinstance(data, dict) else None
     entry = entries.get(root_id) if isinstance(entries, dict) and isinstance(root_id, str) else None
@@ -116,7 +119,7 @@ def _root_model(root: Path) -> Path:
             path=label,
         )
     model = root.joinpath("Data", *parts)
-    if not model.is_file():
+    if not is_file(model):
         raise ArtifactError(
             f"the root model Data/{rel} named by Manifest.json is missing",
             format=FORMAT,

@@ -34,7 +34,7 @@ from nneditor.artifacts.coreml_schema import (
 )
 from nneditor.artifacts.protowire import read_varint
 from nneditor.errors import ArtifactError
-from nneditor.io.source import ByteSource, FileSource
+from nneditor.io.source import ByteSource, FileSource, is_file
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, stored_nbytes
@@ -83,7 +83,7 @@ class MilContext:
         if not parts or PurePosixPath(rel).is_absolute() or ".." in parts or "\\" in rel:
             return f"the weight file name {name!r} points outside the model folder; refused"
         path = self.model_dir.joinpath(*parts)
-        if not path.is_file():
+        if not is_file(path):
             return f"the weight file {rel!r} is missing from the package"
         src = FileSource(path)
         self.blob_info[name] = _storage_header(src)
@@ -297,7 +297,9 @@ def _immediate(
     if kind in (2, 3, 5):  # packed varints (int32 / bool / int64)
         buf = source.view(off, n)
         return (
-            DecodedLoader(lambda: _varints(buf, count, dtype, name), ("mil", source.label, off)),
+            # The default cache key is unique to this loader: a key made of the file's name and
+            # an offset would hand a reopened, rewritten file the old file's values.
+            DecodedLoader(lambda: _varints(buf, count, dtype, name)),
             off,
             n,
         )
@@ -391,7 +393,15 @@ def _blob_ref(
         return unavailable(
             f"the blob of {name!r} ({size} bytes at {data_offset}) runs past the end of {file_name}"
         )
-    count = (size * 8 - padding) // bits if padding < size * 8 else 0
+    if padding >= 8:
+        # padding counts the unused bits of a sub-byte blob's last byte; coremltools 7 left
+        # this reserved field uninitialised (11,751,492,080 in basic-pitch's weights), so a
+        # larger value is not a padding and is ignored
+        padding = 0
+    count = (size * 8 - padding) // bits
+    n_declared = int(np.prod(declared, dtype=np.int64)) if declared else -1
+    if 0 <= size * 8 - n_declared * bits < 8:  # the declared shape fills the blob
+        count = n_declared
     if blob_dtype is None:
         return unavailable(
             f"the blob of {name!r} holds {bits}-bit codes, which NNEditor does not decode yet"

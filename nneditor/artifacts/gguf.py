@@ -5,7 +5,8 @@ Invariants:
   tensor (or a slice of it) is read, through :class:`~nneditor.tensors.ggml.GGMLLoader`.
 - Every tensor is checked before it is accepted: known or unknown type, element count within
   64 bits, rows a whole number of blocks, offset aligned, bytes inside the file, no overlap
-  with another tensor. An unknown type is listed (encoding ``"unknown type N"``) with a loader
+  with another tensor, a shape numpy can hold (``[0, 2**64 - 1]`` holds no bytes, yet no
+  array has that shape). An unknown type is listed (encoding ``"unknown type N"``) with a loader
   that explains why it cannot be read; nothing about its size is guessed.
 - Catalog shapes are numpy order (``reversed(ne)``); ``dtype`` is the decoded dtype (float32
   for quantized types, the plain dtype for F16/BF16/int types) and ``encoding`` the ggml type.
@@ -27,6 +28,7 @@ from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.ggml import Q2_0_LEGACY, GGMLType, ggml_type, make_loader
 from nneditor.tensors.loaders import UnavailableLoader
+from nneditor.tensors.shapes import shape_problem, shape_text
 
 GRAPH_REASON = (
     "a graph for known GGUF architectures is synthesized by the semantic layer (coming next)"
@@ -102,7 +104,15 @@ def validate_tensors(index: GGUFIndex, source: ByteSource) -> list[_Layout]:
                 info.info_offset,
             )
         seen[info.name] = i
-        layouts.append(_layout(index, source, info, ends[i]))
+        layout = _layout(index, source, info, ends[i])
+        problem = shape_problem(layout.shape)
+        if problem:  # e.g. [0, 2**64 - 1]: no bytes to run past the end, yet no array has it
+            raise _error(
+                source,
+                f"tensor {info.name!r}: shape {shape_text(layout.shape)} {problem}",
+                info.info_offset,
+            )
+        layouts.append(layout)
     _check_overlaps(source, layouts)
     return layouts
 

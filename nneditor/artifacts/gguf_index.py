@@ -279,7 +279,10 @@ def _read_array(cur: _Cursor, key: str, depth: int) -> tuple[Any, str]:
                 offset=start,
             )
         cur.strings_left -= count
-        offsets = scan_strings(cur.view, cur.pos, count, key)
+        try:
+            offsets = scan_strings(cur.view, cur.pos, count, key)
+        except ArtifactError as exc:  # the scanner knows the bytes, not the file's name
+            raise cur.error(exc.detail, exc.offset, exc.hint) from None
         cur.pos = int(offsets[-1])
         array = StringArray(cur.view, offsets, key)
         return (array.tolist() if count <= EAGER_ITEMS else array), "array[string]"

@@ -31,7 +31,7 @@ from typing import Any
 from nneditor.artifacts import safetensors as st
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import folder_identity
-from nneditor.io.source import ByteSource, open_source
+from nneditor.io.source import ByteSource, is_file, open_source
 from nneditor.model.capabilities import Capabilities, build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog, TensorRef
@@ -457,7 +457,7 @@ def _add_torch(weights: _Weights, folder: Path, files: list[str], sharded: bool)
     reader = _torch_reader()
     for shard in files:
         path = st.shard_path(folder, shard, label, FORMAT)
-        if not path.is_file():
+        if not is_file(path):
             raise ArtifactError(
                 f"shard {shard!r} listed in the index is missing from {folder}",
                 format=FORMAT,

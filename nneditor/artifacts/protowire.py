@@ -18,8 +18,15 @@ class WireError(ArtifactError):
     pass
 
 
+_MASK64 = (1 << 64) - 1
+
+
 def read_varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
-    """Decode a varint at ``pos``; returns (value, new_pos)."""
+    """Decode a varint at ``pos``; returns (value, new_pos).
+
+    Like protobuf's own parsers, only the low 64 bits count: a 10-byte varint can spell up to
+    2**70 - 1, which no int64 conversion downstream could hold.
+    """
     result = 0
     shift = 0
     while True:
@@ -29,7 +36,7 @@ def read_varint(buf: memoryview | bytes, pos: int, end: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return result, pos
+            return result & _MASK64, pos
         shift += 7
         if shift >= 70:
             raise WireError("varint longer than 10 bytes", offset=pos)

@@ -21,7 +21,6 @@ are checked against their members before any TensorRef exists.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from typing import Any
 from nneditor.artifacts import restricted_pickle
 from nneditor.artifacts.pickle_allowlist import dtype_itemsize
 from nneditor.artifacts.pt2_graph import GraphSchemaError, build_graph, scalar_type
-from nneditor.artifacts.restricted_pickle import StorageRef, TensorRecord
+from nneditor.artifacts.restricted_pickle import StorageRef, TensorRecord, short
+from nneditor.artifacts.safetensors import parse_json
 from nneditor.artifacts.torch_pickle import read_checkpoint, read_small_text
 from nneditor.artifacts.torch_tensors import (
     collect_tensors,
@@ -96,9 +96,17 @@ def _prefix(archive: ZipArchive) -> str:
 def _json(archive: ZipArchive, name: str, limit: int) -> Any:
     raw = archive.read(name, limit)
     try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise ArtifactError(f"archive member {name!r} is not valid JSON ({exc})") from None
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(
+            f"archive member {name!r} is not valid UTF-8 (byte {exc.start})"
+        ) from None
+    # Deep nesting, huge integers and duplicate keys are refused with a sentence; offsets
+    # count from the start of the member, not of the file.
+    try:
+        return parse_json(text, "", 0, f"archive member {name!r}", FORMAT)
+    except ArtifactError as exc:
+        raise ArtifactError(f"{exc.detail} (at byte {exc.offset} of the member)") from None
 
 
 def _read(path: Path, archive: ZipArchive) -> Document:
@@ -254,7 +262,7 @@ def _ints(values: Any, fqn: str, what: str) -> tuple[int, ...]:
     for v in values if isinstance(values, list) else [None]:
         n = v.get("as_int") if isinstance(v, dict) else None
         if type(n) is not int or n < 0:
-            raise ArtifactError(f"tensor {fqn!r} has a symbolic or invalid {what} entry {v!r}")
+            raise ArtifactError(f"tensor {fqn!r} has a symbolic or invalid {what} entry {short(v)}")
         out.append(n)
     return tuple(out)
 

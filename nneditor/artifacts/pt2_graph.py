@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nneditor.artifacts.restricted_pickle import short
 from nneditor.model.graph import Graph, Node, ValueInfo
 
 MAX_SUBGRAPH_DEPTH = 32
@@ -62,7 +63,7 @@ class GraphSchemaError(ValueError):
 
 def _one(arg: Any) -> tuple[str, Any]:
     if not isinstance(arg, dict) or len(arg) != 1:
-        raise GraphSchemaError(f"an argument is not a one-key object: {str(arg)[:80]}")
+        raise GraphSchemaError(f"an argument is not a one-key object: {short(arg, 80)}")
     ((kind, value),) = arg.items()
     return kind, value
 
@@ -105,7 +106,9 @@ _INTEGER = re.compile(r"Integer\((-?\d+)\)")
 
 def _expr(value: Any) -> str:
     """A symbolic size as text: "s77" rather than sympy's "Symbol('s77', positive=True)"."""
-    text = str(value.get("expr_str", value)) if isinstance(value, dict) else str(value)
+    if isinstance(value, dict):
+        value = value.get("expr_str", value)
+    text = value if isinstance(value, str) else short(value)  # bounded for any JSON value
     return _INTEGER.sub(r"\1", _SYMBOL.sub(r"\1", text))
 
 
@@ -113,7 +116,7 @@ def _dims(sizes: Any) -> tuple[int | str, ...]:
     out: list[int | str] = []
     for item in sizes:
         kind, value = _one(item)
-        out.append(value if kind == "as_int" else _expr(value))
+        out.append(value if kind == "as_int" and type(value) is int else _expr(value))
     return tuple(out)
 
 
@@ -167,7 +170,7 @@ class _Builder:
         return _value_info(name, self.tensor_values.get(self.original.get(name, name)))
 
     def node(self, index: int, data: dict[str, Any], depth: int) -> Node:
-        target = str(data["target"])
+        target = data["target"] if isinstance(data["target"], str) else short(data["target"])
         domain, op, overload = _split_target(target)
         inputs: list[str] = []
         attrs: dict[str, Any] = {}

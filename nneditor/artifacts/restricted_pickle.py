@@ -80,7 +80,7 @@ class PersistentRef:
     pid: Any
 
     def __repr__(self) -> str:
-        return f"<persistent id {short(self.pid)}>"
+        return short(self)
 
 
 class Call:
@@ -117,11 +117,10 @@ class Call:
     def qualname(self) -> str:
         if isinstance(self.target, (GlobalRef, ExtensionRef)):
             return self.target.qualname
-        return short(self.target, 60)
+        return short(self.target, 60, 1)
 
     def __repr__(self) -> str:
-        inner = ", ".join(short(a, 60) for a in self.args)
-        return _clip(f"<{self.qualname}({inner})>", 200)
+        return short(self, 200)
 
 
 @dataclass(eq=False, slots=True)
@@ -140,7 +139,7 @@ class StorageRef:
     big_endian: bool = False
 
     def __repr__(self) -> str:
-        return f"<storage {self.key!r} {self.dtype} x{self.numel}>"
+        return short(self)
 
 
 @dataclass(eq=False, slots=True)
@@ -162,7 +161,7 @@ class TensorRecord:
     subclass: str = ""
 
     def __repr__(self) -> str:
-        return f"<tensor {self.dtype} {list(self.shape)}>"
+        return short(self)
 
 
 @dataclass
@@ -183,26 +182,63 @@ Interpreter = Callable[["PickleMachine", "GlobalRef", tuple[Any, ...], Any, str]
 
 
 def short(value: Any, limit: int = 80, depth: int = 0) -> str:
-    """A one-line description of ``value`` that never recurses more than two levels."""
+    """A one-line description of ``value``, bounded in time and length whatever it holds.
+
+    Pickled values are untrusted: 5,000 nested persistent ids or calls, or a tuple DAG whose
+    ``repr`` would print 2**60 items. This is the one place that describes them: it never
+    calls ``repr``/``str`` on a container or placeholder, descends at most ``_SHORT_DEPTH``
+    levels and shows at most ``_SHORT_ITEMS`` items of each container.
+    """
+    return _clip(_describe(value, limit, depth), limit)
+
+
+#: Levels :func:`short` descends into containers and placeholders; items shown per container.
+_SHORT_DEPTH = 2
+_SHORT_ITEMS = 6
+
+
+def _describe(value: Any, limit: int, depth: int) -> str:  # noqa: C901 - one case per type
     if isinstance(value, (str, bytes)):
-        text = repr(value[:limit]) + ("…" if len(value) > limit else "")
-    elif isinstance(value, (tuple, list)) and depth >= 2:
-        text = f"({len(value)} items)" if isinstance(value, tuple) else f"[{len(value)} items]"
-    elif isinstance(value, (tuple, list)):
-        inner = ", ".join(short(v, 30, depth + 1) for v in value[:6])
-        more = ", …" if len(value) > 6 else ""
-        text = f"({inner}{more})" if isinstance(value, tuple) else f"[{inner}{more}]"
-    elif isinstance(value, dict):
-        text = f"{{… {len(value)} entries}}"
-    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
-        text = f"<{value.bit_length()}-bit integer>"
-    elif isinstance(value, (set, frozenset, bytearray)):
-        text = f"<{type(value).__name__} of {len(value)} items>"
-    elif isinstance(value, Call):
-        text = f"<{value.qualname}(…)>"
-    else:
-        text = repr(value)
-    return _clip(text, limit)
+        return repr(value[:limit]) + ("…" if len(value) > limit else "")
+    if isinstance(value, bool) or value is None or isinstance(value, (float, complex)):
+        return repr(value)
+    if isinstance(value, int):
+        return f"<{value.bit_length()}-bit integer>" if value.bit_length() > 128 else repr(value)
+    if isinstance(value, (GlobalRef, ExtensionRef)):
+        return f"<global {value.qualname}>"
+    if isinstance(value, StorageRef):
+        return f"<storage {_describe(value.key, 60, depth)} {value.dtype} x{value.numel}>"
+    if isinstance(value, TensorRecord):
+        shape = ", ".join(str(d) for d in value.shape[:8]) + (", …" if len(value.shape) > 8 else "")
+        return f"<tensor {value.dtype} [{shape}]>"
+    deeper = depth < _SHORT_DEPTH
+    if isinstance(value, (tuple, list)):
+        if not deeper:
+            return f"({len(value)} items)" if isinstance(value, tuple) else f"[{len(value)} items]"
+        inner = _items(value, depth)
+        return f"({inner})" if isinstance(value, tuple) else f"[{inner}]"
+    if isinstance(value, dict):
+        return f"{{… {len(value)} entries}}"
+    if isinstance(value, (set, frozenset, bytearray)):
+        return f"<{type(value).__name__} of {len(value)} items>"
+    if isinstance(value, Call):
+        target = value.target
+        if isinstance(target, (GlobalRef, ExtensionRef)):
+            name = target.qualname
+        else:
+            name = _describe(target, 60, depth + 1) if deeper else "<…>"
+        return f"<{name}({_items(value.args, depth, 60) if deeper else '…'})>"
+    if isinstance(value, PersistentRef):
+        return f"<persistent id {_describe(value.pid, limit, depth + 1) if deeper else '…'}>"
+    if isinstance(value, slice):
+        parts = (value.start, value.stop, value.step)
+        return "slice(" + ", ".join(_describe(p, 30, _SHORT_DEPTH) for p in parts) + ")"
+    return f"<{type(value).__name__}>"
+
+
+def _items(values: tuple[Any, ...] | list[Any], depth: int, limit: int = 30) -> str:
+    shown = ", ".join(_clip(_describe(v, limit, depth + 1), limit) for v in values[:_SHORT_ITEMS])
+    return shown + (", …" if len(values) > _SHORT_ITEMS else "")
 
 
 def key_is_safe(value: Any) -> bool:

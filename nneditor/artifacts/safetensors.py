@@ -8,9 +8,9 @@ A sharded checkpoint is a JSON index whose ``weight_map`` sends each tensor name
 Invariants:
 - The header length is checked against the 100 MB cap and against the file size before a single
   header byte is read, so a hostile length never causes an allocation.
-- Every entry is validated (known dtype, non-negative integer shape, byte count equal to
-  elements x dtype size, range inside the data area, no two ranges overlapping) before a
-  :class:`TensorRef` exists. Element counts are bounded while multiplying, so a shape claiming
+- Every entry is validated (known dtype, non-negative integer shape that numpy can hold, byte
+  count equal to elements x dtype size, range inside the data area, no two ranges
+  overlapping) before a :class:`TensorRef` exists. Element counts are bounded while multiplying, so a shape claiming
   10^12 elements costs nothing.
 - Tensor refs read through the read-only memory map (RawLoader/PackedLoader): a slice read
   touches only the leading rows it needs. Nothing is ever written.
@@ -27,11 +27,12 @@ from typing import Any
 
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import Identity, fast_identity, folder_identity
-from nneditor.io.source import ByteSource, open_source
+from nneditor.io.source import ByteSource, is_file, open_source
 from nneditor.model.capabilities import build, no, yes
 from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.loaders import PackedLoader, RawLoader, TensorLoader, UnavailableLoader
+from nneditor.tensors.shapes import shape_problem, shape_text
 
 FORMAT = "safetensors"
 INDEX_SUFFIX = ".safetensors.index.json"
@@ -76,7 +77,6 @@ CAPABILITIES = build(
 )
 
 _NAME_CHARS = 200
-_SHAPE_DIMS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +277,9 @@ def _parse_entry(name: str, value: Any, data_start: int, data_size: int, label: 
             offset=data_start + min(begin, data_size),
         )
     _check_size(code, shape, begin, end, data_size, what, label)
+    problem = shape_problem(shape)
+    if problem:  # e.g. [0, 2**64 - 1]: no bytes, yet no array can have that shape
+        raise _error(label, f"{what}: shape {shape_text(shape)} {problem}")
     return _Entry(name, code, shape, begin, end)
 
 
@@ -284,7 +287,7 @@ def _parse_shape(shape: Any, what: str, label: str) -> tuple[int, ...]:
     if not isinstance(shape, list) or any(type(d) is not int for d in shape):
         raise _error(label, f"{what}: shape {_short(shape)} is not a list of integers")
     if any(d < 0 for d in shape):
-        raise _error(label, f"{what}: shape {_shape_text(shape)} has a negative dimension")
+        raise _error(label, f"{what}: shape {shape_text(shape)} has a negative dimension")
     return tuple(shape)
 
 
@@ -318,7 +321,7 @@ def _check_size(
     if count is None:
         raise _error(
             label,
-            f"{what}: shape {_shape_text(shape)} has more elements than the whole "
+            f"{what}: shape {shape_text(shape)} has more elements than the whole "
             f"{data_size:,}-byte data area could hold",
         )
     if count * bits % 8:
@@ -331,7 +334,7 @@ def _check_size(
     if needed != end - begin:
         raise _error(
             label,
-            f"{what}: shape {_shape_text(shape)} of {code} needs {needed:,} bytes but "
+            f"{what}: shape {shape_text(shape)} of {code} needs {needed:,} bytes but "
             f"data_offsets [{begin}, {end}] hold {end - begin:,}",
         )
 
@@ -472,7 +475,7 @@ def open_shards(index_path: Path) -> ShardedTensors:
         by_shard.setdefault(shard, []).append(tensor)
     paths = {shard: shard_path(folder, shard, label) for shard in by_shard}
     for shard, p in paths.items():
-        if not p.is_file():
+        if not is_file(p):
             raise _error(
                 label,
                 f"shard {_q(shard)} listed in the index is missing from {folder}",
@@ -625,10 +628,3 @@ def _short(value: Any) -> str:
     if not text or len(text) > _NAME_CHARS:
         return f"(a JSON {_kind(value)})"
     return text
-
-
-def _shape_text(shape: list[int] | tuple[int, ...]) -> str:
-    if len(shape) <= _SHAPE_DIMS:
-        return str(list(shape))
-    head = ", ".join(str(d) for d in shape[:_SHAPE_DIMS])
-    return f"[{head}, … ({len(shape)} dimensions)]"

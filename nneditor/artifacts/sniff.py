@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 from nneditor.artifacts import protowire
+from nneditor.io.zipfile_members import ZIP_ERRORS
 
 HEAD_BYTES = 64 * 1024
 
@@ -171,12 +172,23 @@ def _sniff_first_field(head: bytes) -> str | None:
     return None
 
 
+#: Zip-based formats named by their usual suffix, for archives whose member list cannot be
+#: read: their reader then explains what is wrong instead of "a zip archive of unknown content".
+_ZIP_SUFFIXES = {
+    ".pt": "pytorch",
+    ".pth": "pytorch",
+    ".ckpt": "pytorch",
+    ".bin": "pytorch",
+    ".pt2": "pt2",
+}
+
+
 def _sniff_zip(path: Path, suffix: str) -> str:
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return "zip"
+    except ZIP_ERRORS:
+        return _ZIP_SUFFIXES.get(suffix, "zip")
     tops = {n.split("/", 1)[1] if "/" in n else n for n in names}
     if (
         any(

@@ -52,6 +52,7 @@ from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.loaders import DecodedLoader, TensorLoader, UnavailableLoader
+from nneditor.tensors.shapes import shape_problem, shape_text
 
 FORMAT = "stablehlo"
 INSPECTION_ONLY = "Textual StableHLO is inspection-only: NNEditor does not write the dialect back"
@@ -284,6 +285,15 @@ class _Builder:
             self.notes.append(f"constant {name} ({what}) is not listed: its type cannot be decoded")
             return None
         shape = tuple(int(d) for d in typ.shape if d is not None)
+        problem = shape_problem(shape)
+        if problem:  # e.g. tensor<0x9223372036854775807xf32>: empty, yet no array has it
+            raise ArtifactError(
+                f"line {op.line}, column {op.col}: constant {name} has the type "
+                f"{typ.text[:80]}, whose shape {shape_text(shape)} {problem}",
+                format=FORMAT,
+                path=str(self.path),
+                offset=op.offset,
+            )
         loader = self._loader(lit, typ.dtype, count, name, typ.text)
         ref = TensorRef(
             name=name,

@@ -189,11 +189,16 @@ def parse_list(text: bytes, dtype: str, name: str) -> np.ndarray:
 
 
 def _parse_numbers(flat: bytes, dtype: str, name: str) -> np.ndarray:
-    target = numpy_dtype(dtype)
     if dtype == "bool":
         flat = flat.replace(b"true", b"1").replace(b"false", b"0")
     if _HEX_TOKEN.search(flat):
         return _parse_with_hex(flat, dtype, name)
+    return _parse_decimal(flat, dtype, name)
+
+
+def _parse_decimal(flat: bytes, dtype: str, name: str) -> np.ndarray:
+    """Comma-separated decimal numbers (no hex), parsed by numpy's C parser."""
+    target = numpy_dtype(dtype)
     is_int = (
         dtype == "bool"
         or target.kind in "iu"
@@ -241,10 +246,12 @@ def _parse_with_hex(flat: bytes, dtype: str, name: str) -> np.ndarray:
         if not part:
             continue
         if part[:2] in (b"0x", b"0X") or part[:3] in (b"-0x", b"-0X"):
+            if not _HEX_TOKEN.fullmatch(part):
+                raise _bad(name, f"{part[:40].decode('latin-1')!r} is not a hex bit pattern")
             bits = int(part, 16) & ((1 << (8 * item)) - 1)
             out.append(np.frombuffer(bits.to_bytes(item, "little"), dtype=np.uint8))
-        else:
-            one = _parse_numbers(part, dtype, name)
+        else:  # a decimal: "10x1" holds "0x1" but is no hex literal (no recursion back here)
+            one = _parse_decimal(part, dtype, name)
             out.append(np.frombuffer(np.ascontiguousarray(one).tobytes(), dtype=np.uint8)[:item])
     if not out:
         return np.zeros(0, dtype=target)

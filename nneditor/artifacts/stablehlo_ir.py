@@ -15,6 +15,13 @@ from typing import Any
 from nneditor.model.graph import Dim
 
 MAX_DEPTH = 200
+#: Largest tensor dimension MLIR can express (dimensions are signed 64-bit).
+MAX_DIM = 2**63 - 1
+
+
+class DimensionError(ValueError):
+    """A tensor type with a dimension MLIR cannot hold (the parser adds the position)."""
+
 
 #: Element type spelling -> NNEditor dtype name.
 ELEMENT_DTYPES: dict[str, str] = {
@@ -51,6 +58,7 @@ ELEMENT_DTYPES: dict[str, str] = {
     "f4E2M1FN": "float4_e2m1fn",
 }
 
+_SPACE = re.compile(r"\s+")
 _TENSOR_BODY = re.compile(r"^\s*((?:(?:[0-9]+|\?)\s*x\s*)*)(.*?)\s*$", re.S)
 
 
@@ -191,10 +199,15 @@ def parse_tensor_type(name: str, body: str) -> TypeRef:
         return TypeRef(text)
     dims_text, elem = m.group(1), m.group(2)
     dims: list[Dim] = []
-    for part in dims_text.replace(" ", "").split("x"):
+    for part in _SPACE.sub("", dims_text).split("x"):  # "4 x\n16x": any white space
         if part == "?":
             dims.append(None)
         elif part:
+            if len(part) > 19 or int(part) > MAX_DIM:  # int() of 5,000 digits would raise
+                raise DimensionError(
+                    f"a {name} type has the dimension {_clip(part, 24)} ({len(part)} digits), "
+                    "more than MLIR's signed 64-bit dimensions hold"
+                )
             dims.append(int(part))
     return TypeRef(text, ELEMENT_DTYPES.get(elem), tuple(dims))
 
@@ -211,3 +224,7 @@ def _split_top_level(text: str) -> list[str]:
             start = i + 1
     parts.append(text[start:])
     return parts
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

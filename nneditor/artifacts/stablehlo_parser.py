@@ -269,9 +269,14 @@ class Parser(SyntaxParser):
                 num = self.lx.next()
                 if num.kind != "number":
                     raise self.err("expected a result count after ':'", num)
-                count = int(self.word(num))
-                if count > 1 << 20:
-                    raise LexError(f"an operation claims {count} results", num.start)
+                text = self.word(num)
+                if not text.isdigit() or len(text) > 7 or int(text) > 1 << 20:
+                    raise LexError(
+                        f"an operation claims {self.lx.text(num, 24)!r} results; expected a "
+                        f"count from 1 to {1 << 20}",
+                        num.start,
+                    )
+                count = int(text)
             names.extend([name] if count == 1 else [f"{name}#{i}" for i in range(count)])
             if not self.accept(","):
                 break
@@ -291,7 +296,8 @@ class Parser(SyntaxParser):
                 break
         if self.accept("["):  # successors
             while not self.accept("]"):
-                self.lx.next()
+                if self.lx.next().kind == EOF:  # next() stays at the end: stop, do not spin
+                    raise self.err("unterminated successor list '[...]'")
         if self.at("<") and self.at("{", 1):
             self.lx.next()
             op.attrs.update(self.attr_dict())

@@ -15,6 +15,7 @@ from nneditor.artifacts.stablehlo_ir import (
     ELEMENT_DTYPES,
     MAX_DEPTH,
     DenseLit,
+    DimensionError,
     FuncType,
     TypeRef,
     parse_tensor_type,
@@ -146,7 +147,10 @@ class SyntaxParser:
         if tok.kind == "ident":
             if word in ANGLE_TYPES and self.lx.adjacent(0x3C):
                 start, end = self.lx.take_angle()
-                return parse_tensor_type(word, self.lx.text((start, end), 1 << 16))
+                try:
+                    return parse_tensor_type(word, self.lx.text((start, end), 1 << 16))
+                except DimensionError as exc:
+                    raise LexError(str(exc), start) from None
             if self._is_type_word(word):
                 return TypeRef(
                     word, ELEMENT_DTYPES.get(word), () if word in ELEMENT_DTYPES else None

@@ -318,8 +318,9 @@ def _graph(
         if ref is not None:
             catalog.add(ref)
             graph.initializers.append(names[i])
-    graph.inputs = [graph.value_info[value(i, "an input")] for i in sg.inputs]
-    graph.outputs = [graph.value_info[value(i, "an output")] for i in sg.outputs]
+    # -1 marks an optional operator input; as a subgraph input or output it names nothing
+    graph.inputs = [graph.value_info[value(i, "an input")] for i in sg.inputs if i != -1]
+    graph.outputs = [graph.value_info[value(i, "an output")] for i in sg.outputs if i != -1]
     for n, (opcode, ins, outs, options, custom_len) in enumerate(sg.operators):
         if not 0 <= opcode < len(codes):
             raise ArtifactError(

@@ -34,6 +34,7 @@ from nneditor.artifacts.restricted_pickle import PickleResult
 from nneditor.artifacts.torch_tensors import (
     StoragePool,
     collect_tensors,
+    storage_key,
     tensor_ref,
     to_tree,
     untrusted,
@@ -232,7 +233,8 @@ def _locate_storages(source: ByteSource, pool: StoragePool, keys: Any, pos: int)
     if not isinstance(keys, list):
         raise ArtifactError("the storage-key pickle is not a list of keys", offset=pos)
     for key in keys:
-        ref = pool.storages.get(str(key))
+        name = storage_key(key)
+        ref = pool.storages.get(name) if name is not None else None
         if ref is None:
             raise ArtifactError(
                 f"the storage-key list names {restricted_pickle.short(key)}, which the object "

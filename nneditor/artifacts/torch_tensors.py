@@ -35,7 +35,8 @@ from nneditor.io.zipfile_members import ZipArchive
 from nneditor.model.tensor import TensorRef
 from nneditor.tensors.dtypes import numpy_dtype
 from nneditor.tensors.loaders import RawLoader, TensorLoader, UnavailableLoader
-from nneditor.tensors.slicing import Key
+from nneditor.tensors.shapes import shape_problem, shape_text
+from nneditor.tensors.slicing import Key, key_shape
 
 #: Deepest nesting of containers accepted in a pickled structure.
 MAX_DEPTH = 1000
@@ -43,6 +44,9 @@ MAX_DEPTH = 1000
 MAX_TREE_NODES = 200_000
 #: Deeper inspector levels are summarised (other code walks the tree recursively).
 TREE_DEPTH = 64
+#: Most bytes one read of a strided view may build beyond its storage's own size (a stride-0
+#: view repeats its storage: torch.save keeps ``expand()``ed tensors that way).
+MAX_EXPANDED_READ = 1 << 30
 
 _MODULE_KEYS = ("_parameters", "_buffers", "_modules")
 
@@ -52,6 +56,20 @@ _MODULE_KEYS = ("_parameters", "_buffers", "_modules")
 
 def _ascii(value: Any) -> Any:
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
+
+
+def storage_key(value: Any) -> str | None:
+    """A storage key as text (torch writes strings; Python 2 files bytes), else None."""
+    value = _ascii(value)
+    if isinstance(value, str) or type(value) is int:
+        return str(value)
+    return None
+
+
+def _text(value: Any) -> str:
+    """A string field of a persistent id (the device); anything else described, bounded."""
+    value = _ascii(value)
+    return value if isinstance(value, str) else short(value)
 
 
 class StoragePool:
@@ -107,7 +125,7 @@ class StoragePool:
                 "non-negative element count",
                 offset=offset,
             )
-        root = self._root(str(key), dtype, numel, str(_ascii(location)), offset)
+        root = self._root(str(key), dtype, numel, _text(location), offset)
         if len(pid) == 6 and pid[5] is not None:
             return self._view(root, pid[5], offset)
         return root
@@ -155,7 +173,12 @@ class StoragePool:
                 f"{self.where}: storage view {short(meta)} is not (key, offset, size)",
                 offset=offset,
             )
-        key = str(_ascii(meta[0]))
+        key = storage_key(meta[0])
+        if key is None:
+            raise ArtifactError(
+                f"{self.where}: storage view key {short(meta[0])} is not a string",
+                offset=offset,
+            )
         existing = self.storages.get(key)
         if existing is not None:
             return existing
@@ -228,6 +251,15 @@ class StridedLoader(TensorLoader):
 
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         dt = self._storage_dtype()
+        wanted = math.prod(shape if key is None else key_shape(key, shape)) * dt.itemsize
+        if wanted > max(self.source.size, MAX_EXPANDED_READ):
+            # Stride-0 (expanded) views repeat their storage: [2**29, 2**29] over 4 bytes.
+            raise ArtifactError(
+                f"reading this strided view at once would build {wanted:,} bytes from a "
+                f"{self.source.size:,}-byte storage, more than NNEditor's "
+                f"{MAX_EXPANDED_READ >> 30} GiB limit for repeated (expanded) values; "
+                "read a slice such as '0:16' instead"
+            )
         count = _extent(shape, self.stride)
         if count == 0:
             out = np.zeros(shape, dtype=dt)
@@ -257,6 +289,9 @@ def _decodable(dtype: str) -> bool:
 
 def tensor_ref(name: str, rec: TensorRecord, info: dict[str, Any] | None = None) -> TensorRef:
     """A :class:`TensorRef` for a rebuilt tensor, after checking it fits in its storage."""
+    problem = shape_problem(rec.shape)
+    if problem:  # [0, 2**64 - 1] holds nothing; a stride-0 [2**40, 2**40] fits in 4 bytes
+        raise ArtifactError(f"tensor {name!r}: size {shape_text(rec.shape)} {problem}")
     itemsize = dtype_itemsize(rec.dtype)
     numel = math.prod(rec.shape)
     extra: dict[str, Any] = {

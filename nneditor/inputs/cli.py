@@ -13,7 +13,6 @@ and DIR/plan.json, and validated after writing.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -138,5 +137,6 @@ def _print_plan(plan: InputPlan, as_json: bool) -> None:
 
 
 def _dump(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, ensure_ascii=False, allow_nan=False, default=str)
-    sys.stdout.write("\n")
+    from nneditor.report import json_text
+
+    sys.stdout.write(json_text(obj) + "\n")

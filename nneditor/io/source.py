@@ -148,14 +148,23 @@ class SubSource(ByteSource):
         return self.base + offset
 
 
+def is_file(path: Path) -> bool:
+    """``path.is_file()``, but False where the name cannot even be looked up: an index or a
+    manifest can name a file longer than the file system allows ("File name too long")."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def open_source(path: str | os.PathLike[str]) -> FileSource:
     """Open a file as a memory-mapped source, with a readable error if it cannot be read."""
     p = Path(path)
-    if not p.exists():
-        raise ArtifactError("no such file or folder", path=str(p), hint="check the path")
-    if p.is_dir():
-        raise ArtifactError("is a folder, not a file", path=str(p))
     try:
+        if not p.exists():
+            raise ArtifactError("no such file or folder", path=str(p), hint="check the path")
+        if p.is_dir():
+            raise ArtifactError("is a folder, not a file", path=str(p))
         return FileSource(p)
     except PermissionError as exc:
         raise ArtifactError("permission denied", path=str(p)) from exc

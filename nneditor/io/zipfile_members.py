@@ -13,11 +13,14 @@ Invariants:
   :class:`ArtifactError`, because two readers could disagree about which bytes they mean.
 - Inflation never produces more than the declared size (zipfile stops there and checks the
   CRC), and the declared size must be below ``MAX_INFLATE`` bytes.
+- Whatever :mod:`zipfile` raises on a malformed archive (:data:`ZIP_ERRORS`, a corrupt
+  deflate/LZMA stream) becomes an :class:`ArtifactError` sentence.
 """
 
 from __future__ import annotations
 
 import io
+import lzma
 import struct
 import zipfile
 import zlib
@@ -31,6 +34,32 @@ MAX_INFLATE = 256 * 1024 * 1024
 
 _LOCAL_HEADER = struct.Struct("<4s5H3I2H")
 _LOCAL_MAGIC = b"PK\x03\x04"
+
+#: What :mod:`zipfile` raises on malformed archives: BadZipFile, NotImplementedError for a
+#: "version needed to extract" above 6.3 or an unknown compression method, UnicodeDecodeError
+#: (a ValueError) for a member name flagged as UTF-8 that is not, OverflowError for offsets
+#: past 2**63, EOFError and OSError for truncation.
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    NotImplementedError,
+    ValueError,
+    OverflowError,
+    OSError,
+    EOFError,
+)
+
+
+def zip_problem(exc: BaseException) -> str:
+    """One phrase for a :data:`ZIP_ERRORS` exception."""
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            f"a member name is flagged as UTF-8 but byte 0x{exc.object[exc.start]:02x} at "
+            f"position {exc.start} of the name is not valid UTF-8"
+        )
+    if isinstance(exc, NotImplementedError):
+        return f"it needs a zip feature NNEditor does not read: {exc}"
+    return str(exc) or type(exc).__name__
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,11 +141,11 @@ class ZipArchive:
         try:
             self._zip = zipfile.ZipFile(_SourceFile(source))
             infos = self._zip.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError) as exc:
+        except ZIP_ERRORS as exc:
             raise ArtifactError(
-                f"the zip central directory cannot be read ({exc})",
+                f"the zip central directory cannot be read ({zip_problem(exc)})",
                 path=self.label,
-                hint="the file is truncated or not a zip archive",
+                hint="the file is truncated, corrupt or not a zip archive",
             ) from exc
         self.members: dict[str, ZipMember] = {}
         for info in infos:
@@ -223,14 +252,14 @@ class ZipArchive:
         try:
             with self._zip.open(member.name) as fh:
                 data = fh.read(member.file_size + 1)
-        except (zipfile.BadZipFile, NotImplementedError, RuntimeError, OSError, EOFError) as exc:
-            raise ArtifactError(
-                f"compressed zip member {member.name!r} cannot be inflated ({exc})",
-                path=self.label,
-            ) from exc
-        except zlib.error as exc:
+        except (zlib.error, lzma.LZMAError) as exc:
             raise ArtifactError(
                 f"compressed zip member {member.name!r} is corrupt ({exc})", path=self.label
+            ) from exc
+        except (*ZIP_ERRORS, RuntimeError) as exc:
+            raise ArtifactError(
+                f"compressed zip member {member.name!r} cannot be inflated ({zip_problem(exc)})",
+                path=self.label,
             ) from exc
         if len(data) != member.file_size:
             raise ArtifactError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,8 @@ from nneditor.model.tensor import TensorCatalog
 
 #: Arrays longer than this are summarised (length + first items) in JSON and summaries.
 SUMMARY_LIMIT = 16
+#: Deeper containers are summarised as text (JSON printing recurses once per level).
+SUMMARY_DEPTH = 64
 
 
 class LazyList(Sequence[Any]):
@@ -52,24 +55,33 @@ class LazyList(Sequence[Any]):
         return {"type": "array", "item_type": self.item_type, "length": self.length, "head": head}
 
 
-def summarise(value: Any) -> Any:
-    """JSON-friendly summary of a metadata value; long arrays become {length, head}."""
+def summarise(value: Any, depth: int = 0) -> Any:
+    """JSON-friendly summary of a metadata value; long arrays become {length, head}.
+
+    Containers nested deeper than ``SUMMARY_DEPTH`` levels (a hostile config.json can nest
+    500 deep; printing that as indented JSON overflows Python's stack) become a short text.
+    """
     if isinstance(value, LazyList):
         return value.summary()
+    if isinstance(value, (list, tuple, dict)) and depth >= SUMMARY_DEPTH:
+        kind = "object" if isinstance(value, dict) else "array"
+        return f"<{kind} of {len(value)} items nested deeper than {SUMMARY_DEPTH} levels>"
     if isinstance(value, (list, tuple)):
         if len(value) > SUMMARY_LIMIT:
             return {
                 "type": "array",
                 "length": len(value),
-                "head": [summarise(x) for x in value[: SUMMARY_LIMIT // 2]],
+                "head": [summarise(x, depth + 1) for x in value[: SUMMARY_LIMIT // 2]],
             }
-        return [summarise(x) for x in value]
+        return [summarise(x, depth + 1) for x in value]
     if isinstance(value, dict):
-        return {str(k): summarise(v) for k, v in value.items()}
+        return {str(k): summarise(v, depth + 1) for k, v in value.items()}
     if isinstance(value, bytes):
         if len(value) > 64:
             return {"type": "bytes", "length": len(value)}
         return value.hex()
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # "nan", "inf": strict JSON has no such numbers
     if isinstance(value, (str, int, float, bool)) or value is None:
         if isinstance(value, str) and len(value) > 4096:
             return value[:4096] + f"… ({len(value)} characters)"

@@ -81,6 +81,7 @@ class TensorCatalog(Mapping[str, TensorRef]):
 
     def __init__(self, refs: Iterator[TensorRef] | list[TensorRef] | None = None) -> None:
         self._refs: dict[str, TensorRef] = {}
+        self._next_suffix: dict[str, int] = {}  # name -> first "#n" not yet tried
         for ref in refs or []:
             self.add(ref)
 
@@ -88,9 +89,12 @@ class TensorCatalog(Mapping[str, TensorRef]):
         """Add ``ref``; a clashing name gets a ``#2``, ``#3``... suffix so names stay unique."""
         name = ref.name
         if name in self._refs:
-            n = 2
+            # Resume where the last clash of this name stopped: thousands of copies of one
+            # name cost linear time, not quadratic.
+            n = self._next_suffix.get(name, 2)
             while f"{name}#{n}" in self._refs:
                 n += 1
+            self._next_suffix[name] = n + 1
             ref.name = f"{name}#{n}"
         self._refs[ref.name] = ref
         return ref

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from nneditor.semantic.calls import CallInfo
 
-_NUMBERED = re.compile(r"^(?P<prefix>.*?)[._\-]?(?P<index>\d+)$")
+_NUMBERED = re.compile(r"^(?P<prefix>.*?)[._\-]?(?P<index>\d{1,18})$")
 
 
 def scope_of(name: str) -> tuple[str, ...]:

@@ -139,7 +139,9 @@ class DecodedLoader(TensorLoader):
                 )
             return arr.reshape(shape)
 
-        arr = DECODED.get_or_make(self.cache_key, make)
+        # The shape is part of the key: a reader key reused for a tensor of another shape
+        # (a rewritten file at the same path) must not return the old array.
+        arr = DECODED.get_or_make((self.cache_key, shape), make)
         return np.array(arr if key is None else arr[key], dtype=arr.dtype, copy=True)
 
 

@@ -117,3 +117,26 @@ def test_onnx_named_bin_opens_as_onnx(tmp_path):
     out = run("inspect", str(dest), "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["format"] == "onnx"
+
+
+def test_window_on_a_missing_path_names_the_path_even_without_a_display(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "QT_QPA_PLATFORM")}
+    missing = tmp_path / "does-not-exist.onnx"
+    out = subprocess.run(
+        [sys.executable, "-m", "nneditor", str(missing)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"nneditor: {missing}: no such file or folder; check the path"
+
+
+def test_help_lists_the_window_flags():
+    out = run("--help")
+    assert out.returncode == 0
+    for flag in ("--screenshot", "--level", "--select", "--open-trace", "--size", "--dark"):
+        assert flag in out.stdout

@@ -229,15 +229,13 @@ def test_unknown_data_type_and_segments(tmp_path: Path) -> None:
     seg = TensorProto(name="seg", data_type=TensorProto.FLOAT, dims=[1], float_data=[1.0])
     seg.segment.begin = 0
     seg.segment.end = 1
-    neg = TensorProto(name="neg", data_type=TensorProto.FLOAT, dims=[-2], raw_data=b"")
     s = TensorProto(name="s", data_type=TensorProto.STRING, dims=[3], string_data=[b"a"])
     path = tmp_path / "odd.onnx"
-    onnx.save_model(_model([odd, seg, neg, s]), str(path))
+    onnx.save_model(_model([odd, seg, s]), str(path))
     with open_document(path) as doc:
         cases = {
             "odd": "data type 99, which is not an ONNX type",
             "seg": "stored in segments",
-            "neg": "negative dimension",
             "s": "1 strings are stored but the shape needs 3",
         }
         for name, message in cases.items():

@@ -66,6 +66,7 @@ from nneditor.errors import ArtifactError
 from nneditor.model.graph import Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.tensors.dtypes import stored_nbytes
+from nneditor.tensors.shapes import shape_problem
 
 #: Nodes larger than this are indexed from the wire instead of being parsed by protobuf.
 THRESHOLD = 64 * 1024
@@ -339,6 +340,8 @@ class GraphBuilder:
             return None
         if facts.raw_length != stored_nbytes(dtype, math.prod(facts.dims)):
             return None  # the general path explains the mismatch
+        if shape_problem(facts.dims):
+            return None  # e.g. [0, 2**63 - 1]: the general path refuses it with a sentence
         info: dict[str, Any] = {"graph": path, "kind": "constant", "node": facts.node_name}
         if facts.tensor_name and facts.tensor_name != facts.output:
             info["onnx_name"] = facts.tensor_name

@@ -6,9 +6,10 @@ a typed repeated field (packed runs and unpacked runs alike), all as absolute by
 
 Invariants:
 - Value bytes are never read here; an unpacked run is skipped in vectorised chunks.
-- Wire-format violations raise :class:`ArtifactError`; semantic problems (sizes that do not
-  match the shape, unknown types) are left to the loader builder, which marks the tensor
-  unreadable with a sentence instead of failing the whole open.
+- Wire-format violations, and dims no array can have (negative, more than 64, or so large
+  that even an empty tensor cannot be represented), raise :class:`ArtifactError`; semantic
+  problems (sizes that do not match the shape, unknown types) are left to the loader builder,
+  which marks the tensor unreadable with a sentence instead of failing the whole open.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from nneditor.artifacts.onnx import wire_index as w
 from nneditor.artifacts.onnx.elem_types import FIELD_NAMES
 from nneditor.errors import ArtifactError
+from nneditor.tensors.shapes import shape_problem, shape_text
 
 MAX_RANK = 64
 
@@ -108,6 +110,7 @@ def index_tensor(buf: memoryview | bytes, start: int, length: int, what: str) ->
                 f"{what}: unsupported protobuf wire type {wt} (field {fno}); the tensor is corrupt",
                 offset=tag_pos,
             )
+    _check_shape(idx.dims, what, start)
     return idx
 
 
@@ -160,6 +163,15 @@ def _check_rank(idx: TensorIndex, what: str, at: int) -> None:
         )
 
 
+def _check_shape(dims: list[int], what: str, at: int) -> None:
+    """Refuse dims no array can have (negative, or [0, 2**62, 2**62]): the file is corrupt."""
+    problem = shape_problem(dims)
+    if problem:
+        raise ArtifactError(
+            f"{what}: shape {shape_text(dims)} {problem}; the file is corrupt", offset=at
+        )
+
+
 def _add_segment(idx: TensorIndex, fno: int, packed: bool, pos: int, n: int, count: int) -> None:
     idx.typed.setdefault(fno, []).append(Segment(packed, pos, n, count))
 
@@ -201,4 +213,5 @@ def index_sparse(buf: memoryview | bytes, start: int, length: int, what: str) ->
             dims.extend(w.signed64(v) for v in w.packed_varints(buf, pos, n, what))
         if len(dims) > MAX_RANK:
             raise ArtifactError(f"{what}: more than {MAX_RANK} dimensions", offset=at)
+    _check_shape(dims, what, start)
     return SparseIndex(values, indices, dims)
