@@ -3,7 +3,7 @@
 Run ``python benchmarks/bench_gguf_open.py [--real PATH] [--cache DIR]``.
 
 ``nneditor.open`` includes the semantic layer's graph synthesis; "GGUF reader only" is
-``nneditor.artifacts.gguf.open_document`` (header, metadata, tensor catalog).
+``nneditor.artifacts.gguf.reader.open_document`` (header, metadata, tensor catalog).
 
 It generates (once, cached) a ~7 GB *sparse* GGUF with a real header: a 248,320-token string
 vocabulary, 250,000 merges, a token-type array and ~1000 tensor infos of mixed types (Q4_K,
@@ -128,7 +128,7 @@ def _child(method: str, path: str) -> None:
     if method in ("nneditor", "reader"):
         import nneditor
         import nneditor.semantic.checkpoint_graphs  # noqa: F401 - import cost is not open cost
-        from nneditor.artifacts.gguf import open_document
+        from nneditor.artifacts.gguf.reader import open_document
 
         opener = nneditor.open if method == "nneditor" else open_document
         before = proc.memory_info().rss

@@ -24,7 +24,7 @@ import zoo  # noqa: E402
 from _measure import measure, mib  # noqa: E402
 
 NNEDITOR = (
-    "import nneditor\nfrom nneditor.api import hierarchy\nfrom nneditor.report import inspect_report",
+    "import nneditor\nfrom nneditor.api import hierarchy\nfrom nneditor.cli.report import inspect_report",
     "doc = nneditor.open(PATH)\nh = hierarchy(doc) if doc.graph is not None else None\n"
     "inspect_report(doc)\ndoc.close()",
 )
@@ -60,7 +60,7 @@ ANCHORS: dict[str, tuple[str, str, str]] = {
 
 
 def human_size(n: int) -> str:
-    from nneditor.report import human_size as text
+    from nneditor.cli.report import human_size as text
 
     return text(n)
 

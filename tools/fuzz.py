@@ -600,9 +600,9 @@ def fingerprint(path: Path) -> str:
 def exercise(path: Path) -> str:
     """Open ``path`` and use it; returns "opened". ArtifactError from the open propagates."""
     import nneditor
+    from nneditor.cli.report import inspect_report, inspect_text, json_text, tensors_report
     from nneditor.errors import ArtifactError
     from nneditor.model.document import summarise
-    from nneditor.report import inspect_report, inspect_text, json_text, tensors_report
 
     with nneditor.open(path) as doc:
         json_text(inspect_report(doc))  # the `inspect --json` contract, with the hierarchy
@@ -646,7 +646,7 @@ def worker_main(address_space_mb: int) -> None:
     import importlib
 
     import nneditor.api
-    import nneditor.report
+    import nneditor.cli.report
     import nneditor.semantic.hierarchy  # noqa: F401 - imported before the first timing
     from nneditor.artifacts.registry import READERS
     from nneditor.errors import ArtifactError

@@ -1,7 +1,9 @@
 """Which reader opens which format. Readers are imported only when a file needs them.
 
-A reader module exposes ``open_document(path: Path) -> Document``. Adding a format means adding
-a module, a sniff rule, and one row here; nothing else changes.
+Each row names the module whose ``open_document(path: Path) -> Document`` opens the format: a
+format package's face (``nneditor.artifacts.gguf``), or one of the three PyTorch entry modules.
+Adding a format means adding a package (or a module while it is one file), a sniff rule and
+one row here; nothing else changes.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ READERS: dict[str, tuple[str | None, str]] = {
     "onnx": ("nneditor.artifacts.onnx.reader", "ONNX model"),
     "safetensors": ("nneditor.artifacts.safetensors", "safetensors file"),
     "gguf": ("nneditor.artifacts.gguf", "GGUF file"),
-    "pytorch": ("nneditor.artifacts.torch_pickle", "PyTorch checkpoint"),
-    "torchscript": ("nneditor.artifacts.torchscript", "TorchScript archive"),
-    "pt2": ("nneditor.artifacts.pt2", "PyTorch exported program (.pt2)"),
-    "huggingface": ("nneditor.artifacts.hf_snapshot", "Hugging Face snapshot folder"),
+    "pytorch": ("nneditor.artifacts.pytorch.checkpoint", "PyTorch checkpoint"),
+    "torchscript": ("nneditor.artifacts.pytorch.torchscript", "TorchScript archive"),
+    "pt2": ("nneditor.artifacts.pytorch.pt2", "PyTorch exported program (.pt2)"),
+    "huggingface": ("nneditor.artifacts.huggingface", "Hugging Face snapshot folder"),
     "stablehlo": ("nneditor.artifacts.stablehlo", "textual StableHLO module"),
     "tflite": ("nneditor.artifacts.tflite", "TensorFlow Lite flatbuffer"),
     "coreml": ("nneditor.artifacts.coreml", "Core ML model"),

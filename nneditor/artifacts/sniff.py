@@ -13,7 +13,7 @@ import struct
 import zipfile
 from pathlib import Path
 
-from nneditor.artifacts import protowire
+from nneditor.artifacts.wire import protobuf as protowire
 from nneditor.io.zipfile_members import ZIP_ERRORS
 
 HEAD_BYTES = 64 * 1024

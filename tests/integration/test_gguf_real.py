@@ -12,7 +12,7 @@ import pytest
 from gguf import quants
 
 import nneditor
-from nneditor.artifacts.gguf_arrays import NumericArray, StringArray
+from nneditor.artifacts.gguf.arrays import NumericArray, StringArray
 
 pytestmark = pytest.mark.realdata
 NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nneditor.artifacts import registry, torch_pickle, torchscript
+from nneditor.artifacts import registry
+from nneditor.artifacts.pytorch import checkpoint as torch_pickle
+from nneditor.artifacts.pytorch import torchscript
 
 torch = pytest.importorskip("torch")
 

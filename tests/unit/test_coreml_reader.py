@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nneditor.artifacts import coreml
+from nneditor.artifacts.coreml import reader as coreml
 from nneditor.artifacts.registry import open_document
 from nneditor.artifacts.sniff import sniff_path
 from nneditor.errors import ArtifactError

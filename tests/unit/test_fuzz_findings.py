@@ -42,9 +42,9 @@ from test_pickle_hostile import (  # type: ignore[import-not-found]
 import nneditor
 from nneditor.artifacts.sniff import sniff_path
 from nneditor.cli import main
+from nneditor.cli.report import inspect_report, json_text
 from nneditor.errors import ArtifactError
 from nneditor.model.tensor import TensorCatalog, TensorRef
-from nneditor.report import inspect_report, json_text
 from nneditor.tensors.loaders import UnavailableLoader
 
 HUGE = 2**64 - 1

@@ -18,7 +18,7 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 import nneditor
-from nneditor.artifacts.gguf import open_document
+from nneditor.artifacts.gguf.reader import open_document
 from nneditor.errors import ArtifactError
 
 HUGE = 1 << 60

@@ -18,8 +18,8 @@ from gguf import GGUFValueType as V
 from gguf import quants
 
 import nneditor
-from nneditor.artifacts.gguf import GRAPH_REASON, open_document
-from nneditor.artifacts.gguf_arrays import NumericArray, StringArray
+from nneditor.artifacts.gguf.arrays import NumericArray, StringArray
+from nneditor.artifacts.gguf.reader import GRAPH_REASON, open_document
 from nneditor.errors import ArtifactError
 from nneditor.model.document import LazyList
 

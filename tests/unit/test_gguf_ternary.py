@@ -16,7 +16,7 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 from gguf import quants
 
-from nneditor.artifacts.gguf import open_document
+from nneditor.artifacts.gguf.reader import open_document
 from nneditor.errors import ArtifactError
 from nneditor.tensors.ggml_ternary import decode_ptq1_0, decode_tq1_0, decode_tq2_0
 

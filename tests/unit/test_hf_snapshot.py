@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from nneditor.artifacts import hf_snapshot
+from nneditor.artifacts.huggingface import snapshot as hf_snapshot
 from nneditor.artifacts.registry import open_document
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity

@@ -6,7 +6,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 import nneditor
-from nneditor.report import inspect_report
+from nneditor.cli.report import inspect_report
 
 
 def test_state_dict_prefixes_give_stages_blocks_and_layers(tmp_path):

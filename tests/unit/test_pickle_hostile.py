@@ -26,7 +26,9 @@ from typing import Any
 
 import pytest
 
-from nneditor.artifacts import pickle_allowlist, pickle_opcodes, torch_pickle
+from nneditor.artifacts.pytorch import checkpoint as torch_pickle
+from nneditor.artifacts.pytorch.restricted_pickle import allowlist as pickle_allowlist
+from nneditor.artifacts.pytorch.restricted_pickle import opcodes as pickle_opcodes
 from nneditor.errors import ArtifactError
 from nneditor.io import zipfile_members
 from nneditor.model.document import summarise

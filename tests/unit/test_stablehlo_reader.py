@@ -14,9 +14,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nneditor.artifacts import stablehlo
 from nneditor.artifacts.registry import open_document
 from nneditor.artifacts.sniff import sniff_path
+from nneditor.artifacts.stablehlo import reader as stablehlo
 from nneditor.errors import ArtifactError
 
 RNG = np.random.default_rng(7)

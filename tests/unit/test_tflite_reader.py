@@ -16,9 +16,9 @@ import pytest
 
 flatbuffers = pytest.importorskip("flatbuffers")
 
-from nneditor.artifacts import tflite  # noqa: E402
 from nneditor.artifacts.registry import open_document  # noqa: E402
 from nneditor.artifacts.sniff import sniff_path  # noqa: E402
+from nneditor.artifacts.tflite import reader as tflite  # noqa: E402
 from nneditor.errors import ArtifactError  # noqa: E402
 
 FLOAT32, INT32, UINT8, STRING, INT8, INT4, RESOURCE = 0, 2, 3, 5, 9, 17, 13

@@ -17,7 +17,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nneditor.artifacts import registry, torch_pickle  # noqa: E402
+from nneditor.artifacts import registry  # noqa: E402
+from nneditor.artifacts.pytorch import checkpoint as torch_pickle  # noqa: E402
 from nneditor.errors import ArtifactError  # noqa: E402
 from nneditor.io import zipfile_members  # noqa: E402
 

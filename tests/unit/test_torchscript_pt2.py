@@ -21,7 +21,8 @@ torch = pytest.importorskip("torch")
 from torch import Tensor  # noqa: E402
 from torch.nn import Module  # noqa: E402
 
-from nneditor.artifacts import pt2, registry, torchscript  # noqa: E402
+from nneditor.artifacts import registry  # noqa: E402
+from nneditor.artifacts.pytorch import pt2, torchscript  # noqa: E402
 from nneditor.errors import ArtifactError  # noqa: E402
 
 

@@ -199,6 +199,7 @@ def test_an_approval_is_consumed_by_exactly_one_run(model):
 
 
 def test_cli_choices_match_the_core():
-    from nneditor.tracing import cli, plan
+    from nneditor.cli import trace as cli
+    from nneditor.tracing import plan
 
     assert cli.BACKENDS == plan.BACKENDS

@@ -25,19 +25,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nneditor.artifacts import restricted_pickle
-from nneditor.artifacts.pickle_allowlist import dtype_itemsize
-from nneditor.artifacts.pt2_graph import GraphSchemaError, build_graph, scalar_type
-from nneditor.artifacts.restricted_pickle import StorageRef, TensorRecord, short
-from nneditor.artifacts.safetensors import parse_json
-from nneditor.artifacts.torch_pickle import read_checkpoint, read_small_text
-from nneditor.artifacts.torch_tensors import (
+from nneditor.artifacts.pytorch import restricted_pickle
+from nneditor.artifacts.pytorch.checkpoint import read_checkpoint, read_small_text
+from nneditor.artifacts.pytorch.pt2_graph import GraphSchemaError, build_graph, scalar_type
+from nneditor.artifacts.pytorch.restricted_pickle import StorageRef, TensorRecord, short
+from nneditor.artifacts.pytorch.restricted_pickle.allowlist import dtype_itemsize
+from nneditor.artifacts.pytorch.tensors import (
     collect_tensors,
     tensor_ref,
     untrusted,
     untrusted_note,
     with_context,
 )
+from nneditor.artifacts.safetensors import parse_json
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import open_source

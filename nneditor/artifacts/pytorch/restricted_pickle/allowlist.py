@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from nneditor.artifacts.restricted_pickle import (
+from nneditor.artifacts.pytorch.restricted_pickle.machine import PickleMachine
+from nneditor.artifacts.pytorch.restricted_pickle.records import (
     GlobalRef,
-    PickleMachine,
     StorageRef,
     TensorRecord,
 )

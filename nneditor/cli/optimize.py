@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from nneditor.cli.common import open_document
 from nneditor.errors import NNEditorError
 
 
@@ -139,3 +140,24 @@ def run_prune(doc: Any, args: argparse.Namespace) -> int:
     spec["tensors"] = args.tensor
     preview = preview_pruning(doc, method, args.tensor).as_dict()
     return _finish(doc, spec, preview, args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "quantize", help="preview, commit and export 8-bit weight quantization (ONNX)"
+    )
+    add_quantize_arguments(s)
+    s.set_defaults(func=cmd_quantize)
+    s = sub.add_parser("prune", help="preview, commit and export pruning (ONNX)")
+    add_prune_arguments(s)
+    s.set_defaults(func=cmd_prune)
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    with open_document(args.path) as doc:
+        return run_quantize(doc, args)
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    with open_document(args.path) as doc:
+        return run_prune(doc, args)

@@ -137,6 +137,19 @@ def _print_plan(plan: InputPlan, as_json: bool) -> None:
 
 
 def _dump(obj: Any) -> None:
-    from nneditor.report import json_text
+    from nneditor.cli.report import json_text
 
     sys.stdout.write(json_text(obj) + "\n")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("inputs", help="detect model inputs and generate/validate a test input set")
+    add_arguments(s)
+    s.set_defaults(func=cmd_inputs)
+
+
+def cmd_inputs(args: argparse.Namespace) -> int:
+    from nneditor.cli.common import open_document
+
+    with open_document(args.path) as doc:
+        return run(doc, args)

@@ -21,13 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nneditor.artifacts.torch_pickle import (
+from nneditor.artifacts.pytorch.checkpoint import (
     archive_prefix,
     load_member_pickle,
     read_byteorder,
     read_small_text,
 )
-from nneditor.artifacts.torch_tensors import (
+from nneditor.artifacts.pytorch.tensors import (
     StoragePool,
     collect_tensors,
     tensor_ref,

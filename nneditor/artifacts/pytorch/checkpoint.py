@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nneditor.artifacts import restricted_pickle
-from nneditor.artifacts.pickle_allowlist import dtype_itemsize
-from nneditor.artifacts.restricted_pickle import PickleResult
-from nneditor.artifacts.torch_tensors import (
+from nneditor.artifacts.pytorch import restricted_pickle
+from nneditor.artifacts.pytorch.restricted_pickle import PickleResult
+from nneditor.artifacts.pytorch.restricted_pickle.allowlist import dtype_itemsize
+from nneditor.artifacts.pytorch.tensors import (
     StoragePool,
     collect_tensors,
     storage_key,

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.stablehlo_dense import (
+from nneditor.artifacts.stablehlo.dense import (
     HexLoader,
     SplatLoader,
     from_storage,
@@ -33,7 +33,7 @@ from nneditor.artifacts.stablehlo_dense import (
     storage_itemsize,
     unhex,
 )
-from nneditor.artifacts.stablehlo_ir import (
+from nneditor.artifacts.stablehlo.ir import (
     DenseLit,
     Func,
     FuncType,
@@ -42,8 +42,8 @@ from nneditor.artifacts.stablehlo_ir import (
     Region,
     TypeRef,
 )
-from nneditor.artifacts.stablehlo_lexer import Lexer, LexError
-from nneditor.artifacts.stablehlo_parser import Parser
+from nneditor.artifacts.stablehlo.lexer import Lexer, LexError
+from nneditor.artifacts.stablehlo.parser import Parser
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import Identity, fast_identity
 from nneditor.io.source import ByteSource, open_source

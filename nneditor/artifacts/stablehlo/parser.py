@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nneditor.artifacts.stablehlo_ir import (
+from nneditor.artifacts.stablehlo.ir import (
     Block,
     Func,
     FuncType,
@@ -30,8 +30,8 @@ from nneditor.artifacts.stablehlo_ir import (
     Region,
     TypeRef,
 )
-from nneditor.artifacts.stablehlo_lexer import EOF, LexError, Tok
-from nneditor.artifacts.stablehlo_syntax import SyntaxParser
+from nneditor.artifacts.stablehlo.lexer import EOF, LexError, Tok
+from nneditor.artifacts.stablehlo.syntax import SyntaxParser
 
 #: Bare (undotted) op names of the func dialect's default namespace.
 _BARE_OPS = {"return", "call", "call_indirect", "constant"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import struct
 
-from nneditor.artifacts.protowire import I32, I64, LEN, VARINT, iter_fields, read_varint
+from nneditor.artifacts.wire.protobuf import I32, I64, LEN, VARINT, iter_fields, read_varint
 from nneditor.errors import ArtifactError
 
 #: Longest string decoded for display.

@@ -13,12 +13,12 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from nneditor.artifacts.restricted_pickle import (
+from nneditor.artifacts.pytorch.restricted_pickle.machine import PickleMachine
+from nneditor.artifacts.pytorch.restricted_pickle.records import (
     HIGHEST_PROTOCOL,
     MAX_LONG_BYTES,
     Call,
     ExtensionRef,
-    PickleMachine,
     short,
 )
 

@@ -13,7 +13,7 @@ Invariants:
   followed as in the Hugging Face cache); nothing is written, no code from the folder runs.
 - JSON side files are size-capped before they are read; ``tokenizer.json`` is never parsed as a
   whole: one streaming pass over its memory map finds the model type and vocabulary size.
-- ``.bin`` shards are read by ``nneditor.artifacts.torch_pickle``; when that reader is absent
+- ``.bin`` shards are read by ``nneditor.artifacts.pytorch.checkpoint``; when that reader is absent
   the snapshot still opens and the notes say which tensors could not be listed.
 - The catalog is the union of the shards; identity and size cover every file the document uses.
 """
@@ -48,7 +48,7 @@ TOKENIZER_FILES = (
     "tokenizer.model",
     "special_tokens_map.json",
 )
-TORCH_READER = "nneditor.artifacts.torch_pickle"
+TORCH_READER = "nneditor.artifacts.pytorch.checkpoint"
 
 #: Largest config/generation/tokenizer_config JSON we parse.
 MAX_JSON_BYTES = 16 * 1024 * 1024

@@ -21,13 +21,17 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.pickle_allowlist import dtype_itemsize, is_recognised, storage_dtype
-from nneditor.artifacts.restricted_pickle import (
+from nneditor.artifacts.pytorch.restricted_pickle import (
     Call,
     GlobalRef,
     StorageRef,
     TensorRecord,
     short,
+)
+from nneditor.artifacts.pytorch.restricted_pickle.allowlist import (
+    dtype_itemsize,
+    is_recognised,
+    storage_dtype,
 )
 from nneditor.errors import ArtifactError
 from nneditor.io.source import ByteSource, SubSource

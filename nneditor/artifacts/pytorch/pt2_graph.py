@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nneditor.artifacts.restricted_pickle import short
+from nneditor.artifacts.pytorch.restricted_pickle import short
 from nneditor.model.graph import Graph, Node, ValueInfo
 
 MAX_SUBGRAPH_DEPTH = 32

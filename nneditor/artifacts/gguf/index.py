@@ -8,7 +8,7 @@ u64 n_kv``, then ``n_kv`` x ``(string key, u32 value type, value)``, then ``n_te
 Invariants:
 - Every count and length read from the file is checked against the bytes that remain before
   anything is allocated or looped over; problems raise ArtifactError with the byte offset.
-- Long metadata arrays stay lazy (:mod:`nneditor.artifacts.gguf_arrays`): numbers are read on
+- Long metadata arrays stay lazy (:mod:`nneditor.artifacts.gguf.arrays`): numbers are read on
   demand, string arrays cost one int64 offset per item and no Python string until asked.
 - Tensor infos are validated against the type table and the file before they are accepted:
   dimensions, element count, block multiple, alignment, byte range, overlaps.
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.gguf_arrays import (
+from nneditor.artifacts.gguf.arrays import (
     MAX_ITEM_BYTES,
     NumericArray,
     StringArray,

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.coreml_mil import MilContext, open_sources, program_graphs
-from nneditor.artifacts.coreml_proto import Msg
-from nneditor.artifacts.coreml_schema import (
+from nneditor.artifacts.coreml.mil import MilContext, open_sources, program_graphs
+from nneditor.artifacts.coreml.proto import Msg
+from nneditor.artifacts.coreml.schema import (
     ARRAY_DTYPES,
     COLOR_SPACES,
     LAYER_TYPES,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from nneditor.artifacts.stablehlo_ir import (
+from nneditor.artifacts.stablehlo.ir import (
     ELEMENT_DTYPES,
     MAX_DEPTH,
     DenseLit,
@@ -20,7 +20,7 @@ from nneditor.artifacts.stablehlo_ir import (
     TypeRef,
     parse_tensor_type,
 )
-from nneditor.artifacts.stablehlo_lexer import EOF, Lexer, LexError, Tok
+from nneditor.artifacts.stablehlo.lexer import EOF, Lexer, LexError, Tok
 
 #: Identifiers that introduce a ``<...>`` type.
 ANGLE_TYPES = {"tensor", "memref", "vector", "tuple", "complex"}

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from nneditor.artifacts.gguf_index import FORMAT, GGUFIndex, TensorInfo, parse_index
+from nneditor.artifacts.gguf.index import FORMAT, GGUFIndex, TensorInfo, parse_index
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, open_source

@@ -19,7 +19,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from nneditor.inputs.cli import add_shape_arguments, plan_from_args
+from nneditor.cli.inputs import add_shape_arguments, plan_from_args
 from nneditor.io.scratch import sweep_temp
 from nneditor.tracing.limits import Limits
 from nneditor.tracing.providers import DEVICES
@@ -147,3 +147,22 @@ def _summary(result: Any) -> dict[str, Any]:
         "elapsed_s": round(result.elapsed_s, 3),
         "worker_peak_rss_mb": round(result.peak_rss_mb, 1),
     }
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser("trace", help="plan, approve (--yes) and run an activation trace")
+    add_arguments(s)
+    s.set_defaults(func=cmd_trace)
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from nneditor.cli.common import open_document
+    from nneditor.tracing.runner import TraceRunner
+
+    with TraceRunner() as runner:
+        if args.yes:
+            # The worker's interpreter and imports start while the model is opened and planned;
+            # it reads nothing until the approved request arrives (closed unused on a refusal).
+            runner.prestart()
+        with open_document(args.path) as doc:
+            return run(doc, args, runner)

@@ -7,7 +7,7 @@ are listed in the tensor catalog (main subgraph: the tensor's name; others:
 absolute ``offset``/``size`` after the flatbuffer.
 
 Invariants:
-- The flatbuffer is walked with :mod:`nneditor.artifacts.flatbuf` (every offset bounds-checked,
+- The flatbuffer is walked with :mod:`nneditor.artifacts.wire.flatbuffer` (every offset bounds-checked,
   a work budget against shared/cyclic offsets); nothing is decoded beyond the schema fields
   listed in tflite_schema.
 - Tensor data is never read at open: refs hold a byte range into the read-only map.
@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.flatbuf import FlatBuffer, Table
-from nneditor.artifacts.tflite_schema import (
+from nneditor.artifacts.tflite.schema import (
     CUSTOM,
     FILE_IDENTIFIER,
     TENSOR_TYPE_NAMES,
@@ -33,6 +32,7 @@ from nneditor.artifacts.tflite_schema import (
     Slots,
     op_name,
 )
+from nneditor.artifacts.wire.flatbuffer import FlatBuffer, Table
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import fast_identity
 from nneditor.io.source import ByteSource, open_source

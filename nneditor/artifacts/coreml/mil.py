@@ -24,15 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.artifacts.coreml_proto import Msg
-from nneditor.artifacts.coreml_schema import (
+from nneditor.artifacts.coreml.proto import Msg
+from nneditor.artifacts.coreml.schema import (
     BLOB_DTYPES,
     BLOB_HEADER_BYTES,
     BLOB_METADATA_BYTES,
     BLOB_SENTINEL,
     MIL_DTYPES,
 )
-from nneditor.artifacts.protowire import read_varint
+from nneditor.artifacts.wire.protobuf import read_varint
 from nneditor.errors import ArtifactError
 from nneditor.io.source import ByteSource, FileSource, is_file
 from nneditor.model.graph import Dim, Graph, Node, ValueInfo

@@ -1,0 +1,124 @@
+"""Command line: GUI launch (``nneditor [PATH]``) and headless sub-commands.
+
+One module per command group, each registering its own sub-commands with ``register(sub)``:
+:mod:`.inspection` (inspect, tensors, tensor, stats), :mod:`.inputs` (inputs), :mod:`.trace`
+(trace), :mod:`.editing` (edit, export), :mod:`.optimize` (quantize, prune); the
+``inspect --json`` contract is built in :mod:`.report`. Errors a user can cause print one line
+``nneditor: <sentence>`` on stderr and exit with 2; set ``NNEDITOR_DEBUG=1`` to see tracebacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from nneditor import __version__
+from nneditor.cli.common import EXIT_USAGE, CLIError
+
+#: the command-group modules, in the order ``--help`` lists their commands
+GROUPS = ("inspection", "inputs", "trace", "editing", "optimize")
+
+
+GUI_USAGE = """desktop window (no COMMAND):
+  nneditor [PATH] [--screenshot FILE.png] [--level architecture|blocks|layers|operators]
+           [--select NAME] [--open-trace DIR] [--size WxH] [--dark | --light]
+  --screenshot saves a PNG of the window once PATH is open and drawn, then exits
+  (QT_QPA_PLATFORM=offscreen works); --select names a node, group or value;
+  --open-trace shows a folder written by `nneditor trace` in the Traced model pane
+  (with --select VALUE: that value's tensor overlay)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    p = argparse.ArgumentParser(
+        prog="nneditor",
+        description="Inspect, navigate, edit and trace neural-network artifacts.",
+        epilog=GUI_USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"nneditor {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        importlib.import_module(f"nneditor.cli.{group}").register(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    subcommands = _subcommands(parser)
+    if not args_list or (
+        args_list[0] not in subcommands and args_list[0] not in ("-h", "--help", "--version")
+    ):
+        return _run_guarded(lambda: _launch_gui(args_list))
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse already printed usage
+        return int(exc.code or 0)
+    _tolerant_stdout()
+    return _run_guarded(lambda: args.func(args))
+
+
+def _tolerant_stdout() -> None:
+    """Names from a file may hold lone surrogates (a JSON ``"\\ud800"``, a pickle); text
+    output shows them as ``\\ud800`` instead of failing (JSON output escapes them itself)."""
+    if isinstance(sys.stdout, io.TextIOWrapper) and sys.stdout.errors in (
+        "strict",
+        "surrogateescape",  # the POSIX locale's choice; it still refuses "\ud800"
+    ):
+        sys.stdout.reconfigure(errors="backslashreplace")
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()
+
+
+def _launch_gui(argv: list[str]) -> int:
+    try:
+        from nneditor.ui.app import run_app
+    except ImportError as exc:
+        raise CLIError(f"the desktop window is not available ({exc})") from exc
+    return run_app(argv)
+
+
+def _run_guarded(fn: Callable[[], int]) -> int:
+    from nneditor.errors import NNEditorError
+
+    try:
+        return fn()
+    except BrokenPipeError:  # output piped into `head`; not an error worth a message
+        sys.stderr.close()
+        return 0
+    except (NNEditorError, CLIError) as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        _fail(f"{exc.strerror or exc}{where}")
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    except Exception as exc:  # a reader bug must still not print a traceback at users
+        if os.environ.get("NNEDITOR_DEBUG"):
+            raise
+        _fail(
+            f"unexpected internal error ({type(exc).__name__}: {exc}); the file may be malformed "
+            "in a way NNEditor does not handle yet — set NNEDITOR_DEBUG=1 for details and report it"
+        )
+    return EXIT_USAGE
+
+
+def _fail(message: str) -> None:
+    if os.environ.get("NNEDITOR_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(f"nneditor: {message}", file=sys.stderr)
+
+
+__all__ = ["EXIT_USAGE", "CLIError", "build_parser", "main"]

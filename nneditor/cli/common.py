@@ -1,0 +1,28 @@
+"""What every command module shares: the user-error type, the exit code, opening an artifact
+and printing JSON."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+
+EXIT_USAGE = 2
+
+
+class CLIError(Exception):
+    """A user error in CLI arguments, reported as one line."""
+
+
+def open_document(path: str) -> Document:
+    from nneditor.api import open as nn_open
+
+    return nn_open(path)
+
+
+def print_json(obj: object) -> None:
+    from nneditor.cli.report import json_text
+
+    sys.stdout.write(json_text(obj) + "\n")

@@ -1,0 +1,120 @@
+"""Inspection commands: ``inspect``, ``tensors``, ``tensor``, ``stats``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from nneditor.cli.common import CLIError, open_document, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    s = sub.add_parser(
+        "inspect", help="summarise an artifact (format, graph, tensors, capabilities)"
+    )
+    s.add_argument("path")
+    s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.set_defaults(func=cmd_inspect)
+
+    s = sub.add_parser("tensors", help="list every stored tensor")
+    s.add_argument("path")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_tensors)
+
+    s = sub.add_parser("tensor", help="write one tensor's decoded values (or a slice) as .npy")
+    s.add_argument("path")
+    s.add_argument("name")
+    s.add_argument("--out", required=True, help="destination .npy file")
+    s.add_argument("--slice", help='numpy-style slice such as "0:2,:,5"')
+    s.set_defaults(func=cmd_tensor)
+
+    s = sub.add_parser("stats", help="streaming statistics of one tensor")
+    s.add_argument("path")
+    s.add_argument("name")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_stats)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from nneditor.cli.report import inspect_report, inspect_text
+
+    with open_document(args.path) as doc:
+        if args.json:
+            print_json(inspect_report(doc))
+        else:
+            print(inspect_text(doc))
+    return 0
+
+
+def cmd_tensors(args: argparse.Namespace) -> int:
+    from nneditor.cli.report import human_size, tensors_report
+
+    with open_document(args.path) as doc:
+        rows = tensors_report(doc)
+        if args.json:
+            print_json(rows)
+        else:
+            for r in rows:
+                shape = "x".join(str(d) for d in r["shape"]) or "scalar"
+                print(
+                    f"{r['name']}\t{r['dtype']}\t{shape}\t{human_size(r['nbytes'])}\t{r['encoding']}"
+                )
+    return 0
+
+
+def cmd_tensor(args: argparse.Namespace) -> int:
+    from nneditor.cli.report import npy_compatible
+
+    out = Path(args.out)
+    if out.suffix != ".npy":
+        raise CLIError(f"--out must name a .npy file, got {out.name!r}")
+    with open_document(args.path) as doc:
+        ref = doc.tensors[args.name]
+        arr = npy_compatible(ref.read(args.slice) if args.slice else ref.read())
+    tmp = out.with_name(out.name + ".part")
+    with open(tmp, "wb") as fh:
+        np.save(fh, arr, allow_pickle=False)
+    os.replace(tmp, out)
+    print(f"wrote {out} ({arr.dtype}, shape {list(arr.shape)})", file=sys.stderr)
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from nneditor.analysis.stats import tensor_stats
+    from nneditor.jobs import JobHandle
+
+    def progress(done: int, total: int, message: str) -> None:
+        if not args.json and sys.stderr.isatty():
+            print(f"\r{message} {100 * done // max(total, 1)}%", end="", file=sys.stderr)
+
+    with open_document(args.path) as doc:
+        ref = doc.tensors[args.name]
+        st = tensor_stats(ref, JobHandle(on_progress=progress))
+    if args.json:
+        print_json(st.as_dict())
+        return 0
+    d = st.as_dict()
+    print(f"{ref.name}: {ref.dtype} {list(ref.shape)} ({ref.encoding})")
+    for k in (
+        "count",
+        "finite",
+        "min",
+        "max",
+        "mean",
+        "std",
+        "zeros",
+        "nan",
+        "inf",
+        "sparsity",
+        "l2_norm",
+    ):
+        print(f"  {k:>9}: {d[k]}")
+    bound = f" ± {st.percentile_error_bound:.3g}" if st.percentile_error_bound else ""
+    print(f"  percentiles ({st.percentile_method}{bound}):")
+    for p, v in st.percentiles.items():
+        print(f"    p{p}: {v:.6g}")
+    return 0
