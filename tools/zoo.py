@@ -32,6 +32,7 @@ def entries() -> list[Entry]:
     out = [
         Entry(name, "wheel", item.package, item.what or item.member)
         for name, item in testdata.ITEMS.items()
+        if item.zoo
     ]
     for name, (tool, what) in zoo_generated.ABOUT.items():
         out.append(Entry(name, "generated", tool, what))
@@ -50,16 +51,15 @@ def path(name: str) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    wanted = argv or names()
+    """Fetch or generate ``argv`` (default: the zoo and the tests' reference data)."""
+    wanted = argv or [*names(), *(n for n, it in testdata.ITEMS.items() if not it.zoo)]
     failed = 0
-    for e in entries():
-        if e.name not in wanted:
-            continue
+    for name in wanted:
         try:
-            print(f"{e.name}\t{e.origin}\t{e.source}\t{path(e.name)}")
+            print(f"{name}\t{path(name)}")
         except Exception as exc:  # offline, or a library missing: reported, the rest goes on
             failed += 1
-            print(f"{e.name}: NOT AVAILABLE ({type(exc).__name__}: {exc})", file=sys.stderr)
+            print(f"{name}: NOT AVAILABLE ({type(exc).__name__}: {exc})", file=sys.stderr)
     return 1 if failed else 0
 
 

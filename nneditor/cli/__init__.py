@@ -2,7 +2,7 @@
 
 One module per command group, each registering its own sub-commands with ``register(sub)``:
 :mod:`.inspection` (inspect, tensors, tensor, stats), :mod:`.inputs` (inputs), :mod:`.trace`
-(trace), :mod:`.editing` (edit, export), :mod:`.optimize` (quantize, prune); the
+(trace), :mod:`.tokens` (tokenize, detokenize, predict), :mod:`.editing` (edit, export), :mod:`.optimize` (quantize, prune); the
 ``inspect --json`` contract is built in :mod:`.report`. Errors a user can cause print one line
 ``nneditor: <sentence>`` on stderr and exit with 2; set ``NNEDITOR_DEBUG=1`` to see tracebacks.
 """
@@ -19,7 +19,7 @@ from nneditor import __version__
 from nneditor.cli.common import EXIT_USAGE, CLIError
 
 #: the command-group modules, in the order ``--help`` lists their commands
-GROUPS = ("inspection", "inputs", "trace", "editing", "optimize")
+GROUPS = ("inspection", "inputs", "trace", "tokens", "editing", "optimize")
 
 
 GUI_USAGE = """desktop window (no COMMAND):

@@ -5,6 +5,8 @@
                    [--chunk-mb N] [--capture NAME ...] [--dim NAME=N] [--shape INPUT=SHAPE]
                    [--yes] [--json]
 
+Inputs the ``--inputs`` file lacks get automatic values from their presets (named in the plan;
+a mask follows the length of the given tokens).
 Without ``--yes`` the plan is printed and the command exits with 2 ("add --yes to approve this
 run"); nothing runs. With ``--yes`` the printed plan is approved for exactly one run.
 Exit codes: 0 complete or partial trace published; 1 the run failed, timed out, ran out of
@@ -61,10 +63,15 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
     from nneditor.tracing.runner import TraceRunner
 
     input_plan = plan_from_args(doc, args)
+    rest: list[str] = []  # inputs the --inputs file lacks: generated from their presets
     if args.inputs:
-        arrays = assign_file(input_plan, _input_file(args.inputs))
-        check_set(input_plan, arrays)
-        source = f"inputs from {args.inputs}"
+        given = assign_file(input_plan, _input_file(args.inputs))
+        check_set(input_plan, given, complete=False)
+        arrays = build_inputs(input_plan, given, seed=args.seed)
+        rest = [n for n in arrays if n not in given]
+        source = f"inputs from {args.inputs}" + (
+            f"; automatic values for {', '.join(rest)}" if rest else ""
+        )
     else:
         arrays = build_inputs(input_plan, seed=args.seed)
         source = "automatic inputs (no --inputs given)"
@@ -78,6 +85,8 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
     plan.notes.append(source)
     if not args.inputs:
         plan.notes.extend(input_plan.assumptions)
+    else:
+        plan.notes.extend(a for s in input_plan.inputs if s.name in rest for a in s.assumptions)
     out = sys.stderr if args.yes else sys.stdout
     print("\n".join(plan.describe()), file=out)
     if not args.yes:

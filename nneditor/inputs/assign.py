@@ -17,6 +17,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from nneditor.inputs.generate import automatic
 from nneditor.inputs.picker import check_set, load_npy, load_npz
-from nneditor.inputs.spec import InputPlan, InputSpecError
+from nneditor.inputs.spec import InputPlan, InputSpec, InputSpecError
 
 INPUTS_NPZ = "inputs.npz"
 PLAN_JSON = "plan.json"
@@ -45,17 +46,53 @@ def safe_file_stem(name: str, taken: set[str]) -> str:
 def build_inputs(
     plan: InputPlan, provided: Mapping[str, np.ndarray] | None = None, seed: int = 0
 ) -> dict[str, np.ndarray]:
-    """Provided arrays plus automatic values for every other input, validated as a set."""
+    """Provided arrays plus automatic values for every other input, validated as a set.
+
+    Automatic values follow the extents the provided arrays give named dims: a 13-token
+    ``input_ids`` [batch, seq] makes the generated ``attention_mask`` [batch, seq] 13 long.
+    """
     provided = dict(provided or {})
     blocked = [s.problem for s in plan.inputs if s.name not in provided and s.problem]
     if blocked:
         raise InputSpecError("cannot generate every input: " + "; ".join(p for p in blocked if p))
+    bound = bound_dims(plan, provided)
     arrays = {
-        spec.name: provided[spec.name] if spec.name in provided else automatic(spec, seed)
+        spec.name: (
+            provided[spec.name]
+            if spec.name in provided
+            else automatic(with_bound_dims(spec, bound), seed)
+        )
         for spec in plan.inputs
     }
     check_set(plan, arrays)
     return arrays
+
+
+def bound_dims(plan: InputPlan, provided: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """Named dims -> the extent the provided arrays give them (first one wins; check_set
+    reports disagreements)."""
+    bound: dict[str, int] = {}
+    for spec in plan.inputs:
+        arr = provided.get(spec.name)
+        declared = spec.declared_shape
+        if arr is None or declared is None or arr.ndim != len(declared):
+            continue
+        for want, got in zip(declared, arr.shape, strict=True):
+            if isinstance(want, str) and want:
+                bound.setdefault(want, int(got))
+    return bound
+
+
+def with_bound_dims(spec: InputSpec, bound: Mapping[str, int]) -> InputSpec:
+    """``spec`` with its preset shape taking the extents of ``bound`` named dims."""
+    declared = spec.declared_shape
+    if not bound or declared is None or spec.shape is None or len(declared) != len(spec.shape):
+        return spec
+    shape = tuple(
+        bound.get(d, s) if isinstance(d, str) and d else s
+        for d, s in zip(declared, spec.shape, strict=True)
+    )
+    return spec if shape == spec.shape else replace(spec, shape=shape)
 
 
 def write_input_set(

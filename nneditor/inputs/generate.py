@@ -40,6 +40,11 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(input_seed(spec.name, seed))
     if spec.role == "mask":
         return np.ones(spec.shape, dtype)
+    if spec.role == "positions":
+        last = spec.shape[-1] if spec.shape else 1
+        return np.broadcast_to(np.arange(last), spec.shape).astype(dtype)
+    if spec.role == "keep_all":
+        return np.zeros(spec.shape, dtype)
     if spec.role == "sample_rate":
         return np.full(spec.shape, DEFAULT_SAMPLE_RATE, dtype)
     if spec.role == "tokens":

@@ -134,6 +134,11 @@ def load_npz(
         raise ArtifactError(f"could not be loaded ({exc})", format="npz", path=str(p)) from None
 
 
+#: arrays of an .npz whose name starts with this are notes about the set (how token ids were
+#: made, and by which tokenizer), not inputs
+NOTE_PREFIX = "__nneditor"
+
+
 def load_tensor_file(
     path: str | os.PathLike[str], max_bytes: int = MAX_ARRAY_BYTES
 ) -> dict[str, np.ndarray]:
@@ -159,7 +164,8 @@ def describe(arr: np.ndarray) -> str:
 
 
 def check_array(spec: InputSpec, arr: np.ndarray, source: str = "") -> None:
-    """Refuse ``arr`` for ``spec`` unless its dtype and shape match the declaration."""
+    """Refuse ``arr`` for ``spec`` unless its dtype and shape match the declaration (and token
+    ids index inside the embedding table they feed, when its size is known)."""
     given = describe(arr)
     origin = f" from {source}" if source else ""
     expected = spec.declared_text()
@@ -167,6 +173,14 @@ def check_array(spec: InputSpec, arr: np.ndarray, source: str = "") -> None:
         raise InputSpecError(
             f"input {spec.name!r} expects {expected}, given {given}{origin}: the dtype differs"
         )
+    if spec.role == "tokens" and spec.vocab_size and arr.size:
+        low, high = int(arr.min()), int(arr.max())
+        if low < 0 or high >= spec.vocab_size:
+            raise InputSpecError(
+                f"input {spec.name!r} takes token ids in [0, {spec.vocab_size:,}) (the rows of "
+                f"its embedding table), given ids from {low:,} to {high:,}{origin}: the "
+                "tokenizer does not match this model; use the model's own vocabulary"
+            )
     declared = spec.declared_shape
     if declared is None:
         return
@@ -223,7 +237,7 @@ def assign_file(
     p = Path(path)
     if target is not None:
         plan[target]  # raises with the list of inputs
-    arrays = load_tensor_file(p)
+    arrays = {k: v for k, v in load_tensor_file(p).items() if not k.startswith(NOTE_PREFIX)}
     if len(arrays) == 1:
         ((name, arr),) = arrays.items()
         dest = target or (name if name in plan.names() else None)

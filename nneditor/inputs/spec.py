@@ -44,6 +44,8 @@ SUPPORTED_DTYPES = (
 _TOKEN_NAME = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$", re.IGNORECASE)
 _MASK_NAME = re.compile(r"(^|[_./:])mask$", re.IGNORECASE)
 _RATE_NAME = re.compile(r"^(sr|sample_rate|sampling_rate)$", re.IGNORECASE)
+_POSITION_NAME = re.compile(r"(^|[_./:])(position_ids|positions|cache_position)$", re.IGNORECASE)
+_KEEP_NAME = re.compile(r"^(num_)?logits_to_keep$", re.IGNORECASE)
 #: ops a token tensor may pass through unchanged on its way to the embedding Gather.
 _PASSTHROUGH = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}
 DEFAULT_SAMPLE_RATE = 16000
@@ -57,8 +59,9 @@ class InputSpecError(NNEditorError):
 class InputSpec:
     """One graph input: declared type, the resolved preset shape and how values are chosen.
 
-    ``role`` is "tokens" (valid ids), "mask" (all valid), "sample_rate", "waveform" (audio
-    beside a sample-rate input) or "generic".
+    ``role`` is "tokens" (valid ids), "mask" (all valid), "positions" (0, 1, 2, ...),
+    "keep_all" (logits_to_keep = 0), "sample_rate", "waveform" (audio beside a sample-rate
+    input) or "generic".
     """
 
     name: str
@@ -327,10 +330,19 @@ def _role_for(
         else:
             notes.append(f"input {name!r} holds token ids: no vocabulary found, values in [0, 10)")
         return "tokens", vocab
+    if is_int and _POSITION_NAME.search(name):
+        notes.append(f"input {name!r} holds positions: 0, 1, 2, ... along its last axis")
+        return "positions", None
+    if is_int and _KEEP_NAME.match(name):
+        notes.append(f"input {name!r} set to 0: logits for every position")
+        return "keep_all", None
     if is_int and _RATE_NAME.match(name) and shape is not None and int(np.prod(shape)) == 1:
         notes.append(f"input {name!r} looks like a sample rate: set to {DEFAULT_SAMPLE_RATE}")
         return "sample_rate", None
     return "generic", None
+
+
+_WORD_TABLE = re.compile(r"token_embd|word_embeddings|embed_tokens|\bwte\b|tok_embeddings")
 
 
 def infer_vocab_size(doc: Document, name: str) -> int | None:
@@ -347,6 +359,13 @@ def infer_vocab_size(doc: Document, name: str) -> int | None:
         ins = node.inputs
         if node.op_type == "Gather" and len(ins) > 1 and ins[1] in hops:
             rows = _table_rows(doc, ins[0], node.attributes.get("axis", 0))
+            if rows:
+                return rows
+        elif node.op_type == "Embedding" and ins and ins[0] in hops:
+            # a synthesized checkpoint graph (GGUF, Hugging Face): the token table is the
+            # word/token embedding among the weights the lookup lists
+            tables = [t for t in ins[1:] if _WORD_TABLE.search(t)] or list(ins[1:])
+            rows = max((_table_rows(doc, t, 0) or 0 for t in tables), default=0)
             if rows:
                 return rows
         elif node.op_type in _PASSTHROUGH and ins and ins[0] in hops:

@@ -20,8 +20,11 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFileDialog,
+    QFormLayout,
+    QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
@@ -58,6 +61,15 @@ SOURCES: dict[str, tuple[str, bool]] = {
     "series": ("Time series (sine)", False),
     "pattern": ("Pattern (ramp)", False),
     "tensor": ("Tensor file (.npy/.npz)…", True),
+    "text": ("Text tokens (below)", False),
+}
+#: tokenizer choices of the Text tokens box: key -> label
+TOKENIZERS = {
+    "embedded": "The model's own vocabulary",
+    "file": "tokenizer.json…",
+    "bytes": "Bytes (smoke test, not the model's tokenizer)",
+    "codepoints": "Code points (smoke test, not the model's tokenizer)",
+    "hashed-words": "Hashed words (smoke test, not the model's tokenizer)",
 }
 FORMATS = ("npz", "npy")
 
@@ -145,9 +157,125 @@ class InputsPanel(QWidget):
         lay.addWidget(intro)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.assumptions)
+        lay.addWidget(self._text_box())
         lay.addLayout(fmt_row)
         lay.addLayout(buttons)
         lay.addWidget(self.status)
+
+    def _text_box(self) -> QGroupBox:
+        from nneditor.tokenize.prompts import SAMPLE_PROMPTS
+
+        box = QGroupBox("Text tokens", self)
+        self.text_box = box
+        self.prompt = QComboBox(box)
+        self.prompt.setEditable(True)
+        self.prompt.addItems(list(SAMPLE_PROMPTS))
+        self.prompt.setToolTip("Type any text or choose a sample prompt")
+        self.tokenizer_choice = QComboBox(box)
+        for key, label in TOKENIZERS.items():
+            self.tokenizer_choice.addItem(label, key)
+        self.tokenizer_file = ""
+        self.padding = (0, 0)  # (count, id) the chosen sequence length added
+        self.tokenizer_choice.activated.connect(self._on_tokenizer)
+        self.length = QLineEdit(box)
+        self.length.setPlaceholderText("blank: the prompt's natural length")
+        self.length.setToolTip(
+            "A length cuts the tokens or fills them up with the vocabulary's padding token "
+            "(its end-of-sequence token when it has none)"
+        )
+        self.token_dtype = QComboBox(box)
+        self.token_dtype.addItems(["int64", "int32"])
+        self.special = QCheckBox("Special-token text becomes special tokens", box)
+        self.text_button = QPushButton("Generate, save && assign", box)
+        self.text_button.clicked.connect(self.generate_text_tokens)
+        self.text_status = QLabel("", box)
+        self.text_status.setWordWrap(True)
+        self.text_status.setObjectName("Muted")
+        form = QFormLayout(box)
+        form.addRow("Prompt", self.prompt)
+        form.addRow("Tokenizer", self.tokenizer_choice)
+        form.addRow("Sequence length", self.length)
+        form.addRow("Token dtype", self.token_dtype)
+        form.addRow("", self.special)
+        form.addRow("", self.text_button)
+        form.addRow("", self.text_status)
+        box.hide()
+        return box
+
+    def _on_tokenizer(self) -> None:
+        if self.tokenizer_choice.currentData() == "file":
+            path, _ = QFileDialog.getOpenFileName(self, "tokenizer.json", "", "JSON (*.json)")
+            if path:
+                self.tokenizer_file = path
+            else:
+                self.tokenizer_choice.setCurrentIndex(0)
+
+    def token_input(self) -> InputSpec | None:
+        """The input that takes token ids (the text box writes it)."""
+        if self.plan is None:
+            return None
+        return next((s for s in self.plan.inputs if s.role == "tokens"), None)
+
+    def _token_ids(self) -> tuple[list[int], Any]:
+        from nneditor.tokenize import load_tokenizer
+
+        key = str(self.tokenizer_choice.currentData())
+        self.padding = (0, 0)
+        if key == "file" and not self.tokenizer_file:
+            raise NNEditorError("choose a tokenizer.json first")
+        spec = self.token_input()
+        tok = load_tokenizer(
+            self.doc.path,
+            self.tokenizer_file if key == "file" else "embedded",
+            codebook_name=key if key not in ("embedded", "file") else None,
+            vocab_size=spec.vocab_size if spec is not None else None,
+        )
+        ids = tok.encode(self.prompt.currentText(), special=self.special.isChecked())
+        text = self.length.text().strip()
+        if text:
+            if not text.isdigit() or int(text) < 1:
+                raise NNEditorError(f"sequence length must be a positive number, got {text!r}")
+            n = int(text)
+            self.padding = (max(0, n - len(ids)), tok.filler)
+            ids = ids[:n] + [tok.filler] * self.padding[0]
+        if not ids:
+            raise NNEditorError("the prompt gives no tokens; type some text")
+        return ids, tok
+
+    def generate_text_tokens(self) -> bool:
+        """Tokenize the prompt, write it as the .npz named for the token input, assign it."""
+        spec = self.token_input()
+        if spec is None or self.doc is None:
+            return False
+        from nneditor.tokenize.token_inputs import write_token_npz
+
+        try:
+            ids, tok = self._token_ids()
+            out = Path(self.folder.text().strip() or self.default_folder())
+            out.mkdir(parents=True, exist_ok=True)
+            path = write_token_npz(
+                out / f"{spec.name}.npz",
+                spec.name,
+                ids,
+                tok,
+                self.prompt.currentText(),
+                self.token_dtype.currentText(),
+                self.special.isChecked(),
+            )
+        except (NNEditorError, OSError) as exc:
+            self.text_status.setText(str(exc))
+            self._fail(str(exc))
+            return False
+        pad, filler = self.padding
+        self.text_status.setText(
+            f"{len(ids)} tokens ({tok.name}; {tok.fidelity}): {' '.join(map(str, ids[:32]))}"
+            + (" …" if len(ids) > 32 else "")
+            + (f"; the last {pad} are padding (id {filler})" if pad else "")
+        )
+        if not self.assign_path(path):
+            return False
+        self.set_source(spec.name, "text", str(path))
+        return True
 
     # ------------------------------------------------------------------ model
 
@@ -165,6 +293,11 @@ class InputsPanel(QWidget):
             self.status.setText(str(exc))
             return
         self._fill()
+        spec = self.token_input()
+        self.text_box.setVisible(spec is not None)
+        if spec is not None:
+            self.token_dtype.setCurrentText(spec.dtype if spec.dtype == "int32" else "int64")
+            self.text_box.setTitle(f"Text tokens for input {spec.name!r}")
         self.status.setText("No inputs assigned yet; a trace uses automatic inputs until then.")
 
     def _fill(self) -> None:
@@ -225,7 +358,11 @@ class InputsPanel(QWidget):
             return False
         try:
             provided = {
-                name: source_array(self.plan[name], kind, path, self.plan)
+                name: (
+                    np.asarray([self._token_ids()[0]], self.plan[name].numpy_dtype)
+                    if kind == "text"
+                    else source_array(self.plan[name], kind, path, self.plan)
+                )
                 for name, (kind, path) in self.sources.items()
                 if kind != "auto"
             }

@@ -59,6 +59,9 @@ class TensorOverlay(QDialog):
         lay.addWidget(self.tabs, 1)
         self.tensor_panel = self._tensor_panel()
         self.tabs.addTab(self.tensor_panel, "Values")
+        self.tokens_tab = self._tokens_tab()
+        if self.tokens_tab is not None:
+            self.tabs.addTab(self.tokens_tab, "Tokens")
         self.python_tab = self._python_tab()
         if self.python_tab is not None:
             self.tabs.addTab(self.python_tab, "Python")
@@ -73,6 +76,15 @@ class TensorOverlay(QDialog):
         panel.show_tab("View")
         return panel
 
+    def _tokens_tab(self) -> QWidget | None:
+        """Decode token ids / inspect next-token predictions, for values that can be either."""
+        from nneditor.ui.trace.tokens_tab import TokensTab, tokens_kind
+
+        producer = str(self.metadata.get("producer") or "")
+        if self.metadata.get("partial") or not tokens_kind(self.array, self.name, producer):
+            return None
+        return TokensTab(self.array, self.name, self.run.model, producer, self)
+
     def _python_tab(self) -> QWidget | None:
         from nneditor.ui.python_tab import PythonTab
 
@@ -84,9 +96,12 @@ class TensorOverlay(QDialog):
         return tab
 
     def show_tab(self, name: str) -> None:
-        """ "View", "Statistics", "Visualization", "Metadata", "Hex" or "Python"."""
+        """ "View", "Statistics", "Visualization", "Metadata", "Hex", "Tokens" or "Python"."""
         if name == "Python" and self.python_tab is not None:
             self.tabs.setCurrentWidget(self.python_tab)
+            return
+        if name == "Tokens" and self.tokens_tab is not None:
+            self.tabs.setCurrentWidget(self.tokens_tab)
             return
         self.tabs.setCurrentWidget(self.tensor_panel)
         self.tensor_panel.show_tab(name)  # type: ignore[attr-defined]

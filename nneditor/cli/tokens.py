@@ -1,0 +1,189 @@
+"""Text commands for language models: ``tokenize``, ``detokenize``, ``predict``.
+
+    nneditor tokenize PATH --text TEXT [--tokenizer embedded|FILE] [--codebook KIND] [--special]
+                      [--out F.npz] [--dtype int64|int32] [--json]
+    nneditor detokenize PATH --ids 1,2,3 [--skip-special] [--json]
+    nneditor predict TRACE_DIR [--value NAME] [--batch 0] [--position -1] [--top 20] [--json]
+
+PATH is a GGUF file, a Hugging Face snapshot folder, a tokenizer.json, or a model with a
+tokenizer.json beside it. ``--out`` writes the ids as the .npz a trace takes (one array named
+for the model's token input, plus a note of the tokenizer and its fidelity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from nneditor.cli.common import CLIError, print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from nneditor.tokenize.codebooks import CODEBOOKS
+
+    s = sub.add_parser("tokenize", help="text -> the model's token ids (optionally as .npz)")
+    s.add_argument("path")
+    s.add_argument("--text", required=True)
+    s.add_argument("--tokenizer", default="embedded", metavar="embedded|FILE")
+    s.add_argument("--codebook", choices=CODEBOOKS, help="a smoke-test codebook instead")
+    s.add_argument("--special", action="store_true", help="special-token text -> the token")
+    s.add_argument("--out", metavar="F.npz", help="write the ids for a trace")
+    s.add_argument("--dtype", choices=("int64", "int32"), default="int64")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_tokenize)
+
+    s = sub.add_parser("detokenize", help="token ids -> text")
+    s.add_argument("path")
+    s.add_argument("--ids", required=True, metavar="1,2,3")
+    s.add_argument("--tokenizer", default="embedded", metavar="embedded|FILE")
+    s.add_argument("--skip-special", action="store_true", help="leave special tokens out")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_detokenize)
+
+    s = sub.add_parser("predict", help="next-token predictions from a trace's logits")
+    s.add_argument("trace_dir")
+    s.add_argument("--value", help="the logits value (found by itself when omitted)")
+    s.add_argument("--batch", type=int, default=0)
+    s.add_argument("--position", type=int, default=-1)
+    s.add_argument("--top", type=int, default=20)
+    s.add_argument("--tokenizer", default="embedded", metavar="embedded|FILE")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_predict)
+
+
+def _input_name(path: Path) -> str:
+    from nneditor.tokenize.hf_files import is_tokenizer_file
+
+    if is_tokenizer_file(path):
+        return "input_ids"
+    import nneditor
+    from nneditor.tokenize import token_input_name
+
+    with nneditor.open(path) as doc:
+        name = token_input_name(doc)
+    if name is None:
+        raise CLIError(f"{path} has no input that takes token ids")
+    return name
+
+
+def cmd_tokenize(args: argparse.Namespace) -> int:
+    from nneditor.tokenize import load_tokenizer
+    from nneditor.tokenize.token_inputs import write_token_npz
+
+    path = Path(args.path)
+    tok = load_tokenizer(path, args.tokenizer, args.codebook)
+    ids = tok.encode(args.text, special=args.special)
+    name = _input_name(path) if (args.out or not path.name.endswith("tokenizer.json")) else ""
+    name = name or "input_ids"
+    note = _range_note(path, ids, tok.name)
+    if args.out:
+        if not args.out.endswith(".npz"):
+            raise CLIError(f"--out must name a .npz file, got {args.out!r}")
+        if note:
+            raise CLIError(note + "; nothing written")
+        write_token_npz(args.out, name, ids, tok, args.text, args.dtype, args.special)
+    if args.json:
+        out = {"ids": ids, "input": name, **tok.describe(), "special": args.special}
+        print_json({**out, "note": note} if note else out)
+    else:
+        print(" ".join(str(i) for i in ids))
+        print(f"{len(ids)} tokens for input {name!r}; {tok.fidelity}", file=sys.stderr)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+        if args.out:
+            print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+def _range_note(path: Path, ids: list[int], source: str) -> str:
+    """Why ``ids`` cannot feed the model at ``path`` ("" when they can or it is unknown)."""
+    from nneditor.tokenize import model_vocab
+    from nneditor.tokenize.hf_files import is_tokenizer_file
+
+    rows = None if is_tokenizer_file(path) or path.is_dir() else model_vocab(path)
+    if not rows or not ids or max(ids) < rows:
+        return ""
+    return (
+        f"ids reach {max(ids):,} but {path.name}'s embedding table has {rows:,} rows: "
+        f"{source} is not this model's tokenizer"
+    )
+
+
+def cmd_detokenize(args: argparse.Namespace) -> int:
+    from nneditor.tokenize import load_tokenizer
+
+    try:
+        ids = [int(t) for t in args.ids.replace(" ", ",").split(",") if t]
+    except ValueError:
+        raise CLIError(f"--ids must be integers separated by commas, got {args.ids!r}") from None
+    tok = load_tokenizer(Path(args.path), args.tokenizer)
+    text = tok.decode(ids, keep_special=not args.skip_special)
+    if args.json:
+        print_json({"text": text, "ids": ids, "codebook": tok.name, "fidelity": tok.fidelity})
+    else:
+        print(text)
+    return 0
+
+
+def _outputs(model: str | None) -> list[str]:
+    """The traced model's graph output names ([] when it cannot be opened any more)."""
+    if not model:
+        return []
+    import nneditor
+    from nneditor.errors import NNEditorError
+
+    try:
+        with nneditor.open(model) as doc:
+            return [vi.name for vi in doc.graph.outputs] if doc.graph is not None else []
+    except (NNEditorError, OSError):
+        return []
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from nneditor.tokenize import TokenizerError, load_tokenizer
+    from nneditor.tokenize.predictions import find_logits, predict
+
+    folder = Path(args.trace_dir)
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise CLIError(
+            f"{folder} is not a trace folder (no readable manifest.json); give the folder "
+            "`nneditor trace --out` wrote"
+        ) from None
+    model = (manifest.get("run") or {}).get("model")
+    tok = None
+    why = ""
+    if args.tokenizer != "embedded" or model:
+        try:
+            tok = load_tokenizer(Path(model or args.tokenizer), args.tokenizer)
+        except TokenizerError as exc:
+            why = str(exc)
+    values = manifest.get("values") or []
+    if args.value:
+        entry = next((v for v in values if v.get("name") == args.value), None)
+        if entry is None or not entry.get("file"):
+            raise CLIError(f"the trace has no captured value named {args.value!r}")
+    else:
+        entry = find_logits(values, tok.vocab_size if tok else None, _outputs(model))
+    logits = np.load(folder / entry["file"], allow_pickle=False)
+    result = predict(logits, entry["name"], tok, args.batch, args.position, args.top)
+    out = result.as_dict()
+    if entry.get("status") == "partial":
+        out["note"] = (out["note"] + "; " if out["note"] else "") + "the value is partial"
+    if why:
+        out["note"] = (out["note"] + "; " if out["note"] else "") + why
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['value']} at position {out['position']} (batch {out['batch']}):")
+    for k, t in enumerate(out["top"], 1):
+        text = json.dumps(t["text"], ensure_ascii=False) if t["text"] is not None else "?"
+        print(f"{k:>3}. {t['id']:>7} {t['prob']:8.4f} {t['logit']:10.4f}  {text}")
+    if out["note"]:
+        print(f"note: {out['note']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,142 @@
+"""Hugging Face tokenizer files through the ``tokenizers`` library (exact: the same library
+``transformers`` uses for its fast tokenizers).
+
+``tokenizer.json`` is read as is; a folder with ``vocab.json`` + ``merges.txt`` (GPT-2 style)
+becomes a byte-level BPE. The file's post-processor adds what the model expects (BOS/EOS);
+special-token text in the input is plain text unless ``special`` is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from nneditor.tokenize.base import EXACT_HF, TextTokenizer, TokenizerError
+
+
+def is_tokenizer_file(path: Path) -> bool:
+    return path.is_file() and path.suffix == ".json" and path.name.endswith("tokenizer.json")
+
+
+def hf_tokenizer(path: Path) -> TextTokenizer:
+    """From a tokenizer.json, or a folder holding one (or vocab.json + merges.txt)."""
+    from tokenizers import Tokenizer
+
+    folder = path if path.is_dir() else path.parent
+    file = path if path.is_file() else folder / "tokenizer.json"
+    try:
+        if file.is_file():
+            tok = Tokenizer.from_file(str(file))
+            source = file
+        elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            from tokenizers import decoders, models, pre_tokenizers
+
+            bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+            tok = Tokenizer(bpe)
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+            tok.decoder = decoders.ByteLevel()
+            tok.add_special_tokens(_declared_specials(folder, tok))
+            source = folder / "vocab.json"
+        else:
+            raise TokenizerError(
+                f"{folder} has no tokenizer.json (nor vocab.json + merges.txt); give a tokenizer "
+                "file with --tokenizer, or choose a smoke-test --codebook"
+            )
+    except TokenizerError:
+        raise
+    except Exception as exc:  # the library's own parse error, as a sentence
+        raise TokenizerError(
+            f"{file} is not a tokenizer the tokenizers library can read: {exc}"
+        ) from None
+    # a file may pad and cut every text to a fixed length (minilm: 128); as in transformers,
+    # the natural length is kept and a length is chosen where the ids are made
+    tok.no_padding()
+    tok.no_truncation()
+    config = _config(folder)
+    vocab = tok.get_vocab_size(with_added_tokens=True)
+    added = tok.get_added_tokens_decoder()
+    specials = frozenset(i for i, t in added.items() if t.special)
+    bos = _token_id(tok, config.get("bos_token"))
+    eos = _token_id(tok, config.get("eos_token"))
+    # what the file's post-processor puts around every text ([CLS] ... [SEP], <s> ...)
+    frame = list(tok.encode("", add_special_tokens=True).ids)
+    if bos is None and frame:
+        bos = _token_id(tok, config.get("cls_token"))
+    if eos is None and frame:
+        eos = _token_id(tok, config.get("sep_token"))
+    return TextTokenizer(
+        "tokenizer.json",
+        EXACT_HF,
+        vocab,
+        _Encoder(tok),
+        bos_id=bos,
+        eos_id=eos,
+        add_bos=bos is not None and frame[:1] == [bos],
+        add_eos=eos is not None and frame[-1:] == [eos],
+        special_ids=specials,
+        source=str(source),
+        pad_id=_token_id(tok, config.get("pad_token")),
+        framed=True,
+    )
+
+
+def _config(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _declared_specials(folder: Path, tok: Any) -> list[str]:
+    """Special tokens of a vocab.json + merges.txt folder: those special_tokens_map.json and
+    tokenizer_config.json name, and GPT-2's ``<|endoftext|>`` (its tokenizer's default)."""
+    names: list[str] = ["<|endoftext|>"]
+    for file in ("special_tokens_map.json", "tokenizer_config.json"):
+        try:
+            data = json.loads((folder / file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        for key, value in data.items():
+            items = value if isinstance(value, list) else [value]
+            if key.endswith("_token") or key == "additional_special_tokens":
+                names.extend(_content(v) for v in items)
+        decoder = data.get("added_tokens_decoder")
+        if isinstance(decoder, dict):
+            names.extend(_content(v) for v in decoder.values() if isinstance(v, dict))
+    return [n for n in dict.fromkeys(names) if n and tok.token_to_id(n) is not None]
+
+
+def _content(value: Any) -> str:
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else ""
+
+
+def _token_id(tok: Any, token: Any) -> int | None:
+    token = _content(token)
+    if not token:
+        return None
+    found = tok.token_to_id(token)
+    return int(found) if found is not None else None
+
+
+class _Encoder:
+    def __init__(self, tok: Any) -> None:
+        self.tok = tok
+
+    def encode(self, text: str, special: bool) -> list[int]:
+        self.tok.encode_special_tokens = not special
+        try:
+            return list(self.tok.encode(text, add_special_tokens=True).ids)
+        finally:
+            self.tok.encode_special_tokens = False
+
+    def decode(self, ids: list[int], keep_special: bool) -> str:
+        return str(self.tok.decode(ids, skip_special_tokens=not keep_special))
+
+    def piece(self, token: int) -> str:
+        return str(self.tok.decode([token], skip_special_tokens=False))

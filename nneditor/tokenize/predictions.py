@@ -1,0 +1,130 @@
+"""Next-token predictions from captured logits, and captured token ids as text.
+
+Probabilities are a softmax over the whole row in float64; when the row is not exactly one
+probability per vocabulary entry (a padded or cut head, or no vocabulary at all) the result
+says so instead of pretending.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nneditor.tokenize.base import TextTokenizer, TokenizerError
+
+LOGIT_NAMES = ("logits", "result_output", "lm_logits", "output")
+
+
+def find_logits(
+    values: list[dict[str, Any]],
+    vocab_size: int | None = None,
+    outputs: list[str] | None = None,
+) -> dict[str, Any]:
+    """The manifest entry of the model's logits: named so (logits, result_output...), else the
+    last captured float value whose last axis has the vocabulary's size, else the last float
+    graph output (``outputs``: the model's output names) or value an ``lm_head`` produced."""
+    captured = [v for v in values if v.get("status") in ("captured", "partial") and v.get("file")]
+    floating = [v for v in captured if str(v.get("dtype", "")).startswith(("float", "bfloat"))]
+    floating = [v for v in floating if 1 <= len(v.get("shape") or ()) <= 3]
+    for name in LOGIT_NAMES:
+        hit = [v for v in floating if v["name"] == name]
+        if hit:
+            return hit[-1]
+    if vocab_size:
+        hit = [v for v in floating if v.get("shape") and v["shape"][-1] == vocab_size]
+        if hit:
+            return hit[-1]
+    hit = [v for v in floating if v["name"] in (outputs or ())]
+    hit = hit or [v for v in floating if "lm_head" in str(v.get("producer", ""))]
+    if hit:
+        return hit[-1]
+    raise TokenizerError(
+        "no captured value looks like logits (named logits/result_output, a graph output, or "
+        "with the vocabulary's size on its last axis); name it with --value"
+    )
+
+
+@dataclass
+class Prediction:
+    value: str
+    batch: int
+    position: int
+    top: list[dict[str, Any]]
+    row_size: int
+    complete: bool  # one probability per vocabulary entry
+    note: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "batch": self.batch,
+            "position": self.position,
+            "row_size": self.row_size,
+            "complete": self.complete,
+            "note": self.note,
+            "top": self.top,
+        }
+
+
+def predict(
+    logits: np.ndarray,
+    value: str,
+    tokenizer: TextTokenizer | None,
+    batch: int = 0,
+    position: int = -1,
+    top: int = 20,
+) -> Prediction:
+    """The ``top`` most likely next tokens at (``batch``, ``position``) of ``logits``
+    ([batch, positions, vocab], [positions, vocab] or [vocab])."""
+    arr = np.asarray(logits)
+    if arr.ndim == 3:
+        if not -arr.shape[0] <= batch < arr.shape[0]:
+            raise TokenizerError(f"batch {batch} is outside the {arr.shape[0]} of {value!r}")
+        arr = arr[batch]
+    elif arr.ndim not in (1, 2):
+        raise TokenizerError(f"{value!r} has shape {list(logits.shape)}; logits have 1 to 3 axes")
+    if arr.ndim == 2:
+        if not -arr.shape[0] <= position < arr.shape[0]:
+            raise TokenizerError(f"position {position} is outside the {arr.shape[0]} of {value!r}")
+        pos = position % arr.shape[0]
+        row = arr[pos]
+    else:
+        pos, row = 0, arr
+    row = row.astype(np.float64)
+    shifted = row - np.max(row)
+    probs = np.exp(shifted) / np.exp(shifted).sum()
+    k = max(1, min(top, row.size))
+    order = np.argsort(-row, kind="stable")[:k]
+    complete = tokenizer is not None and row.size == tokenizer.vocab_size
+    if tokenizer is None:
+        note = "no vocabulary: ids without text; probabilities over the whole row"
+    elif row.size != tokenizer.vocab_size:
+        note = (
+            f"the row has {row.size:,} entries but the vocabulary {tokenizer.vocab_size:,}: "
+            "probabilities are over the row as captured"
+        )
+    else:
+        note = ""
+    out = []
+    for i in order:
+        text = tokenizer.piece(int(i)) if tokenizer and i < tokenizer.vocab_size else None
+        out.append({"id": int(i), "logit": float(row[i]), "prob": float(probs[i]), "text": text})
+    return Prediction(value, batch, int(pos), out, int(row.size), complete, note)
+
+
+def decode_captured(
+    ids: np.ndarray, tokenizer: TextTokenizer, batch: int = 0, keep_special: bool = True
+) -> dict[str, Any]:
+    """Captured token ids ([batch, positions] or [positions]) as text and per-token pieces."""
+    arr = np.asarray(ids)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise TokenizerError(f"token ids are integers, not {arr.dtype}")
+    row = arr[batch] if arr.ndim == 2 else arr.reshape(-1)
+    tokens = [int(t) for t in row]
+    return {
+        "ids": tokens,
+        "text": tokenizer.decode(tokens, keep_special=keep_special),
+        "pieces": [tokenizer.piece(t) for t in tokens],
+    }

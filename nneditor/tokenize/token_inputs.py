@@ -1,0 +1,51 @@
+"""Token ids as the input set a trace takes: an .npz with one array named for the model's token
+input, plus a note saying which tokenizer made them and how faithful it is."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nneditor.inputs.picker import NOTE_PREFIX
+from nneditor.tokenize.base import TextTokenizer
+
+NOTE = NOTE_PREFIX + "_tokenizer__"
+
+
+def token_array(ids: list[int], dtype: str = "int64") -> np.ndarray:
+    """``[1, len(ids)]`` (batch, sequence): the NT layout every decoder takes."""
+    if dtype not in ("int64", "int32"):
+        raise ValueError(f"token ids are int64 or int32, not {dtype}")
+    return np.asarray([ids], dtype=dtype)
+
+
+def write_token_npz(
+    path: str | os.PathLike[str],
+    input_name: str,
+    ids: list[int],
+    tokenizer: TextTokenizer,
+    text: str,
+    dtype: str = "int64",
+    special: bool = False,
+) -> Path:
+    """Write ``path`` (atomically) and return it."""
+    out = Path(path)
+    note = {**tokenizer.describe(), "input": input_name, "text": text, "special": special}
+    tmp = out.with_name(out.name + ".part.npz")
+    arrays: dict[str, Any] = {input_name: token_array(ids, dtype), NOTE: np.array(json.dumps(note))}
+    np.savez(tmp, **arrays)
+    os.replace(tmp, out)
+    return out
+
+
+def read_note(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The tokenizer note of a token .npz (None when it has none)."""
+    with np.load(path, allow_pickle=False) as npz:
+        if NOTE not in npz.files:
+            return None
+        value = json.loads(str(npz[NOTE]))
+    return value if isinstance(value, dict) else None

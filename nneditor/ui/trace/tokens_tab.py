@@ -1,0 +1,180 @@
+"""Tokens tab of a captured value: "Decode captured tokens" for token ids and "Inspect
+next-token predictions" for logits, with the vocabulary of the model the trace ran.
+
+Invariants:
+- The tokenizer is the traced model's own (GGUF vocabulary, tokenizer.json in a snapshot or
+  beside the model); the tab names its source file and vocabulary size, or says why there is
+  none — ids and probabilities are still shown, text is not invented.
+- Probabilities are over the whole row (``nneditor.tokenize.predictions``); a row that is not
+  one entry per vocabulary token is labelled as such.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from nneditor.errors import NNEditorError
+from nneditor.tokenize import TextTokenizer, load_tokenizer
+from nneditor.tokenize.predictions import LOGIT_NAMES, decode_captured, predict
+
+_IDS = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$|argmax|topk", re.IGNORECASE)
+
+
+def tokens_kind(array: np.ndarray, name: str = "", producer: str = "") -> str:
+    """ "ids" (integers named like token ids, or made by ArgMax/TopK), "logits" (floats that
+    look like a language-model head's output: named so, made by an ``lm_head``, or a row as
+    long as a vocabulary) or "" (neither: shapes, indices, activations)."""
+    if np.issubdtype(array.dtype, np.integer) and 1 <= array.ndim <= 2:
+        return "ids" if _IDS.search(name) or _IDS.search(producer) else ""
+    if not np.issubdtype(array.dtype, np.floating) or not 1 <= array.ndim <= 3:
+        return ""
+    named = name in LOGIT_NAMES or "lm_head" in producer or "logits" in name.lower()
+    return "logits" if array.shape[-1] > 1 and (named or array.shape[-1] >= 1000) else ""
+
+
+class TokensTab(QWidget):
+    def __init__(
+        self,
+        array: np.ndarray,
+        name: str,
+        model: str,
+        producer: str = "",
+        parent: QWidget | None = None,
+    ):
+        super().__init__(parent)
+        self.array = array
+        self.name = name
+        self.kind = tokens_kind(array, name, producer) or (
+            "ids" if np.issubdtype(array.dtype, np.integer) else "logits"
+        )
+        self.tokenizer: TextTokenizer | None = None
+        why = ""
+        try:
+            self.tokenizer = load_tokenizer(Path(model)) if model else None
+            if self.tokenizer is None:
+                why = "the trace does not name its model"
+        except (NNEditorError, OSError) as exc:
+            why = str(exc)
+        tok = self.tokenizer
+        source = (
+            f"Vocabulary: {tok.vocab_size:,} tokens from {Path(tok.source).name or tok.name} — "
+            f"{tok.fidelity}"
+            if tok is not None
+            else f"No vocabulary: {why}. Ids and probabilities only."
+        )
+        self.source = QLabel(source, self)
+        self.source.setWordWrap(True)
+        self.source.setObjectName("Muted")
+        self.batch = QSpinBox(self)
+        self.batch.setPrefix("batch ")
+        self.batch.setRange(0, max(0, array.shape[0] - 1) if array.ndim >= 2 else 0)
+        self.position = QSpinBox(self)
+        self.position.setPrefix("position ")
+        positions = array.shape[-2] if array.ndim >= 2 else 1
+        self.position.setRange(-positions, max(0, positions - 1))
+        self.position.setValue(-1)
+        self.top = QSpinBox(self)
+        self.top.setPrefix("top ")
+        self.top.setRange(1, 1000)
+        self.top.setValue(20)
+        self.keep_special = QCheckBox("Keep special tokens", self)
+        self.keep_special.setChecked(True)
+        logits = self.kind == "logits"
+        self.action = QPushButton(
+            "Inspect next-token predictions" if logits else "Decode captured tokens", self
+        )
+        self.action.clicked.connect(self.inspect_predictions if logits else self.decode_tokens)
+        row = QHBoxLayout()
+        for widget, shown in (
+            (self.batch, True),
+            (self.position, logits),
+            (self.top, logits),
+            (self.keep_special, not logits),
+            (self.action, True),
+        ):
+            row.addWidget(widget)
+            widget.setVisible(shown)
+        row.addStretch(1)
+        self.summary = QLabel("", self)
+        self.summary.setWordWrap(True)
+        self.text = QPlainTextEdit(self)
+        self.text.setReadOnly(True)
+        self.table = QTableWidget(0, 5, self)
+        self.table.setHorizontalHeaderLabels(["Rank", "Id", "Probability", "Logit", "Text"])
+        self.table.verticalHeader().hide()
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        lay = QVBoxLayout(self)
+        lay.addWidget(self.source)
+        lay.addLayout(row)
+        lay.addWidget(self.summary)
+        lay.addWidget(self.table if self.kind == "logits" else self.text, 1)
+        (self.text if self.kind == "logits" else self.table).hide()
+
+    def decode_tokens(self) -> dict[str, Any] | None:
+        if self.tokenizer is None:
+            ids = np.asarray(self.array)
+            row = ids[self.batch.value()] if ids.ndim == 2 else ids
+            self.summary.setText("No vocabulary to decode with; the ids are:")
+            self.text.setPlainText(" ".join(str(int(i)) for i in row))
+            return None
+        try:
+            out = decode_captured(
+                self.array, self.tokenizer, self.batch.value(), self.keep_special.isChecked()
+            )
+        except NNEditorError as exc:
+            self.summary.setText(str(exc))
+            return None
+        self.summary.setText(f"{len(out['ids'])} tokens; pieces: " + " | ".join(out["pieces"]))
+        self.text.setPlainText(out["text"])
+        return out
+
+    def inspect_predictions(self) -> dict[str, Any] | None:
+        try:
+            result = predict(
+                self.array,
+                self.name,
+                self.tokenizer,
+                self.batch.value(),
+                self.position.value(),
+                self.top.value(),
+            )
+        except NNEditorError as exc:
+            self.summary.setText(str(exc))
+            return None
+        best = result.top[0]
+        greedy = repr(best["text"]) if best["text"] is not None else f"id {best['id']}"
+        note = f" — {result.note}" if result.note else ""
+        self.summary.setText(
+            f"Greedy candidate at position {result.position}: {greedy} "
+            f"(p = {best['prob']:.4f}){note}"
+        )
+        self.table.setRowCount(len(result.top))
+        for r, t in enumerate(result.top):
+            cells = (
+                str(r + 1),
+                str(t["id"]),
+                f"{t['prob']:.6f}",
+                f"{t['logit']:.4f}",
+                repr(t["text"]) if t["text"] is not None else "—",
+            )
+            for c, text in enumerate(cells):
+                self.table.setItem(r, c, QTableWidgetItem(text))
+        return result.as_dict()

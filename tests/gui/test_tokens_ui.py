@@ -1,0 +1,149 @@
+"""Text tokens in the window: the Text tokens box of "Generate test input" writes the model's
+own token ids, a trace runs on them, and the Tokens tab of a captured value decodes the ids and
+reads the next-token predictions (checked against ONNX Runtime and torch)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+
+from nneditor.tokenize.token_inputs import read_note  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
+WORDS = ["<unk>", "<|endoftext|>"] + [f"w{i}" for i in range(2, 100)]
+PROMPT = "w5 w17 w3 w99 w42 w42 w8 w61"
+
+
+def _gpt2_with_tokenizer(zoo_artifact, folder: Path) -> Path:  # noqa: ANN001
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    model = folder / "gpt2.onnx"
+    shutil.copy(zoo_artifact("gpt2.onnx"), model)
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tok.save(str(folder / "tokenizer.json"))
+    return model
+
+
+def _box(window):  # noqa: ANN001, ANN202
+    window.trace.show_view("Trace")
+    return window.trace.inputs
+
+
+@pytest.mark.realdata
+def test_prompt_to_predictions_in_the_window(
+    qtbot, open_model, window, zoo_artifact, tmp_path
+) -> None:  # noqa: ANN001, E501
+    import onnxruntime as ort
+    import torch
+
+    model = _gpt2_with_tokenizer(zoo_artifact, tmp_path)
+    open_model(model)
+    inputs = _box(window)
+    assert inputs.text_box.isVisibleTo(window) and "'input_ids'" in inputs.text_box.title()
+    inputs.prompt.setCurrentText(PROMPT)
+    inputs.folder.setText(str(tmp_path / "set"))
+    assert inputs.generate_text_tokens(), inputs.status.text()
+    ids = [5, 17, 3, 99, 42, 42, 8, 61]
+    assert "8 tokens (tokenizer.json;" in inputs.text_status.text()
+    arrays = window.trace.panel.arrays
+    assert arrays["input_ids"].tolist() == [ids] and arrays["attention_mask"].tolist() == [[1] * 8]
+    note = read_note(tmp_path / "set" / "input_ids.npz")
+    assert note and note["text"] == PROMPT and "tokenizers library" in note["fidelity"]
+
+    panel = window.trace.panel
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=90000)
+    assert runs, panel.outcome.text()
+
+    overlay = window.trace.open_overlay("454")  # the lm_head output: [1, vocab]
+    assert overlay is not None and overlay.tokens_tab is not None
+    overlay.show_tab("Tokens")
+    tab = overlay.tokens_tab
+    assert "100 tokens from tokenizer.json" in tab.source.text()
+    assert tab.position.isVisibleTo(tab) and not tab.keep_special.isVisibleTo(tab)
+    tab.top.setValue(4)
+    result = tab.inspect_predictions()
+    sess = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    feed = {k: np.asarray(v) for k, v in arrays.items()}
+    logits = sess.run(None, feed)[0][0].astype(np.float64)
+    top = torch.topk(torch.softmax(torch.from_numpy(logits), -1), 4)
+    assert result is not None and [t["id"] for t in result["top"]] == top.indices.tolist()
+    assert np.allclose([t["prob"] for t in result["top"]], top.values.numpy(), atol=1e-6)
+    best = WORDS[top.indices.tolist()[0]]
+    assert f"Greedy candidate at position 0: '{best}'" in tab.summary.text()
+    assert tab.table.rowCount() == 4 and tab.table.item(0, 4).text() == repr(best)
+    overlay.resize(900, 600)
+    overlay.grab().save(str(tmp_path / "tokens_tab.png"))
+
+    ids_overlay = window.trace.open_overlay("input_ids")
+    assert ids_overlay is not None and ids_overlay.tokens_tab is not None
+    decoded = ids_overlay.tokens_tab.decode_tokens()
+    assert decoded is not None and decoded["text"] == PROMPT
+    assert ids_overlay.tokens_tab.text.toPlainText() == PROMPT
+    assert not ids_overlay.tokens_tab.position.isVisibleTo(ids_overlay.tokens_tab)
+    ids_overlay.show_tab("Tokens")
+    ids_overlay.resize(900, 400)
+    ids_overlay.grab().save(str(tmp_path / "ids_tab.png"))
+    assert window.trace.open_overlay("/transformer/Constant_13_output_0").tokens_tab is None
+
+
+@pytest.mark.realdata
+def test_a_length_the_model_refuses_assigns_nothing(
+    qtbot, open_model, window, zoo_artifact, tmp_path
+) -> None:  # noqa: ANN001, E501
+    open_model(_gpt2_with_tokenizer(zoo_artifact, tmp_path))
+    inputs = _box(window)
+    inputs.prompt.setCurrentText("w5 w6")
+    inputs.length.setText("12")
+    inputs.folder.setText(str(tmp_path / "set"))
+    assert not inputs.generate_text_tokens()
+    assert "axis 1 is 12, not 8" in inputs.status.text()
+    assert window.trace.panel.arrays is None or "input_ids" not in window.trace.panel.arrays
+    inputs.length.setText("8")  # no padding or end-of-sequence token known: 0
+    assert inputs.generate_text_tokens(), inputs.status.text()
+    assert window.trace.panel.arrays["input_ids"].tolist() == [[5, 6, 0, 0, 0, 0, 0, 0]]
+    assert "the last 6 are padding (id 0)" in inputs.text_status.text()
+    config = {"eos_token": "<|endoftext|>"}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    assert inputs.generate_text_tokens(), inputs.status.text()  # now the end-of-sequence id
+    assert window.trace.panel.arrays["input_ids"].tolist() == [[5, 6, 1, 1, 1, 1, 1, 1]]
+
+
+def test_smoke_test_codebooks_are_labelled(qtbot, open_model, window, tmp_path) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    inputs = _box(window)
+    assert inputs.text_box.isVisibleTo(window)
+    inputs.tokenizer_choice.setCurrentIndex(inputs.tokenizer_choice.findData("bytes"))
+    inputs.prompt.setCurrentText("hey")
+    inputs.folder.setText(str(tmp_path / "set"))
+    assert inputs.generate_text_tokens(), inputs.status.text()
+    assert "not the model's tokenizer" in inputs.text_status.text()
+    ids = window.trace.panel.arrays["input_ids"]
+    rows = inputs.token_input().vocab_size
+    assert ids.tolist() == [[b % rows for b in b"hey"]]
+    note = json.loads(json.dumps(read_note(tmp_path / "set" / "input_ids.npz")))
+    assert note["codebook"] == "codebook:bytes"
+
+
+@pytest.mark.realdata
+def test_gguf_prompts_use_the_embedded_vocabulary(qtbot, open_model, window, realdata) -> None:  # noqa: ANN001
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    refs = json.loads((ROOT / "tests" / "data" / "llama_cpp_token_refs.json").read_text("utf-8"))
+    open_model(realdata(name))
+    inputs = _box(window)
+    assert inputs.text_box.isVisibleTo(window)
+    text = refs["texts"][3]
+    inputs.prompt.setCurrentText(text)
+    ids, tok = inputs._token_ids()
+    assert ids == refs["vocabs"][name]["plain"][3] and tok.name == "gguf:smollm"

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Capture llama.cpp's token ids for a multilingual text set, for every GGUF vocabulary the
+tests use, into tests/data/llama_cpp_token_refs.json (the tests compare NNEditor's ids to it).
+
+Needs llama-cpp-python (builds from source in ~7 minutes on 2 cores; not a test dependency):
+    pip install llama-cpp-python==0.3.36 && python3 tools/llama_cpp_refs.py
+Each text is tokenized twice: as llama.cpp does by default for the file (BOS per its flags,
+special-token text as plain text) and with parse_special (``--special``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import testdata  # noqa: E402
+
+TEXTS = [
+    "Hello world",
+    " leading space and  two  spaces",
+    "The capital of France is Paris.",
+    "北京是中国的首都。東京は日本の首都です。서울은 한국의 수도입니다.",
+    "العربية: مرحبا بالعالم! كيف حالك؟",
+    "Emoji 😀🚀🦙 and joined 👨\u200d👩\u200d👧\u200d👦 and flags 🇫🇷🇯🇵",
+    "Combining: e\u0301 \u00e9 n\u0303 \u00f1 a\u0308\u0301 \u2126 \u210c \ufb01",
+    "Digits 1 12 123 1234 12345 123456789 3.14159 1,000,000",
+    "Whitespace runs:    \t\t tabs\tand\nnewlines\n\n three\n\n\ndone   ",
+    "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)  # code\n",
+    "<|endoftext|><|im_start|>user\nhi<|im_end|>",
+    "<s>[INST] special-token text </s> <unk> <|begin_of_text|>",
+    "Ελληνικά, русский, עברית, हिन्दी, ไทย, Tiếng Việt",
+    "'tis 'twas I'll you're we've she'd THEY'LL",
+    "",
+]
+VOCABS = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "llama-spm", "phi-3", "starcoder", "command-r"]
+
+
+def main() -> int:
+    from llama_cpp import Llama
+
+    out: dict[str, object] = {"texts": TEXTS, "llama_cpp_python": "0.3.36", "vocabs": {}}
+    files = {v: testdata.ensure("llama.cpp-vocab") / f"ggml-vocab-{v}.gguf" for v in VOCABS}
+    files["SmolLM2-135M-Instruct.Q4_1.gguf"] = testdata.ensure("SmolLM2-135M-Instruct.Q4_1.gguf")
+    for name, path in files.items():
+        llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+        plain = [llm.tokenize(t.encode(), add_bos=True, special=False) for t in TEXTS]
+        special = [llm.tokenize(t.encode(), add_bos=True, special=True) for t in TEXTS]
+        out["vocabs"][name] = {"plain": plain, "special": special}  # type: ignore[index]
+        print(name, "done")
+    dest = Path(__file__).resolve().parents[1] / "tests" / "data" / "llama_cpp_token_refs.json"
+    dest.write_text(json.dumps(out, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")
+    print("wrote", dest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
