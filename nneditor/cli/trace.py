@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from nneditor.model.document import Document
     from nneditor.tracing.runner import TraceRunner
 
-BACKENDS = ("auto", "onnxruntime", "reference")  # nneditor.tracing.plan.BACKENDS
+BACKENDS = ("auto", "onnxruntime", "reference", "numpy")  # nneditor.tracing.plan.BACKENDS
 
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
@@ -137,7 +137,7 @@ def _progress_printer(quiet: bool) -> Any:
         if kind == "stage":
             print(f"... {msg.get('stage')}", file=sys.stderr)
         elif kind == "provider":
-            print(f"... running on {msg.get('provider')}", file=sys.stderr)
+            print(f"... running on {msg.get('name') or msg.get('provider')}", file=sys.stderr)
         elif kind == "warning":
             print(f"warning: {msg.get('message')}", file=sys.stderr)
 

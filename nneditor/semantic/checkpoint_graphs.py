@@ -66,14 +66,46 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
         )
     heads = _meta_int(meta, f"{arch}.attention.head_count")
     kv = _meta_int(meta, f"{arch}.attention.head_count_kv")
-    b = _Builder(f"{arch or 'gguf'} (from GGUF metadata)")
-    x = b.embedding(top)
+    hidden = _meta_int(meta, f"{arch}.embedding_length")
+    g = _decoder_graph(f"{arch or 'gguf'} (from GGUF metadata)", arch, blocks, top, heads, kv)
+    _value_types(g, hidden, _head_rows(doc, top))
+    return g, ""
+
+
+def _decoder_graph(
+    title: str,
+    arch: str,
+    blocks: dict[int, dict[str, str]],
+    top: dict[str, str],
+    heads: int | None,
+    kv: int | None,
+) -> Graph:
+    """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
+    ``token_embd.weight``) to the checkpoint's own tensor names."""
+    b = _Builder(title)
+    x = b.embedding(top, arch)
     for i in sorted(blocks):
         x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
     b.head(top, x, arch)
     g = b.finish()
     g.opsets = {}
-    return g, ""
+    return g
+
+
+def _head_rows(doc: Document, top: dict[str, str]) -> int | None:
+    name = top.get("output.weight") or top.get("token_embd.weight")
+    ref = doc.tensors.get(name) if name else None
+    return int(ref.shape[0]) if ref is not None and ref.shape else None
+
+
+def _value_types(g: Graph, hidden: int | None, vocab: int | None) -> None:
+    """float32 [1, seq, hidden] for every activation, [1, seq, vocab] for the logits."""
+    for node in g.nodes:
+        for out in node.outputs:
+            width = vocab if out == "result_output" else hidden
+            g.value_info[out] = ValueInfo(out, "float32", (1, "seq", width))
+    if g.outputs:
+        g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
 
 
 class _Builder:
@@ -107,7 +139,7 @@ class _Builder:
         self.graph.nodes.append(node)
         return output
 
-    def embedding(self, top: dict[str, str]) -> str:
+    def embedding(self, top: dict[str, str], arch: str = "") -> str:
         self.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
         emb = top.get("token_embd.weight")
         x = self.node(
@@ -117,15 +149,26 @@ class _Builder:
             "inp_embd",
             [emb or ""],
             "embedding",
-            "Embedding: token ids look up rows of token_embd.weight (from tensor names).",
+            f"Embedding: token ids look up rows of {emb or 'token_embd.weight'} (from tensor "
+            "names).",
         )
+        if arch.startswith("gemma"):
+            x = self.node(
+                "token_embd",
+                "Scale",
+                [x],
+                "inp_scaled",
+                [],
+                "embedding",
+                "Gemma scales the embedding by the square root of the hidden size.",
+            )
         if "position_embd.weight" in top:
             pos = self.node(
                 "position_embd",
                 "Embedding",
                 ["tokens"],
                 "inp_pos",
-                ["position_embd.weight"],
+                [top["position_embd.weight"]],
                 "embedding",
                 "Learned position embedding (from tensor names).",
             )
@@ -179,6 +222,17 @@ class _Builder:
             f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
             **attrs,
         )
+        post = "ffn_norm.weight" in t  # gemma-style: norms before and after each half
+        if post and "post_attention_norm.weight" in t:
+            a = self.node(
+                f"{s}/attn_post_norm",
+                norm_op,
+                [a],
+                f"{s}.attn_post_norm",
+                [t["post_attention_norm.weight"]],
+                "norm",
+                f"Normalization: {norm_op} of the mixer output (from tensor names).",
+            )
         x = self.node(
             s,
             "Add",
@@ -218,6 +272,16 @@ class _Builder:
             f"Feed-forward, {variant} (from tensor names).",
             variant=variant,
         )
+        if post and "post_ffw_norm.weight" in t:
+            f = self.node(
+                f"{s}/ffn_post_norm",
+                norm_op,
+                [f],
+                f"{s}.ffn_post_norm",
+                [t["post_ffw_norm.weight"]],
+                "norm",
+                f"Normalization: {norm_op} of the feed-forward output (from tensor names).",
+            )
         return self.node(
             s,
             "Add",
@@ -287,6 +351,9 @@ _HF_MAP = [
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     config = doc.metadata.get("config") or {}
     model_type = str(config.get("model_type", "") or "")
+    canonical = _hf_decoder(doc, config, model_type)
+    if canonical is not None:
+        return canonical, ""
     stacks: dict[str, dict[int, dict[str, str]]] = {}
     top: dict[str, str] = {}
     for name in doc.tensors:
@@ -364,6 +431,41 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if other:
         g.initializers.extend(other)
     return g, ""
+
+
+def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Graph | None:
+    """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
+    llama.cpp's converter makes of it (None when the names do not map)."""
+    from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
+
+    arch = llama_cpp_arch(model_type)
+    layers = config.get("num_hidden_layers") or config.get("n_layer")
+    if arch is None or not isinstance(layers, int) or isinstance(config.get("text_config"), dict):
+        return None
+    try:
+        mapped, unplaced = canonical_names(arch, doc.tensors.keys(), layers)
+    except Exception:  # gguf-py missing or its table for the arch broken: the generic path
+        return None
+    blocks: dict[int, dict[str, str]] = {}
+    top: dict[str, str] = {}
+    for key, name in mapped.items():
+        m = _BLK.match(key)
+        if m:
+            blocks.setdefault(int(m.group(1)), {})[m.group(2)] = name
+        else:
+            top[key] = name
+    if not blocks or "token_embd.weight" not in top:
+        return None
+    heads = config.get("num_attention_heads") or config.get("n_head")
+    kv = config.get("num_key_value_heads") or heads
+    g = _decoder_graph(
+        f"{model_type} (from config.json and tensor names)", arch, blocks, top, heads, kv
+    )
+    hidden = config.get("hidden_size") or config.get("n_embd")
+    _value_types(g, hidden if isinstance(hidden, int) else None, _head_rows(doc, top))
+    used = set(g.initializers)
+    g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
+    return g
 
 
 def _order(prefix: str) -> tuple[int, str]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.io.identity import fast_identity
+from nneditor.io.identity import fast_identity, folder_identity
 from nneditor.io.source import open_source
 
 _CHUNK = 16 * 1024 * 1024
@@ -68,8 +68,12 @@ class ModelIdentity:
 
 
 def model_identity(path: str | os.PathLike[str], external: Iterable[str] = ()) -> ModelIdentity:
-    """Identity of a model file and the external-data files (relative to its folder)."""
+    """Identity of a model file and the external-data files (relative to its folder), or of a
+    folder artifact (a Hugging Face snapshot) from the files directly inside it."""
     p = Path(path).resolve()
+    if p.is_dir():
+        folder = folder_identity([f for f in p.iterdir() if f.is_file()])
+        return ModelIdentity(str(p), folder.size, folder.mtime_ns, folder.fingerprint)
     src = open_source(p)
     try:
         st = os.stat(p)
@@ -88,10 +92,10 @@ def model_identity(path: str | os.PathLike[str], external: Iterable[str] = ()) -
 
 @functools.cache
 def code_fingerprint() -> str:
-    """SHA-256 (first 16 hex digits) of NNEditor's tracing sources."""
+    """SHA-256 (first 16 hex digits) of NNEditor's tracing and decoder sources."""
     here = Path(__file__).resolve().parent
     h = hashlib.sha256()
-    for f in sorted(here.glob("*.py")):
+    for f in [*sorted(here.glob("*.py")), *sorted((here.parent / "decoder").glob("*.py"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

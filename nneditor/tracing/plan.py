@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -35,7 +36,9 @@ from nneditor.tracing.limits import Limits
 if TYPE_CHECKING:
     from nneditor.model.document import Document
 
-BACKENDS = ("auto", "onnxruntime", "reference")
+BACKENDS = ("auto", "onnxruntime", "reference", "numpy")
+#: formats without a stored graph: traced by NNEditor's NumPy decoder (nneditor.decoder)
+CHECKPOINT_FORMATS = ("gguf", "huggingface")
 REVISION_SOURCE = "source"
 
 
@@ -138,6 +141,12 @@ class TracePlan:
 
 
 def _backend_text(plan: TracePlan) -> str:
+    if plan.backend == "numpy":
+        text = (
+            f"NNEditor's NumPy decoder on NumPy {plan.tracer.version} "
+            f"(requested: {plan.backend_request})"
+        )
+        return f"{text}; {plan.backend_note}" if plan.backend_note else text
     if plan.backend == "onnxruntime":
         text = (
             f"ONNX Runtime {plan.tracer.version} (requested: {plan.backend_request}; graph "
@@ -151,6 +160,8 @@ def _backend_text(plan: TracePlan) -> str:
 
 
 def _device_text(plan: TracePlan) -> str:
+    if plan.backend == "numpy":
+        return "CPU (NumPy)"
     if plan.backend == "reference":
         return "CPU (the reference evaluator runs on CPU)"
     assert plan.providers is not None
@@ -170,12 +181,20 @@ def make_plan(
     revision: str = REVISION_SOURCE,
 ) -> TracePlan:
     """Plan a trace of ``doc`` with the complete input set ``arrays``."""
-    if doc.format != "onnx" or doc.graph is None:
-        raise PlanError(
-            f"{doc.path} is a {doc.format} artifact; this build traces ONNX models only"
-        )
     if backend not in BACKENDS:
         raise PlanError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    if doc.format in CHECKPOINT_FORMATS:
+        return _checkpoint_plan(doc, arrays, backend, device, limits, capture, revision)
+    if doc.format != "onnx" or doc.graph is None:
+        raise PlanError(
+            f"{doc.path} is a {doc.format} artifact; this build traces ONNX models, GGUF files "
+            "and Hugging Face snapshots"
+        )
+    if backend == "numpy":
+        raise PlanError(
+            "the NumPy decoder traces GGUF files and Hugging Face snapshots; an ONNX model "
+            "runs on onnxruntime or the reference evaluator (backend auto)"
+        )
     if device not in prov.DEVICES:
         raise PlanError(f"unknown device {device!r}; choose one of {', '.join(prov.DEVICES)}")
     check_set(detect_inputs(doc), arrays)
@@ -202,6 +221,60 @@ def make_plan(
         backend_note=note,
         device=device,
         providers=choice,
+        inputs=TraceInputs(dict(arrays)),
+        limits=limits or Limits(),
+        capture=tuple(capture) if capture is not None else None,
+        tracer=tracer,
+        value_count=_value_count(doc),
+    )
+
+
+def _checkpoint_plan(
+    doc: Document,
+    arrays: Mapping[str, np.ndarray],
+    backend: str,
+    device: str,
+    limits: Limits | None,
+    capture: Sequence[str] | None,
+    revision: str,
+) -> TracePlan:
+    """A GGUF file or Hugging Face snapshot: the NumPy decoder on CPU, or a sentence."""
+    from nneditor.decoder import DecoderUnsupported, decoder_config
+
+    kind = "GGUF files" if doc.format == "gguf" else "Hugging Face snapshots"
+    if backend not in ("auto", "numpy"):
+        raise PlanError(
+            f"{kind} trace with NNEditor's NumPy decoder (backend auto or numpy); "
+            f"{backend} runs ONNX models"
+        )
+    if device not in ("auto", "cpu"):
+        raise PlanError(
+            f"the NumPy decoder runs on CPU only; {kind} cannot trace on a {device.upper()} here"
+        )
+    if revision != REVISION_SOURCE:
+        raise PlanError(f"{kind} are traced as stored; an edited revision cannot be traced")
+    if doc.graph is None:
+        raise PlanError(f"{doc.path} cannot be traced: {doc.graph_unavailable_reason}")
+    try:
+        cfg = decoder_config(doc)
+    except DecoderUnsupported as exc:
+        raise PlanError(f"{Path(doc.path).name} cannot be traced: {exc}") from None
+    check_set(detect_inputs(doc), arrays)
+    if capture is not None:
+        unknown = [n for n in capture if n not in _graph_values(doc)]
+        if unknown:
+            raise PlanError(
+                f"the capture selection names values the graph does not have: {unknown[:5]}"
+            )
+    tracer = TracerIdentity("numpy", np.__version__, code_fingerprint())
+    return TracePlan(
+        model=model_identity(doc.path),
+        revision=revision,
+        backend_request=backend,
+        backend=tracer.backend,
+        backend_note=f"{cfg.describe()}; weights streamed one block at a time",
+        device=device,
+        providers=None,
         inputs=TraceInputs(dict(arrays)),
         limits=limits or Limits(),
         capture=tuple(capture) if capture is not None else None,

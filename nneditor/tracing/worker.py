@@ -1,7 +1,7 @@
 """The trace worker process: ``python -m nneditor.tracing.worker [--preload]``.
 
 Reads one run request (JSON line) from stdin, runs the chosen backend on a private copy of the
-model, streams captures into the run folder and answers with JSON-line events on stdout (see
+model (ONNX) or on the memory-mapped checkpoint (GGUF, Hugging Face: the NumPy decoder), streams captures into the run folder and answers with JSON-line events on stdout (see
 :mod:`nneditor.tracing.protocol`). ``--preload`` imports numpy, onnx and onnxruntime before
 announcing itself, so a runner can start a worker ahead of the approval (a warm worker) and the
 approved run does not pay for interpreter start-up.
@@ -170,12 +170,18 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
     limits = request["limits"]
     feeds = {name: load_npy(run_dir / f) for name, f in request["inputs"].items()}
     emit("stage", stage="loading model")
-    try:
-        source = ModelBytes(model_path)
-    except (OSError, ValueError) as exc:
-        raise BackendError(f"the model could not be read: {exc}", "model") from None
+    source: ModelBytes | None = None
+    if request["backend"] == "numpy":  # a checkpoint: values of its synthesized graph
+        from nneditor.tracing.backend_decoder import checkpoint_entries
+
+        entries = checkpoint_entries(model_path)
+    else:
+        try:
+            source = ModelBytes(model_path)
+        except (OSError, ValueError) as exc:
+            raise BackendError(f"the model could not be read: {exc}", "model") from None
+        entries = value_entries(source.structure, source.initializer_names)
     load_s = time.perf_counter() - t0
-    entries = value_entries(source.structure, source.initializer_names)
     selection = request.get("capture")
     selected = None if selection is None else set(selection)
     chosen = [e for e in entries if selected is None or e.name in selected]
@@ -196,7 +202,8 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         store.abort()
         raise
     finally:
-        source.close()
+        if source is not None:
+            source.close()
     pending = set(store.pending)
     for e in chosen:
         if e.scope and e.name in pending:
@@ -230,7 +237,7 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
 def _run_backend(
     request: dict[str, Any],
     model_path: Path,
-    source: ModelBytes,
+    source: ModelBytes | None,
     feeds: dict[str, Any],
     wanted: list[str],
     nested: set[str],
@@ -239,6 +246,11 @@ def _run_backend(
 ) -> dict[str, Any]:
     from nneditor.tracing.backend_ort import BackendError
 
+    if request["backend"] == "numpy":
+        from nneditor.tracing.backend_decoder import run_decoder
+
+        return {"backend": "numpy", **run_decoder(model_path, feeds, wanted, store, emit)}
+    assert source is not None
     if request["backend"] == "onnxruntime":
         try:
             return {

@@ -85,3 +85,26 @@ def test_automatic_input_trace_equals_onnxruntime(name: str, zoo_artifact, tmp_p
         got = np.load(tmp_path / "t" / values[out_name]["file"], allow_pickle=False)
         assert got.shape == want.shape and got.dtype == want.dtype, out_name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out_name)
+
+
+CHECKPOINTS = [n for n in zoo.names() if expect(n).get("format") in ("gguf", "huggingface")]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", CHECKPOINTS)
+def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """Every GGUF and snapshot of the zoo traces on the NumPy decoder with automatic inputs
+    (4 tokens), its logits finite and one row per vocabulary entry, or is refused with the
+    sentence its kind deserves (tests/zoo_expect.py ``trace``)."""
+    path = zoo_artifact(name)
+    out = _cli("trace", path, "--out", tmp_path / "t", "--yes", "--dim", "seq=4")
+    refusal = expect(name).get("trace")
+    if refusal:
+        assert out.returncode == 2 and refusal in out.stderr.strip().splitlines()[-1], out.stderr
+        return
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    values = {v["name"]: v for v in manifest["values"]}
+    logits = np.load(tmp_path / "t" / values["result_output"]["file"], allow_pickle=False)
+    assert logits.shape[:2] == (1, 4) and np.isfinite(logits).all()
+    assert all(v["status"] == "captured" for v in values.values())

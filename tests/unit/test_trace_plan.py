@@ -130,7 +130,10 @@ def test_plan_refusals(model, tmp_path):
 
     st = tmp_path / "w.safetensors"
     save_file({"a": np.zeros(2, np.float32)}, str(st))
-    with nneditor.open(st) as doc, pytest.raises(PlanError, match="traces ONNX models only"):
+    with (
+        nneditor.open(st) as doc,
+        pytest.raises(PlanError, match="traces ONNX models, GGUF files and Hugging Face snapshots"),
+    ):
         make_plan(doc, {})
 
 

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from nneditor.errors import NNEditorError
+from nneditor.tracing.plan import CHECKPOINT_FORMATS
 from nneditor.ui.trace.inputs_panel import InputsPanel
 from nneditor.ui.trace.overlay import TensorOverlay
 from nneditor.ui.trace.store import TraceRun, load_run
@@ -120,7 +121,8 @@ class TraceFeature(QObject):
         (doc,) = self._unplanned
         self._unplanned = None
         self.inputs.set_document(doc)
-        self.panel.set_document(doc if doc is not None and doc.format == "onnx" else None)
+        traceable = doc is not None and doc.format in ("onnx", *CHECKPOINT_FORMATS)
+        self.panel.set_document(doc if traceable else None)
 
     def _closed(self) -> None:
         self._unplanned = None

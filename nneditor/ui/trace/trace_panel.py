@@ -184,7 +184,9 @@ class TracePanel(QWidget):
         self.approval = None
         self.plan = None
         if self.doc is None:
-            self.plan_text.setPlainText("Open an ONNX model to plan a trace.")
+            self.plan_text.setPlainText(
+                "Open an ONNX model, a GGUF file or a Hugging Face snapshot to plan a trace."
+            )
             self.run_button.setEnabled(False)
             self.planChanged.emit()
             return

@@ -1,0 +1,56 @@
+"""A NumPy forward pass for decoder-only language models stored as GGUF files or Hugging Face
+snapshots — the tracer of checkpoints, which store weights and no graph.
+
+:func:`decoder_config` reads what the pass needs from the document and refuses, with a
+sentence, every checkpoint it would not compute exactly (mixtures of experts, unknown tensors,
+undecodable ggml types, pickle shards, unimplemented RoPE scaling, multimodal snapshots);
+:func:`run_forward` runs it, streaming every named value to a callback.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, check_tensors
+from nneditor.decoder.forward import run_forward
+
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+
+__all__ = ["DecoderConfig", "DecoderUnsupported", "decoder_config", "run_forward"]
+
+
+def decoder_config(doc: Document) -> DecoderConfig:
+    """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
+    from nneditor.decoder import qwen35
+    from nneditor.decoder.config import from_gguf, from_hf, gguf_common, hf_common
+
+    names = list(doc.tensors.keys())
+    if doc.format == "gguf":
+        common = gguf_common(doc.metadata, names)
+        hybrid = common["arch"] == qwen35.ARCH
+        cfg = (qwen35.from_gguf if hybrid else from_gguf)(doc.metadata, common)
+    elif doc.format == "huggingface":
+        weights = doc.metadata.get("weights") or {}
+        if not str(weights.get("layout", "")).startswith("safetensors"):
+            files = ", ".join(weights.get("files") or []) or "no safetensors"
+            raise DecoderUnsupported(
+                f"this snapshot keeps its weights in PyTorch pickle shards ({files}); the NumPy "
+                "decoder reads safetensors shards only (convert them with safetensors first)"
+            )
+        config = doc.metadata.get("config") or {}
+        common = hf_common(config, names)
+        hybrid = common["arch"] == qwen35.ARCH
+        cfg = (qwen35.from_hf if hybrid else from_hf)(config, common)
+    else:
+        raise DecoderUnsupported(
+            f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"
+        )
+    check_tensors(cfg)
+    if cfg.layer_kinds:
+        qwen35.check_layers(cfg, list(cfg.names))
+    for name in cfg.names.values():
+        reason = getattr(doc.tensors[name].loader, "reason", None)
+        if reason:
+            raise DecoderUnsupported(f"tensor {name} cannot be decoded: {reason}")
+    return cfg

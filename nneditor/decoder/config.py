@@ -1,0 +1,520 @@
+"""What a decoder-only forward pass needs to know, read from a GGUF file's metadata or a
+Hugging Face snapshot's config.json, with a sentence for everything this decoder does not do.
+
+Conventions that differ between the two sources are settled here, so the forward pass has
+one meaning for every field:
+
+- RoPE pairing: llama.cpp's converter permutes Llama's q/k rows so that ggml's "normal" RoPE
+  (adjacent pairs) applies; Hugging Face weights rotate halves ("neox"). Every other family
+  here rotates halves in both.
+- Gemma's norms multiply by ``1 + w`` in Hugging Face checkpoints; llama.cpp's converter
+  stores ``w + 1``. ``norm_offset`` is what to add to the stored weight.
+- Tensor names are llama.cpp's (``blk.3.attn_q.weight``); Hugging Face names are mapped with
+  gguf-py's own ``TensorNameMap``, the table llama.cpp's converter uses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nneditor.decoder.hadamard import Hadamard
+from nneditor.errors import NNEditorError
+from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names
+
+ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "gpt2", "qwen35")
+_ROPE_NORMAL = {"llama"}  # llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones
+_MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
+_BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+class DecoderUnsupported(NNEditorError):
+    """The checkpoint is not one the NumPy decoder runs; the message says what and why."""
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    kind: str = "none"  # none | linear | llama3
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_context: int = 8192
+
+
+@dataclass(frozen=True)
+class SsmShape:
+    """Gated DeltaNet sizes (qwen35's recurrent layers)."""
+
+    n_k_heads: int
+    n_v_heads: int
+    d_k: int
+    d_v: int
+    conv_kernel: int
+    #: value heads in llama.cpp's tiled order (v-head h pairs with k-head h % nk); Hugging
+    #: Face keeps them grouped (h // (nv / nk))
+    tiled: bool
+    #: the decay parameter is stored as A_log (Hugging Face), not -exp(A_log) (GGUF)
+    a_log: bool
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    arch: str  # llama | qwen2 | qwen3 | gemma3 | gpt2
+    source: str  # gguf | huggingface
+    n_layers: int
+    hidden: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    vocab: int
+    norm: str = "rms"  # rms | layer
+    norm_eps: float = 1e-5
+    norm_offset: float = 0.0
+    rope: str = "neox"  # none | normal | neox
+    rope_dim: int = 0
+    rope_theta: float = 10000.0
+    rope_theta_local: float = 10000.0  # sliding-window layers (gemma3)
+    rope_scaling: RopeScaling = field(default_factory=RopeScaling)
+    activation: str = "silu"  # silu | gelu_tanh
+    gated: bool = True
+    embed_scale: float = 1.0
+    attn_scale: float = 0.0
+    sliding_window: int = 0
+    local_layers: tuple[bool, ...] = ()
+    final_softcap: float = 0.0
+    #: "attention" or "recurrent" per layer (qwen35); empty: every layer attends
+    layer_kinds: tuple[str, ...] = ()
+    #: the query projection carries a per-head output gate (qwen35's gated attention)
+    attn_gate: bool = False
+    ssm: SsmShape | None = None
+    hadamard: Hadamard | None = None
+    #: canonical (llama.cpp) tensor name -> the checkpoint's own name
+    names: Mapping[str, str] = field(default_factory=dict)
+    #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
+    transposed: frozenset[str] = frozenset()
+    notes: tuple[str, ...] = ()
+
+    def tensor(self, key: str) -> str | None:
+        return self.names.get(key)
+
+    def layer(self, i: int, key: str) -> str | None:
+        return self.names.get(f"blk.{i}.{key}")
+
+    def kind(self, i: int) -> str:
+        return self.layer_kinds[i] if self.layer_kinds else "attention"
+
+    def is_local(self, i: int) -> bool:
+        return bool(self.local_layers) and self.local_layers[i]
+
+    def describe(self) -> str:
+        bits = [
+            f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",
+            f"{self.n_heads} heads" + (f" / {self.n_kv_heads} key-value" if self.gqa else ""),
+            f"vocabulary {self.vocab:,}",
+        ]
+        if self.sliding_window:
+            bits.append(f"sliding window {self.sliding_window} on local layers")
+        return ", ".join(bits)
+
+    @property
+    def gqa(self) -> bool:
+        return self.n_kv_heads != self.n_heads
+
+
+#: GPT-2: LayerNorm, learned positions (no RoPE), a plain GELU (tanh) feed-forward
+_GPT2: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu_tanh", "gated": False}
+
+# ----------------------------------------------------------------------------- GGUF
+
+
+def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
+    """The DecoderConfig fields every GGUF family shares (architecture, sizes, names)."""
+    arch = str(metadata.get("general.architecture") or "")
+    if arch not in ARCHES:
+        raise DecoderUnsupported(
+            f"the NumPy decoder runs {', '.join(ARCHES)} checkpoints; this GGUF's architecture "
+            f"is {arch or 'not stated'}"
+        )
+    names = {n: n for n in tensor_names}
+    _refuse_common(arch, names)
+
+    def num(key: str, default: Any = None) -> Any:
+        v = metadata.get(f"{arch}.{key}", default)
+        if v is None:
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
+        return v
+
+    n_layers = int(num("block_count"))
+    hidden = int(num("embedding_length"))
+    heads = _first(num("attention.head_count"))
+    kv = _first(metadata.get(f"{arch}.attention.head_count_kv", heads))
+    head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
+    vocab = _vocab(metadata, arch)
+    scaling = _gguf_scaling(metadata, arch)
+    common: dict[str, Any] = {
+        "arch": arch,
+        "source": "gguf",
+        "n_layers": n_layers,
+        "hidden": hidden,
+        "n_heads": heads,
+        "n_kv_heads": kv,
+        "head_dim": head_dim,
+        "vocab": vocab,
+        "names": names,
+        "rope_scaling": scaling,
+    }
+    return common
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """llama, qwen2, qwen3, gemma3 and gpt2 from GGUF metadata (qwen35: qwen35.py)."""
+    arch = common["arch"]
+    n_layers, hidden, heads = common["n_layers"], common["hidden"], common["n_heads"]
+    head_dim = common["head_dim"]
+
+    def num(key: str, default: Any = None) -> Any:
+        v = metadata.get(f"{arch}.{key}", default)
+        if v is None:
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
+        return v
+
+    if arch == "gpt2":
+        eps = float(num("attention.layer_norm_epsilon", 1e-5))
+        return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
+    rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
+    theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
+    rope = "normal" if arch in _ROPE_NORMAL else "neox"
+    if arch == "gemma3":
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        # llama.cpp: every sixth layer is global, the 27B model scales by hidden/heads
+        scale = hidden / heads if n_layers == 62 else head_dim
+        return DecoderConfig(
+            **common,
+            norm_eps=eps,
+            rope=rope,
+            rope_dim=rope_dim,
+            rope_theta=theta,
+            rope_theta_local=10000.0,
+            activation="gelu_tanh",
+            embed_scale=math.sqrt(hidden),
+            attn_scale=1 / math.sqrt(scale),
+            sliding_window=window,
+            local_layers=tuple(window > 0 and i % 6 < 5 for i in range(n_layers)),
+            final_softcap=float(metadata.get(f"{arch}.final_logit_softcapping") or 0.0),
+        )
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope=rope,
+        rope_dim=rope_dim,
+        rope_theta=theta,
+        attn_scale=1 / math.sqrt(head_dim),
+    )
+
+
+def _first(value: Any) -> int:
+    """Per-layer head counts must be uniform here (llama.cpp allows arrays)."""
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        values = list(value.tolist() if hasattr(value, "tolist") else value)
+        if len(set(values)) != 1:
+            raise DecoderUnsupported(
+                "the head count differs between layers; the NumPy decoder needs one per model"
+            )
+        return int(values[0])
+    return int(value)
+
+
+def _vocab(metadata: Mapping[str, Any], arch: str) -> int:
+    vocab = metadata.get(f"{arch}.vocab_size")
+    tokens = metadata.get("tokenizer.ggml.tokens")
+    if vocab is None and tokens is not None:
+        vocab = len(tokens)
+    if vocab is None:
+        raise DecoderUnsupported("the GGUF states no vocabulary size (no tokenizer.ggml.tokens)")
+    return int(vocab)
+
+
+def _gguf_scaling(metadata: Mapping[str, Any], arch: str) -> RopeScaling:
+    kind = str(metadata.get(f"{arch}.rope.scaling.type") or "none")
+    factor = float(metadata.get(f"{arch}.rope.scaling.factor") or 1.0)
+    if kind in ("none", "") or factor == 1.0:
+        return RopeScaling()
+    if kind == "linear":
+        return RopeScaling("linear", factor)
+    raise DecoderUnsupported(
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear and Llama 3 "
+        "frequency factors are)"
+    )
+
+
+def _refuse_common(arch: str, names: Mapping[str, str]) -> None:
+    moe = sorted(n for n in names if _MOE.search(n))
+    if moe:
+        raise DecoderUnsupported(
+            f"this {arch} checkpoint is a mixture of experts ({moe[0]}, ...); the NumPy decoder "
+            "runs dense feed-forward layers only"
+        )
+
+
+_BLOCK_KEYS = {
+    f"{w}.{k}"
+    for w in (
+        "attn_norm",
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_qkv",
+        "attn_output",
+        "ffn_norm",
+        "ffn_gate",
+        "ffn_up",
+        "ffn_down",
+    )
+    for k in ("weight", "bias")
+} | {
+    "attn_q_norm.weight",
+    "attn_k_norm.weight",
+    "post_attention_norm.weight",
+    "post_ffw_norm.weight",
+    # qwen35: gated attention and the Gated DeltaNet recurrence
+    "attn_gate.weight",
+    "ssm_a",
+    "ssm_conv1d.weight",
+    "ssm_dt.bias",
+    "ssm_norm.weight",
+    "ssm_beta.weight",
+    "ssm_alpha.weight",
+    "ssm_out.weight",
+}
+_TOP_KEYS = {
+    "token_embd.weight",
+    "position_embd.weight",
+    "output_norm.weight",
+    "output_norm.bias",
+    "output.weight",
+    "rope_freqs.weight",
+}
+
+
+def check_tensors(cfg: DecoderConfig) -> None:
+    """Refuse a checkpoint with a tensor the forward pass would not use, or without one it
+    needs: a left-out weight would give numbers that look right and are not."""
+    for key in cfg.names:
+        m = _BLK.match(key)
+        if (m and m.group(2) not in _BLOCK_KEYS) or (not m and key not in _TOP_KEYS):
+            raise DecoderUnsupported(
+                f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's "
+                f"{cfg.arch} block; it refuses rather than leave a weight out"
+            )
+        if m and int(m.group(1)) >= cfg.n_layers:
+            raise DecoderUnsupported(
+                f"tensor {cfg.names[key]!r} belongs to layer {m.group(1)}, but the model states "
+                f"{cfg.n_layers} layers"
+            )
+    if "token_embd.weight" not in cfg.names:
+        raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
+    if cfg.layer_kinds:  # hybrid stacks check their layers by kind (qwen35.check_layers)
+        return
+    need = []
+    for i in range(cfg.n_layers):
+        qkv = (
+            [f"blk.{i}.attn_qkv.weight"]
+            if cfg.arch == "gpt2"
+            else [
+                f"blk.{i}.attn_q.weight",
+                f"blk.{i}.attn_k.weight",
+                f"blk.{i}.attn_v.weight",
+            ]
+        )
+        need += [f"blk.{i}.attn_norm.weight", *qkv, f"blk.{i}.attn_output.weight"]
+        need += [f"blk.{i}.ffn_norm.weight", f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
+        if cfg.gated:
+            need.append(f"blk.{i}.ffn_gate.weight")
+    missing = [k for k in need if k not in cfg.names]
+    if missing:
+        raise DecoderUnsupported(
+            f"the checkpoint lacks {missing[0]}"
+            + (f" and {len(missing) - 1} more tensors" if len(missing) > 1 else "")
+            + f" that a {cfg.arch} decoder needs"
+        )
+
+
+# ----------------------------------------------------------------------- Hugging Face
+
+
+def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
+    """The DecoderConfig fields every Hugging Face family shares."""
+    model_type = str(config.get("model_type") or "")
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and model_type not in HF_ARCH:
+        raise DecoderUnsupported(
+            f"this {model_type} snapshot takes images or audio as well as text; the NumPy "
+            "decoder runs text-only decoder checkpoints"
+        )
+    arch = HF_ARCH.get(model_type)
+    if arch is None:
+        raise DecoderUnsupported(
+            f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
+            f"model_type is {model_type or 'not stated'}"
+        )
+    if config.get("quantization_config"):
+        raise DecoderUnsupported(
+            "this snapshot's weights are quantized by a library (quantization_config); the "
+            "NumPy decoder reads plain float weights"
+        )
+    n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
+    names, transposed = _hf_names(arch, tensor_names, n_layers)
+    _refuse_common(arch, names)
+    hidden = int(config.get("hidden_size") or config.get("n_embd") or 0)
+    heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
+    if not (n_layers and hidden and heads):
+        raise DecoderUnsupported(
+            "config.json lacks the layer count, hidden size or head count the decoder needs"
+        )
+    kv = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    vocab = int(config.get("vocab_size") or 0)
+    common: dict[str, Any] = {
+        "arch": arch,
+        "source": "huggingface",
+        "n_layers": n_layers,
+        "hidden": hidden,
+        "n_heads": heads,
+        "n_kv_heads": kv,
+        "head_dim": head_dim,
+        "vocab": vocab,
+        "names": names,
+        "transposed": transposed,
+    }
+    return common
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """llama, qwen2, qwen3, gemma3 and gpt2 snapshots (qwen35: qwen35.py)."""
+    arch, n_layers, head_dim = common["arch"], common["n_layers"], common["head_dim"]
+    hidden = common["hidden"]
+    if arch == "gpt2":
+        act = str(config.get("activation_function") or "gelu_new")
+        if act not in ("gelu_new", "gelu_pytorch_tanh"):
+            raise DecoderUnsupported(f"GPT-2 activation {act!r} is not implemented")
+        if config.get("scale_attn_by_inverse_layer_idx") or config.get("reorder_and_upcast_attn"):
+            raise DecoderUnsupported(
+                "GPT-2 attention variants (scale by layer index) are not implemented"
+            )
+        eps = float(config.get("layer_norm_epsilon") or 1e-5)
+        return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    eps = float(config.get("rms_norm_eps") or 1e-6)
+    rope = _hf_rope(config)
+    if arch == "gemma3":
+        act = str(config.get("hidden_activation") or config.get("hidden_act") or "")
+        if act != "gelu_pytorch_tanh":
+            raise DecoderUnsupported(f"Gemma 3 activation {act!r} is not implemented")
+        if config.get("attn_logit_softcapping"):
+            raise DecoderUnsupported("attention logit soft-capping is not implemented")
+        types = list(config.get("layer_types") or [])
+        if not types:
+            pattern = int(config.get("sliding_window_pattern") or 6)
+            types = [
+                "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                for i in range(n_layers)
+            ]
+        window = int(config.get("sliding_window") or 0)
+        scalar = float(config.get("query_pre_attn_scalar") or head_dim)
+        return DecoderConfig(
+            **common,
+            norm_eps=eps,
+            norm_offset=1.0,
+            rope="neox",
+            rope_dim=head_dim,
+            rope_theta=rope["full"][0],
+            rope_theta_local=rope["local"][0],
+            rope_scaling=rope["full"][1],
+            activation="gelu_tanh",
+            embed_scale=math.sqrt(hidden),
+            attn_scale=1 / math.sqrt(scalar),
+            sliding_window=window,
+            local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
+            final_softcap=float(config.get("final_logit_softcapping") or 0.0),
+        )
+    act = str(config.get("hidden_act") or "silu")
+    if act != "silu":
+        raise DecoderUnsupported(f"activation {act!r} is not implemented (SwiGLU is)")
+    if config.get("use_sliding_window") and config.get("sliding_window"):
+        raise DecoderUnsupported(
+            "this snapshot uses sliding-window attention on some layers, which the NumPy "
+            f"decoder implements for Gemma 3 only ({arch})"
+        )
+    if arch == "llama" and config.get("sliding_window"):
+        raise DecoderUnsupported("Mistral's sliding-window attention is not implemented")
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope="neox",
+        rope_dim=int(head_dim * float(config.get("partial_rotary_factor") or 1.0)),
+        rope_theta=rope["full"][0],
+        rope_scaling=rope["full"][1],
+        attn_scale=1 / math.sqrt(head_dim),
+    )
+
+
+def _hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
+    """{"full": (theta, scaling), "local": (theta, scaling)} from rope_parameters (transformers
+    5) or rope_theta/rope_scaling (earlier releases)."""
+    params = config.get("rope_parameters")
+    out: dict[str, tuple[float, RopeScaling]] = {}
+    if isinstance(params, Mapping) and "full_attention" in params:
+        for key, layer in (("full", "full_attention"), ("local", "sliding_attention")):
+            p = params.get(layer) or {}
+            out[key] = (float(p.get("rope_theta") or 10000.0), _hf_scaling(p))
+        return out
+    if isinstance(params, Mapping):
+        theta = float(params.get("rope_theta") or config.get("rope_theta") or 10000.0)
+        out["full"] = (theta, _hf_scaling(params))
+    else:
+        theta = float(config.get("rope_theta") or 10000.0)
+        out["full"] = (theta, _hf_scaling(config.get("rope_scaling") or {}))
+    local = float(config.get("rope_local_base_freq") or 10000.0)
+    out["local"] = (local, RopeScaling())
+    return out
+
+
+def _hf_scaling(p: Mapping[str, Any]) -> RopeScaling:
+    kind = str(p.get("rope_type") or p.get("type") or "default")
+    if kind == "default":
+        return RopeScaling()
+    factor = float(p.get("factor") or 1.0)
+    if kind == "linear":
+        return RopeScaling("linear", factor)
+    if kind == "llama3":
+        return RopeScaling(
+            "llama3",
+            factor,
+            float(p.get("low_freq_factor") or 1.0),
+            float(p.get("high_freq_factor") or 4.0),
+            int(p.get("original_max_position_embeddings") or 8192),
+        )
+    raise DecoderUnsupported(
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear and llama3 are)"
+    )
+
+
+def _hf_names(
+    arch: str, tensor_names: Sequence[str], n_layers: int
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
+    names, unplaced = canonical_names(arch, tensor_names, n_layers)
+    if unplaced:
+        raise DecoderUnsupported(
+            f"the snapshot's tensor {unplaced[0]!r} has no place in a {arch} decoder block; the "
+            "NumPy decoder refuses rather than leave a weight out"
+        )
+    transposed = {
+        key
+        for key, name in names.items()
+        if arch == "gpt2" and re.search(r"\.(c_attn|c_proj|c_fc)\.weight$", name)
+    }
+    return names, frozenset(transposed)

@@ -1,0 +1,192 @@
+"""The decoder-only forward pass: embedding, blocks one at a time, final norm, vocabulary
+projection in row chunks; every value named as the synthesized graph names it
+(docs/semantic.md) is handed to ``emit`` as soon as it exists.
+
+Memory: the weights of one block (float32) are read when the block starts and dropped when it
+ends; the head is read :data:`~.weights.VOCAB_CHUNK_ROWS` rows at a time. Nothing keeps the
+whole model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from nneditor.decoder import hybrid, ops
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.weights import Weights
+
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+
+Emit = Callable[[str, np.ndarray], None]
+F32 = np.float32
+
+
+def run_forward(
+    doc: Document,
+    cfg: DecoderConfig,
+    tokens: np.ndarray,
+    emit: Emit,
+    progress: Callable[[int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> np.ndarray:
+    """Run ``tokens`` ([1, seq] ids) through the model; returns the logits [1, seq, vocab]."""
+    ids = np.asarray(tokens)
+    if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] < 1:
+        raise DecoderUnsupported(f"token ids must be [1, seq], given {list(ids.shape)}")
+    ids = ids[0].astype(np.int64)
+    w = Weights(doc, cfg)
+    rows = w.ref("token_embd.weight").shape[0]
+    if ids.min() < 0 or ids.max() >= rows:
+        raise DecoderUnsupported(
+            f"token ids must lie in [0, {rows:,}) (the embedding rows); given {ids.min()} to "
+            f"{ids.max()}"
+        )
+    seq = ids.size
+    positions = np.arange(seq)
+    steps = cfg.n_layers + 2
+    done = 0
+
+    def step() -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, steps)
+        if cancelled is not None and cancelled():
+            raise InterruptedError("cancelled")
+
+    x = w.rows("token_embd.weight", ids)
+    emit("inp_embd", x[None])
+    if cfg.embed_scale != 1.0:
+        x = (x * F32(cfg.embed_scale)).astype(F32)
+        emit("inp_scaled", x[None])
+    if w.has("position_embd.weight"):
+        pos = w.rows("position_embd.weight", positions)
+        emit("inp_pos", pos[None])
+        x = x + pos
+        emit("inp_embd_pos", x[None])
+    step()
+    factors = w.optional("rope_freqs.weight")
+    freq_full = freq_local = np.zeros(0, F32)
+    if cfg.rope != "none":
+        dim = cfg.rope_dim or cfg.head_dim
+        freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
+        freq_local = ops.inv_freq(dim, cfg.rope_theta_local, type(cfg.rope_scaling)())
+    for i in range(cfg.n_layers):
+        local = cfg.is_local(i)
+        x = _block(w, cfg, i, x, positions, freq_local if local else freq_full, local, emit)
+        step()
+    h = _norm(w, cfg, "output_norm", x)
+    emit("result_norm", h[None])
+    head = "output.weight" if w.has("output.weight") else "token_embd.weight"
+    logits = np.empty((seq, w.ref(head).shape[0]), F32)
+    hf = w.fold_input(head, h)
+    for start, block in w.row_chunks(head):
+        logits[:, start : start + block.shape[0]] = hf @ block.T
+        del block
+    if cfg.final_softcap:
+        cap = F32(cfg.final_softcap)
+        logits = (np.tanh(logits / cap) * cap).astype(F32)
+    emit("result_output", logits[None])
+    step()
+    return logits[None]
+
+
+def _norm(w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray) -> np.ndarray:
+    weight = w.get(f"{key}.weight")
+    if cfg.norm == "layer":
+        return ops.layer_norm(x, weight, w.optional(f"{key}.bias"), cfg.norm_eps)
+    return ops.rms_norm(x, weight, cfg.norm_eps, cfg.norm_offset)
+
+
+def _block(
+    w: Weights,
+    cfg: DecoderConfig,
+    i: int,
+    x: np.ndarray,
+    positions: np.ndarray,
+    freq: np.ndarray,
+    local: bool,
+    emit: Emit,
+) -> np.ndarray:
+    p = f"blk.{i}"
+    h = _norm(w, cfg, f"{p}.attn_norm", x)
+    emit(f"{p}.attn_norm", h[None])
+    if cfg.kind(i) == "recurrent":
+        a = hybrid.gated_delta_net(w, cfg, p, h, emit)
+    else:
+        a = _attention(w, cfg, p, h, positions, freq, local, emit)
+    emit(f"{p}.attn_output", a[None])
+    ffn_norm = "post_attention_norm" if cfg.arch == "qwen35" else "ffn_norm"
+    if ffn_norm != "post_attention_norm" and w.has(f"{p}.post_attention_norm.weight"):
+        a = _norm(w, cfg, f"{p}.post_attention_norm", a)
+        emit(f"{p}.attn_post_norm", a[None])
+    x = x + a
+    emit(f"{p}.attn_residual", x[None])
+    h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
+    emit(f"{p}.ffn_norm", h[None])
+    f = _feed_forward(w, cfg, p, h)
+    emit(f"{p}.ffn_output", f[None])
+    if w.has(f"{p}.post_ffw_norm.weight"):
+        f = _norm(w, cfg, f"{p}.post_ffw_norm", f)
+        emit(f"{p}.ffn_post_norm", f[None])
+    x = x + f
+    emit(f"{p}.output", x[None])
+    return x
+
+
+def _attention(
+    w: Weights,
+    cfg: DecoderConfig,
+    p: str,
+    h: np.ndarray,
+    positions: np.ndarray,
+    freq: np.ndarray,
+    local: bool,
+    emit: Emit,
+) -> np.ndarray:
+    seq = h.shape[0]
+    hd, heads, kv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
+    gate = None
+    if w.has(f"{p}.attn_qkv.weight"):
+        qkv = _linear(w, p, "attn_qkv", h)
+        q, k, v = np.split(qkv, [heads * hd, heads * hd + kv * hd], axis=-1)
+    else:
+        q = _linear(w, p, "attn_q", h)
+        k = _linear(w, p, "attn_k", h)
+        v = _linear(w, p, "attn_v", h)
+    if cfg.attn_gate:  # qwen35: each head's query is followed by its output gate
+        q, gate = np.split(q.reshape(seq, heads, 2 * hd), 2, axis=-1)
+        gate = gate.reshape(seq, heads * hd)
+    q = q.reshape(seq, heads, hd)
+    k = k.reshape(seq, kv, hd)
+    v = v.reshape(seq, kv, hd)
+    if w.has(f"{p}.attn_q_norm.weight"):
+        q = ops.rms_norm(q, w.get(f"{p}.attn_q_norm.weight"), cfg.norm_eps, cfg.norm_offset)
+    if w.has(f"{p}.attn_k_norm.weight"):
+        k = ops.rms_norm(k, w.get(f"{p}.attn_k_norm.weight"), cfg.norm_eps, cfg.norm_offset)
+    if cfg.rope != "none":
+        q = ops.rope(q, positions, freq, cfg.rope)
+        k = ops.rope(k, positions, freq, cfg.rope)
+    window = cfg.sliding_window if local else 0
+    out = ops.attention(q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window)
+    if gate is not None:
+        out = (out * ops.sigmoid(gate)).astype(F32)
+        emit(f"{p}.attn_gated", out[None])
+    return _linear(w, p, "attn_output", out)
+
+
+def _linear(w: Weights, p: str, name: str, x: np.ndarray) -> np.ndarray:
+    bias = f"{p}.{name}.bias"
+    return w.linear(f"{p}.{name}.weight", x, bias if w.has(bias) else None)
+
+
+def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray) -> np.ndarray:
+    act = ops.ACTIVATIONS[cfg.activation]
+    up = _linear(w, p, "ffn_up", h)
+    inner = act(_linear(w, p, "ffn_gate", h)) * up if cfg.gated else act(up)
+    del up
+    return _linear(w, p, "ffn_down", inner)

@@ -1,0 +1,122 @@
+"""The NumPy operations of a decoder-only transformer, in float32 like the references
+(transformers' fp32 forward, llama.cpp's CPU graph). Activations are [seq, features]."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from nneditor.decoder.config import RopeScaling
+
+F32 = np.float32
+
+
+def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, offset: float = 0.0) -> np.ndarray:
+    var = np.mean(np.square(x, dtype=F32), axis=-1, keepdims=True)
+    y = x * (1.0 / np.sqrt(var + F32(eps))).astype(F32)
+    return (y * (w + F32(offset)) if offset else y * w).astype(F32, copy=False)
+
+
+def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:
+    mean = np.mean(x, axis=-1, keepdims=True)
+    centred = x - mean
+    var = np.mean(np.square(centred), axis=-1, keepdims=True)
+    y = centred / np.sqrt(var + F32(eps)) * w
+    return (y + b if b is not None else y).astype(F32, copy=False)
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """``x @ w.T + b`` with ``w`` [out, in] as stored by llama.cpp and torch.nn.Linear."""
+    y = x @ w.T
+    return y + b if b is not None else y
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x / (F32(1.0) + np.exp(-x))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return (F32(1.0) / (F32(1.0) + np.exp(-x))).astype(F32, copy=False)
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + e^x) like torch's (linear above 20)."""
+    return np.where(x > 20, x, np.log1p(np.exp(np.minimum(x, 20)))).astype(F32)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    c = F32(math.sqrt(2.0 / math.pi))
+    return F32(0.5) * x * (F32(1.0) + np.tanh(c * (x + F32(0.044715) * x * x * x)))
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh}
+
+
+def inv_freq(
+    dim: int, theta: float, scaling: RopeScaling, factors: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-pair rotation frequencies, float32 like transformers' rotary embedding."""
+    base = 1.0 / (theta ** (np.arange(0, dim, 2, dtype=np.int64).astype(F32) / F32(dim)))
+    freq = base.astype(F32)
+    if factors is not None:  # llama.cpp's rope_freqs.weight (Llama 3.1+): divide per pair
+        freq = (freq / factors.astype(F32)[: freq.size]).astype(F32)
+    if scaling.kind == "linear":
+        freq = (freq / F32(scaling.factor)).astype(F32)
+    elif scaling.kind == "llama3" and factors is None:
+        low = scaling.original_context / scaling.low_freq_factor
+        high = scaling.original_context / scaling.high_freq_factor
+        wavelen = 2 * math.pi / freq
+        scaled = np.where(wavelen > low, freq / scaling.factor, freq)
+        smooth = (scaling.original_context / wavelen - scaling.low_freq_factor) / (
+            scaling.high_freq_factor - scaling.low_freq_factor
+        )
+        smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
+        medium = ~(wavelen < high) & ~(wavelen > low)
+        freq = np.where(medium, smoothed, scaled).astype(F32)
+    return freq
+
+
+def rope(x: np.ndarray, positions: np.ndarray, freq: np.ndarray, mode: str) -> np.ndarray:
+    """Rotate the first ``2 * len(freq)`` features of every head of ``x`` [seq, heads, dim].
+
+    "neox" rotates the two halves (transformers' rotate_half); "normal" rotates adjacent
+    pairs (ggml's default RoPE, which llama.cpp pairs with permuted Llama weights)."""
+    angles = positions.astype(F32)[:, None] * freq[None, :]  # [seq, dim/2]
+    cos = np.cos(angles)[:, None, :]
+    sin = np.sin(angles)[:, None, :]
+    n = freq.size * 2
+    rot, rest = x[..., :n], x[..., n:]
+    if mode == "neox":
+        a, b = rot[..., : n // 2], rot[..., n // 2 :]
+        out = np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+    else:
+        a, b = rot[..., 0::2], rot[..., 1::2]
+        out = np.empty_like(rot)
+        out[..., 0::2] = a * cos - b * sin
+        out[..., 1::2] = a * sin + b * cos
+    return np.concatenate([out, rest], axis=-1) if rest.shape[-1] else out
+
+
+def attention(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, window: int = 0
+) -> np.ndarray:
+    """Causal (optionally sliding-window) grouped-query attention.
+
+    ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
+    seq, heads, d = q.shape
+    kv = k.shape[1]
+    group = heads // kv
+    qh = q.transpose(1, 0, 2).reshape(kv, group * seq, d)  # heads of one kv group together
+    scores = (qh @ k.transpose(1, 2, 0)).reshape(kv, group, seq, seq) * F32(scale)
+    i = np.arange(seq)[:, None]
+    j = np.arange(seq)[None, :]
+    masked = j > i
+    if window:
+        masked |= (i - j) >= window
+    scores = np.where(masked, F32(-np.inf), scores)
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    out = scores.reshape(kv, group * seq, seq) @ v.transpose(1, 0, 2)  # [kv, group*seq, d]
+    return out.reshape(heads, seq, d).transpose(1, 0, 2).reshape(seq, heads * d).astype(F32)

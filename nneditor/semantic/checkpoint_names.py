@@ -1,0 +1,60 @@
+"""Hugging Face tensor names -> llama.cpp's names (``blk.3.attn_q.weight``), through gguf-py's
+``TensorNameMap``: the table llama.cpp's own converter uses, so a snapshot and the GGUF made
+from it share one naming (and one synthesized graph)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from typing import Any
+
+#: Hugging Face model_type -> llama.cpp architecture, where they differ or are not obvious
+HF_ARCH = {
+    "llama": "llama",
+    "mistral": "llama",
+    "qwen2": "qwen2",
+    "qwen3": "qwen3",
+    "gemma3": "gemma3",
+    "gemma3_text": "gemma3",
+    "gpt2": "gpt2",
+    "qwen3_5_text": "qwen35",
+}
+#: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
+BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")
+
+
+@functools.cache
+def _table(arch: str, n_layers: int) -> Any:
+    import gguf
+
+    enum = {v: k for k, v in gguf.MODEL_ARCH_NAMES.items()}.get(arch)
+    return None if enum is None else gguf.get_tensor_name_map(enum, max(n_layers, 1))
+
+
+def llama_cpp_arch(model_type: str) -> str | None:
+    """The llama.cpp architecture of a Hugging Face model_type (None when unknown)."""
+    if model_type in HF_ARCH:
+        return HF_ARCH[model_type]
+    import gguf
+
+    return model_type if model_type in gguf.MODEL_ARCH_NAMES.values() else None
+
+
+def canonical_names(
+    arch: str, names: Iterable[str], n_layers: int
+) -> tuple[dict[str, str], list[str]]:
+    """({llama.cpp name: snapshot name}, snapshot names without a place) for ``arch``."""
+    table = _table(arch, n_layers)
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        if name.endswith(BUFFERS):
+            continue
+        # llama.cpp's converter renames the recurrence's dt_bias before the table lookup
+        lookup = name[: -len(".dt_bias")] + ".dt_proj.bias" if name.endswith(".dt_bias") else name
+        key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None
+        if key is None:
+            unplaced.append(name)
+        else:
+            mapped[key] = name
+    return mapped, unplaced

@@ -1,0 +1,227 @@
+"""Tracing checkpoints as a user does: ``tokenize --out``, ``trace --yes``, ``predict`` on GGUF
+files and Hugging Face snapshots, and the sentences for checkpoints the decoder refuses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "nneditor", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+
+
+def _graph_values(path: Path) -> list[str]:
+    import nneditor
+
+    with nneditor.open(path) as doc:
+        assert doc.graph is not None
+        return [vi.name for vi in doc.graph.inputs] + [n.outputs[0] for n in doc.graph.nodes]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["gguf", "snapshot"])
+def test_prompt_trace_predict(form: str, zoo_artifact, tmp_path, unchanged) -> None:  # noqa: ANN001
+    snap = zoo_artifact("decoder-gemma3")
+    path = zoo_artifact("decoder-gemma3.gguf") if form == "gguf" else snap
+    check = unchanged(path) if path.is_file() else (lambda: None)
+    text = "The capital of France is Paris, and the capital of Italy is"
+    made = cli("tokenize", path, "--text", text, "--out", tmp_path / "p.npz", "--json")
+    assert made.returncode == 0, made.stderr
+    ids = json.loads(made.stdout)["ids"]
+    assert json.loads(made.stdout)["input"] == "tokens" and len(ids) > 4  # past the window
+    out = cli("trace", path, "--inputs", tmp_path / "p.npz", "--out", tmp_path / "t", "--yes")
+    assert out.returncode == 0, out.stderr
+    assert "NumPy decoder" in out.stderr and "device: CPU (NumPy)" in out.stderr
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    assert manifest["run"]["backend"] == "numpy" and manifest["run"]["provider"] == "numpy"
+    values = {v["name"]: v for v in manifest["values"]}
+    names = _graph_values(path)
+    assert list(values) == names  # every value of the synthesized graph, in graph order
+    assert all(v["status"] == "captured" for v in values.values())
+    assert {"inp_scaled", "blk.0.attn_post_norm", "blk.6.ffn_post_norm"} <= set(values)
+    assert values["result_output"]["shape"] == [1, len(ids), 49152]
+
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    with torch.no_grad():
+        want = model(torch.tensor([ids])).logits.numpy()
+    got = np.load(tmp_path / "t" / values["result_output"]["file"])
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-4
+    pred = cli("predict", tmp_path / "t", "--top", "5", "--json")
+    assert pred.returncode == 0, pred.stderr
+    p = json.loads(pred.stdout)
+    assert p["value"] == "result_output" and p["position"] == len(ids) - 1
+    assert [t["id"] for t in p["top"]] == np.argsort(-want[0, -1])[:5].tolist()
+    assert p["complete"] is True and all(isinstance(t["text"], str) for t in p["top"])
+    check()
+
+
+def _write_gguf(path: Path, arch: str, tensors: dict[str, np.ndarray], **meta: object) -> Path:
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_block_count(1)
+    w.add_embedding_length(8)
+    w.add_head_count(2)
+    w.add_context_length(64)
+    w.add_feed_forward_length(16)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(16)])
+    w.add_token_types([1] * 16)
+    for key, value in meta.items():
+        w.add_string(key, str(value)) if isinstance(value, str) else w.add_float32(key, value)  # type: ignore[arg-type]
+    for name, arr in tensors.items():
+        w.add_tensor(name, arr.astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def _dense(i: int = 0) -> dict[str, np.ndarray]:
+    z = np.zeros
+    return {
+        f"blk.{i}.attn_norm.weight": z(8),
+        f"blk.{i}.attn_q.weight": z((8, 8)),
+        f"blk.{i}.attn_k.weight": z((8, 8)),
+        f"blk.{i}.attn_v.weight": z((8, 8)),
+        f"blk.{i}.attn_output.weight": z((8, 8)),
+        f"blk.{i}.ffn_norm.weight": z(8),
+    }
+
+
+def _refused(path: Path, tmp_path: Path, phrase: str, *extra: str) -> None:
+    out = cli("trace", path, "--out", tmp_path / "never", "--yes", *extra)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and phrase in lines[-1], out.stderr
+    assert lines[-1].startswith("nneditor: ") and "Traceback" not in out.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_mixture_of_experts_is_refused(tmp_path) -> None:  # noqa: ANN001
+    z = np.zeros
+    tensors = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
+    tensors |= {
+        "blk.0.ffn_gate_inp.weight": z((4, 8)),
+        "blk.0.ffn_up_exps.weight": z((4, 16, 8)),
+        "blk.0.ffn_gate_exps.weight": z((4, 16, 8)),
+        "blk.0.ffn_down_exps.weight": z((4, 8, 16)),
+    }
+    path = _write_gguf(tmp_path / "moe.gguf", "llama", tensors)
+    _refused(path, tmp_path, "is a mixture of experts")
+
+
+def test_other_architectures_and_yarn_are_refused(tmp_path) -> None:  # noqa: ANN001
+    z = np.zeros
+    base = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
+    base |= {"blk.0.ffn_up.weight": z((16, 8)), "blk.0.ffn_down.weight": z((8, 16))}
+    phi = _write_gguf(tmp_path / "phi.gguf", "phi3", base)
+    _refused(phi, tmp_path, "this GGUF's architecture is phi3")
+    yarn = _write_gguf(
+        tmp_path / "yarn.gguf",
+        "llama",
+        {**base, "blk.0.ffn_gate.weight": z((16, 8))},
+        **{"llama.rope.scaling.type": "yarn", "llama.rope.scaling.factor": 4.0},
+    )
+    _refused(yarn, tmp_path, "RoPE scaling 'yarn' is not implemented")
+    missing = _write_gguf(tmp_path / "missing.gguf", "llama", base)  # no ffn_gate
+    _refused(missing, tmp_path, "lacks blk.0.ffn_gate.weight")
+
+
+@pytest.mark.realdata
+def test_snapshots_the_decoder_cannot_compute_exactly_are_refused(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    _refused(zoo_artifact("gpt2_bin"), tmp_path, "PyTorch pickle shards (pytorch_model.bin)")
+    snap = shutil.copytree(zoo_artifact("decoder-llama"), tmp_path / "snap")
+    config = json.loads((snap / "config.json").read_text())
+    config["rope_parameters"] = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0}
+    (snap / "config.json").write_text(json.dumps(config))
+    _refused(snap, tmp_path, "RoPE scaling 'yarn' is not implemented")
+    config["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
+    config["model_type"] = "llava"
+    config["text_config"] = {"model_type": "llama"}
+    (snap / "config.json").write_text(json.dumps(config))
+    _refused(snap, tmp_path, "takes images or audio as well as text")
+    config.pop("text_config")
+    config["model_type"] = "llama"
+    (snap / "config.json").write_text(json.dumps(config))
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(snap / "model.safetensors")
+    weights["model.layers.0.self_attn.sinks"] = np.zeros(4, np.float32)
+    save_file(weights, snap / "model.safetensors")
+    _refused(snap, tmp_path, "'model.layers.0.self_attn.sinks' has no place in a llama decoder")
+
+
+@pytest.mark.realdata
+def test_gpu_and_onnx_backends_are_refused_for_checkpoints(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    path = zoo_artifact("decoder-qwen3.gguf")
+    _refused(path, tmp_path, "the NumPy decoder runs on CPU only", "--device", "gpu")
+    _refused(
+        path, tmp_path, "GGUF files trace with NNEditor's NumPy decoder", "--backend", "reference"
+    )
+
+
+def test_a_type_nobody_decodes_is_refused_before_running(tmp_path) -> None:  # noqa: ANN001
+    import gguf
+
+    z = np.zeros
+    tensors = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
+    tensors |= {
+        "blk.0.ffn_up.weight": z((16, 8)),
+        "blk.0.ffn_down.weight": z((8, 16)),
+        "blk.0.ffn_gate.weight": z((16, 8)),
+    }
+    path = _write_gguf(tmp_path / "q8_1.gguf", "llama", tensors)
+    # rewrite attn_q as Q8_1 (ggml's activation format, which NNEditor refuses to decode)
+    w = gguf.GGUFWriter(str(tmp_path / "q8_1b.gguf"), "llama")
+    reader = gguf.GGUFReader(str(path))
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+            continue
+        w.add_key_value(field.name, field.contents(), field.types[0], field.types[-1])
+    for t in reader.tensors:
+        if t.name == "blk.0.attn_q.weight":
+            raw = np.zeros((8, 40), np.uint8)  # 8 rows of one 32-element Q8_1 block
+            w.add_tensor(t.name, raw, raw_dtype=gguf.GGMLQuantizationType.Q8_1)
+        else:
+            w.add_tensor(t.name, np.array(t.data))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    _refused(tmp_path / "q8_1b.gguf", tmp_path, "blk.0.attn_q.weight cannot be decoded: Q8_1")
+
+
+@pytest.mark.realdata
+def test_a_small_capture_budget_gives_an_honest_partial_trace(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    path = zoo_artifact("decoder-llama.gguf")
+    out = cli(
+        "trace", path, "--out", tmp_path / "t", "--yes", "--dim", "seq=8", "--capture-mb", "0.05"
+    )
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    status = [v["status"] for v in manifest["values"]]
+    assert manifest["partial"] is True and status[0] == "captured"
+    assert status[-1] == "partial" and set(status[:-1]) == {"captured"}  # the logits: 1.5 MB
+    logits = manifest["values"][-1]
+    assert logits["name"] == "result_output" and logits["shape"] == [1, 8, 49152]
+    assert logits["reason"] and logits["bytes"] < 1.5e6

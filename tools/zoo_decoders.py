@@ -1,0 +1,153 @@
+"""Tiny decoder-only language models of every family the NumPy decoder runs, as the tools in the
+wild write them: ``transformers``' ``save_pretrained`` (safetensors snapshots) and llama.cpp's
+own ``convert_hf_to_gguf.py`` (from the llama-cpp-python source archive, see testdata.py).
+
+Weights are random (seeded) with perturbed norms and biases, so every weight matters. The
+tokenizer is a real one rebuilt from a GGUF vocabulary (SmolLM2's; Qwen2's for qwen2, whose
+transformers tokenizer class re-derives its pre-tokenizer), because llama.cpp's converter only
+accepts tokenizers it recognises.
+
+Registered into zoo_generated's table by :func:`register`.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: family -> (transformers config class, model class, config keywords, tokenizer source)
+_SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_COMMON = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 128,
+}
+FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {**_COMMON, "tie_word_embeddings": True}, _SMOL),
+    "llama3-rope": (
+        "LlamaConfig",
+        "LlamaForCausalLM",
+        {
+            **_COMMON,
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        },
+        _SMOL,
+    ),
+    "qwen2": (
+        "Qwen2Config",
+        "Qwen2ForCausalLM",
+        {**_COMMON, "tie_word_embeddings": True},
+        "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
+    ),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {**_COMMON, "head_dim": 24}, _SMOL),
+    "gemma3": (
+        "Gemma3TextConfig",
+        "Gemma3ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 7,  # six local layers, then a global one, then a local one
+            "head_dim": 16,
+            "query_pre_attn_scalar": 16,
+            "sliding_window": 4,
+        },
+        _SMOL,
+    ),
+    "gpt2": (
+        "GPT2Config",
+        "GPT2LMHeadModel",
+        {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128, "n_ctx": 128},
+        _SMOL,
+    ),
+}
+
+
+def _tokenizer(source: str) -> Any:
+    import transformers as tf
+    from testdata import ensure
+
+    first, _, rest = source.partition("/")
+    path = ensure(first) / rest if rest else ensure(first)
+    from nneditor.tokenize import load_tokenizer
+
+    tok = load_tokenizer(path)
+    bos = tok.encoder.piece(tok.bos_id) if tok.bos_id is not None else None  # type: ignore[attr-defined]
+    eos = tok.encoder.piece(tok.eos_id) if tok.eos_id is not None else None  # type: ignore[attr-defined]
+    fast = tf.PreTrainedTokenizerFast(
+        tokenizer_object=tok.encoder.plain,  # type: ignore[attr-defined]
+        bos_token=bos,
+        eos_token=eos,
+    )
+    return fast, tok.vocab_size
+
+
+def _snapshot(family: str, path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    config_cls, model_cls, kwargs, source = FAMILIES[family]
+    fast, vocab = _tokenizer(source)
+    config = getattr(tf, config_cls)(vocab_size=vocab, **kwargs)
+    torch.manual_seed(0)
+    model = getattr(tf, model_cls)(config).eval()
+    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
+        for name, p in model.named_parameters():
+            if "norm" in name or "ln_" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+    fast.save_pretrained(str(path))
+
+
+def convert(snapshot: Path, out: Path, outtype: str = "f32") -> None:
+    """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter."""
+    from testdata import ensure
+
+    tool = ensure("llama.cpp-convert")
+    env = {**os.environ, "PYTHONPATH": str(tool / "gguf-py")}
+    cmd = [sys.executable, str(tool / "convert_hf_to_gguf.py"), str(snapshot)]
+    done = subprocess.run(
+        [*cmd, "--outtype", outtype, "--outfile", str(out)],
+        cwd=tool,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 or not out.is_file():
+        raise RuntimeError(f"convert_hf_to_gguf.py failed: {done.stderr.strip()[-600:]}")
+
+
+def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
+    """Add ``decoder-<family>`` (snapshot) and ``decoder-<family>.gguf`` (converted) to the
+    zoo, plus a Q8_0 conversion of the Llama snapshot."""
+    for family in FAMILIES:
+        name = f"decoder-{family}"
+        generator(name, "save_pretrained", f"{family} decoder, tiny random weights (snapshot)")(
+            lambda path, f=family: _snapshot(f, path)
+        )
+
+        def gguf(path: Path, snap: str = name, outtype: str = "f32") -> None:
+            convert(generate(snap, path.parents[2]), path, outtype)
+
+        generator(
+            f"{name}.gguf",
+            "llama.cpp convert_hf_to_gguf.py",
+            f"{family} decoder converted by llama.cpp (F32)",
+        )(gguf)
+    generator(
+        "decoder-llama-q8_0.gguf",
+        "llama.cpp convert_hf_to_gguf.py --outtype q8_0",
+        "llama decoder converted by llama.cpp, Q8_0 weights",
+    )(lambda path: convert(generate("decoder-llama", path.parents[2]), path, "q8_0"))
