@@ -24,21 +24,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-VOCAB = 248_320
-MERGES = 250_000
+sys.path.insert(0, str(ROOT / "tools"))
+
+from sparse_qwen35 import MERGES, VOCAB, _pieces  # noqa: E402
+
 REAL_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _pieces(rng: np.random.Generator, n: int) -> list[str]:
-    """Token-like strings: GPT-2 byte-level alphabet plus a few multi-byte characters."""
-    alphabet = [chr(c) for c in range(0x21, 0x7F)] + list("ĠĊĉéäöü中文字")
-    lengths = rng.integers(1, 12, n)
-    codes = rng.integers(0, len(alphabet), int(lengths.sum())).tolist()
-    out, pos = [], 0
-    for length in lengths.tolist():
-        out.append("".join(alphabet[c] for c in codes[pos : pos + length]))
-        pos += length
-    return out
 
 
 def _tensor_plan(n_layers: int = 64) -> list[tuple[str, tuple[int, ...], int]]:

@@ -103,6 +103,22 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    # qwen35 hybrids: two recurrent (Gated DeltaNet) and two gated-attention layers each
+    **{
+        name: {"format": fmt, **_lm(4, recurrent=2)}
+        for name, fmt in (
+            ("decoder-qwen35", "huggingface"),
+            ("decoder-qwen35.gguf", "gguf"),
+            ("decoder-qwen35-prism", "huggingface"),
+            ("decoder-qwen35-prism.gguf", "gguf"),
+            ("decoder-qwen35-ternary-pq2_0", "huggingface"),
+            ("decoder-qwen35-ternary-pq2_0.gguf", "gguf"),
+            ("decoder-qwen35-pq2_0.gguf", "gguf"),
+            ("decoder-qwen35-ternary-ptq1_0", "huggingface"),
+            ("decoder-qwen35-ternary-ptq1_0.gguf", "gguf"),
+            ("decoder-qwen35-ptq1_0.gguf", "gguf"),
+        )
+    },
 }
 
 

@@ -65,6 +65,43 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    "qwen35": (
+        "Qwen3_5TextConfig",
+        "Qwen3_5ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,  # recurrent, attention, recurrent, attention
+            "full_attention_interval": 2,
+            "head_dim": 32,  # partial RoPE: a quarter of it rotates
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,  # two value heads per key head: tiled != grouped
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 24,
+            "linear_conv_kernel_dim": 4,
+        },
+        _SMOL,
+    ),
+    # widths that are multiples of 128 (the ternary packings' block) and all different, so a
+    # sign vector picked by the wrong width shows: hidden 128, attention 256, recurrent 384,
+    # feed-forward 512 (the Prism variants below start from this snapshot)
+    "qwen35-prism": (
+        "Qwen3_5TextConfig",
+        "Qwen3_5ForCausalLM",
+        {
+            **_COMMON,
+            "hidden_size": 128,
+            "intermediate_size": 512,
+            "num_hidden_layers": 4,
+            "full_attention_interval": 2,
+            "head_dim": 64,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 32,
+            "linear_value_head_dim": 96,
+            "linear_conv_kernel_dim": 4,
+        },
+        _SMOL,
+    ),
     "gpt2": (
         "GPT2Config",
         "GPT2LMHeadModel",
@@ -110,7 +147,14 @@ def _snapshot(family: str, path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
-def convert(snapshot: Path, out: Path, outtype: str = "f32") -> None:
+#: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which
+#: the converter otherwise requires
+_CONVERT_FLAGS = {"qwen35": ["--no-mtp"], "qwen35-prism": ["--no-mtp"]}
+#: Prism variants: (version, packing, tied head, ssm_out columns grouped)
+PRISM = {"pq2_0": (1, 142, False, True), "ptq1_0": (2, 143, True, False)}
+
+
+def convert(snapshot: Path, out: Path, outtype: str = "f32", flags: list[str] = []) -> None:  # noqa: B006
     """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter."""
     from testdata import ensure
 
@@ -118,7 +162,7 @@ def convert(snapshot: Path, out: Path, outtype: str = "f32") -> None:
     env = {**os.environ, "PYTHONPATH": str(tool / "gguf-py")}
     cmd = [sys.executable, str(tool / "convert_hf_to_gguf.py"), str(snapshot)]
     done = subprocess.run(
-        [*cmd, "--outtype", outtype, "--outfile", str(out)],
+        [*cmd, *flags, "--outtype", outtype, "--outfile", str(out)],
         cwd=tool,
         env=env,
         capture_output=True,
@@ -138,8 +182,8 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
             lambda path, f=family: _snapshot(f, path)
         )
 
-        def gguf(path: Path, snap: str = name, outtype: str = "f32") -> None:
-            convert(generate(snap, path.parents[2]), path, outtype)
+        def gguf(path: Path, snap: str = name, f: str = family) -> None:
+            convert(generate(snap, path.parents[2]), path, "f32", _CONVERT_FLAGS.get(f, []))
 
         generator(
             f"{name}.gguf",
@@ -151,3 +195,36 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama.cpp convert_hf_to_gguf.py --outtype q8_0",
         "llama decoder converted by llama.cpp, Q8_0 weights",
     )(lambda path: convert(generate("decoder-llama", path.parents[2]), path, "q8_0"))
+    for label, (version, qtype, tied, grouped) in PRISM.items():
+        _register_prism(generator, generate, label, version, qtype, tied, grouped)
+
+
+def _register_prism(
+    generator: Callable[..., Any],
+    generate: Callable[[str, Path], Path],
+    label: str,
+    version: int,
+    qtype: int,
+    tied: bool,
+    grouped: bool,
+) -> None:
+    import prism_pack
+
+    snap = f"decoder-qwen35-ternary-{label}"
+    generator(snap, "tools/prism_pack.py", "qwen35 with ternary-representable folded weights")(
+        lambda path: prism_pack.ternarize_snapshot(
+            generate("decoder-qwen35-prism", path.parents[2]), path, tied, not grouped
+        )
+    )
+    generator(f"{snap}.gguf", "llama.cpp convert_hf_to_gguf.py", "the same, F32 GGUF")(
+        lambda path: convert(generate(snap, path.parents[2]), path, "f32", ["--no-mtp"])
+    )
+    generator(
+        f"decoder-qwen35-{label}.gguf",
+        "tools/prism_pack.py",
+        f"qwen35, Prism {label.upper()} packing, Hadamard fold version {version}",
+    )(
+        lambda path: prism_pack.pack_gguf(
+            generate(f"{snap}.gguf", path.parents[2]), path, qtype, version, grouped
+        )
+    )

@@ -117,6 +117,13 @@ class DecoderConfig:
         ]
         if self.sliding_window:
             bits.append(f"sliding window {self.sliding_window} on local layers")
+        if self.layer_kinds:
+            n = self.layer_kinds.count("recurrent")
+            bits.append(f"{n} Gated DeltaNet and {len(self.layer_kinds) - n} attention layers")
+        if self.hadamard is not None:
+            bits.append(
+                f"Prism Hadamard fold v{self.hadamard.version} (block {self.hadamard.block})"
+            )
         return ", ".join(bits)
 
     @property

@@ -192,16 +192,17 @@ def check_layers(cfg: DecoderConfig, present: Sequence[str]) -> None:
     have = set(present)
     for i in range(cfg.n_layers):
         kind = cfg.kind(i)
+        a = "an" if kind == "attention" else "a"
         want = {f"blk.{i}.{k}" for k in NEEDS[kind]}
         missing = sorted(want - have)
         if missing:
             raise DecoderUnsupported(
-                f"layer {i} is a {kind} layer but lacks {missing[0]}"
+                f"layer {i} is {a} {kind} layer but lacks {missing[0]}"
                 + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
             )
         extra = sorted(k for k in have if k.startswith(f"blk.{i}.") and k not in want)
         if extra:
             raise DecoderUnsupported(
-                f"layer {i} is a {kind} layer but also holds {extra[0]}; the decoder refuses "
+                f"layer {i} is {a} {kind} layer but also holds {extra[0]}; the decoder refuses "
                 "rather than leave a weight out"
             )

@@ -17,7 +17,7 @@ them without guessing; their explanations say they come from metadata and tensor
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nneditor.model.document import Document
@@ -67,8 +67,9 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     heads = _meta_int(meta, f"{arch}.attention.head_count")
     kv = _meta_int(meta, f"{arch}.attention.head_count_kv")
     hidden = _meta_int(meta, f"{arch}.embedding_length")
-    g = _decoder_graph(f"{arch or 'gguf'} (from GGUF metadata)", arch, blocks, top, heads, kv)
-    _value_types(g, hidden, _head_rows(doc, top))
+    title = f"{arch or 'gguf'} (from GGUF metadata)"
+    vocab = _head_rows(doc, top)
+    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab)
     return g, ""
 
 
@@ -79,17 +80,29 @@ def _decoder_graph(
     top: dict[str, str],
     heads: int | None,
     kv: int | None,
+    rows: Callable[[str], int | None] | None = None,
+    hidden: int | None = None,
+    vocab: int | None = None,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names."""
-    b = _Builder(title)
+    b = _Builder(title, rows)
     x = b.embedding(top, arch)
     for i in sorted(blocks):
         x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
     b.head(top, x, arch)
     g = b.finish()
     g.opsets = {}
+    _value_types(g, hidden, vocab, b.widths)
     return g
+
+
+def _rows_of(doc: Document) -> Callable[[str], int | None]:
+    def rows(name: str) -> int | None:
+        ref = doc.tensors.get(name)
+        return int(ref.shape[0]) if ref is not None and ref.shape else None
+
+    return rows
 
 
 def _head_rows(doc: Document, top: dict[str, str]) -> int | None:
@@ -98,20 +111,39 @@ def _head_rows(doc: Document, top: dict[str, str]) -> int | None:
     return int(ref.shape[0]) if ref is not None and ref.shape else None
 
 
-def _value_types(g: Graph, hidden: int | None, vocab: int | None) -> None:
-    """float32 [1, seq, hidden] for every activation, [1, seq, vocab] for the logits."""
+def _attention_text(heads: int | None, kv: int | None) -> str:
+    text = "Self-attention"
+    if heads:
+        text += f" with {heads} heads"
+        if kv and kv < heads:
+            text += f" and {kv} key/value heads (grouped-query)"
+    return text
+
+
+def _value_types(
+    g: Graph, hidden: int | None, vocab: int | None, widths: Mapping[str, int] | None = None
+) -> None:
+    """float32 [1, seq, hidden] for every activation, [1, seq, vocab] for the logits, the
+    node's own width where it differs (a recurrent mixer's inner values)."""
     for node in g.nodes:
+        own = widths.get(node.outputs[0]) if node.outputs and widths else None
         for out in node.outputs:
-            width = vocab if out == "result_output" else hidden
+            width = vocab if out == "result_output" else (own or hidden)
             g.value_info[out] = ValueInfo(out, "float32", (1, "seq", width))
     if g.outputs:
         g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
 
 
 class _Builder:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, rows: Callable[[str], int | None] | None = None) -> None:
         self.graph = Graph(name)
         self.weights: list[str] = []
+        self.widths: dict[str, int] = {}  # values whose width is not the hidden size
+        self._rows = rows
+
+    def rows(self, name: str) -> int | None:
+        """A weight's first (output) dimension, when the checkpoint says."""
+        return self._rows(name) if self._rows and name else None
 
     def node(
         self,
@@ -126,6 +158,9 @@ class _Builder:
     ) -> str:
         weights = [w for w in weights if w]
         self.weights.extend(weights)
+        width = attrs.pop("width", None)
+        if width:
+            self.widths[output] = int(width)
         node = Node(
             len(self.graph.nodes),
             f"/{scope}/{op}",
@@ -191,37 +226,12 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} before the mixer (from tensor names).",
             )
-        mixer_w = [
-            n
-            for k, n in sorted(t.items())
-            if k.startswith(("attn_", "ssm_")) and not k.startswith("attn_norm")
-        ]
-        if any(k.startswith("ssm_in") for k in t):
-            op, pat, text = "Mamba", "recurrent", "Selective state-space (Mamba) mixer"
-        elif any(k.startswith("ssm_") for k in t):
-            op, pat, text = (
-                "GatedDeltaNet",
-                "recurrent",
-                "Gated DeltaNet linear-attention recurrence",
-            )
+        if arch == "qwen35" and "attn_gate.weight" in t:
+            a = self._recurrent_mixer(s, t, h)
+        elif arch == "qwen35":
+            a = self._gated_attention(s, t, h, heads, kv)
         else:
-            op, pat = "Attention", "attention"
-            text = "Self-attention"
-            if heads:
-                text += f" with {heads} heads"
-                if kv and kv < heads:
-                    text += f" and {kv} key/value heads (grouped-query)"
-        attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
-        a = self.node(
-            f"{s}/attn",
-            op,
-            [h],
-            f"{s}.attn_output",
-            mixer_w,
-            pat,
-            f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
-            **attrs,
-        )
+            a = self._mixer(s, t, h, arch, heads, kv)
         post = "ffn_norm.weight" in t  # gemma-style: norms before and after each half
         if post and "post_attention_norm.weight" in t:
             a = self.node(
@@ -290,6 +300,117 @@ class _Builder:
             [],
             "residual",
             "Residual connection around the feed-forward.",
+        )
+
+    def _mixer(
+        self, s: str, t: dict[str, str], h: str, arch: str, heads: int | None, kv: int | None
+    ) -> str:
+        mixer_w = [
+            n
+            for k, n in sorted(t.items())
+            if k.startswith(("attn_", "ssm_")) and not k.startswith("attn_norm")
+        ]
+        if any(k.startswith("ssm_in") for k in t):
+            op, pat, text = "Mamba", "recurrent", "Selective state-space (Mamba) mixer"
+        elif any(k.startswith("ssm_") for k in t):
+            op, pat, text = (
+                "GatedDeltaNet",
+                "recurrent",
+                "Gated DeltaNet linear-attention recurrence",
+            )
+        else:
+            op, pat, text = "Attention", "attention", _attention_text(heads, kv)
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
+        return self.node(
+            f"{s}/attn",
+            op,
+            [h],
+            f"{s}.attn_output",
+            mixer_w,
+            pat,
+            f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
+            **attrs,
+        )
+
+    def _gated_attention(
+        self, s: str, t: dict[str, str], h: str, heads: int | None, kv: int | None
+    ) -> str:
+        """qwen35 full attention: the query projection also yields a sigmoid output gate."""
+        keys = ("attn_q.weight", "attn_k.weight", "attn_v.weight")
+        norms = ("attn_q_norm.weight", "attn_k_norm.weight")
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if heads else {}
+        q = t.get("attn_q.weight")
+        q_rows = self.rows(q or "")
+        width = q_rows // 2 if q_rows else None
+        gated = self.node(
+            f"{s}/attn",
+            "Attention",
+            [h],
+            f"{s}.attn_gated",
+            [t.get(k, "") for k in (*keys, *norms)],
+            "attention",
+            f"{_attention_text(heads, kv)}, q/k RMSNorm, partial RoPE and a per-head sigmoid "
+            "output gate taken from the query projection (from qwen35 metadata and tensor "
+            "names).",
+            width=width,
+            **attrs,
+        )
+        return self.node(
+            f"{s}/attn",
+            "MatMul",
+            [gated],
+            f"{s}.attn_output",
+            [t.get("attn_output.weight", "")],
+            "attention",
+            "Attention output projection (from tensor names).",
+        )
+
+    def _recurrent_mixer(self, s: str, t: dict[str, str], h: str) -> str:
+        """qwen35 Gated DeltaNet: projection + causal convolution, the delta-rule recurrence,
+        the gated RMSNorm and the output projection, one node each."""
+        scope = f"{s}/ssm"
+        qkv = t.get("attn_qkv.weight", "")
+        conv = self.node(
+            scope,
+            "CausalConv1D",
+            [h],
+            f"{s}.ssm_conv",
+            [qkv, t.get("ssm_conv1d.weight", "")],
+            "recurrent",
+            "Query/key/value projection, then a causal depthwise convolution over time and "
+            "SiLU (from tensor names).",
+            width=self.rows(qkv),
+        )
+        gate = t.get("attn_gate.weight", "")
+        delta = self.node(
+            scope,
+            "GatedDeltaNet",
+            [conv, h],
+            f"{s}.ssm_delta",
+            [t.get(k, "") for k in ("ssm_beta.weight", "ssm_alpha.weight", "ssm_a", "ssm_dt.bias")],
+            "recurrent",
+            "Gated DeltaNet recurrence: L2-normalised keys and queries, decay and write "
+            "strength from the input, state fresh per prompt (from tensor names).",
+            width=self.rows(gate),
+        )
+        normed = self.node(
+            scope,
+            "GatedRMSNorm",
+            [delta, h],
+            f"{s}.ssm_gated_norm",
+            [t.get("ssm_norm.weight", ""), gate],
+            "recurrent",
+            "Per-head RMSNorm gated by SiLU of the gate projection (from tensor names).",
+            width=self.rows(gate),
+        )
+        return self.node(
+            scope,
+            "MatMul",
+            [normed],
+            f"{s}.attn_output",
+            [t.get("ssm_out.weight", "")],
+            "recurrent",
+            "Recurrent output projection (from tensor names).",
         )
 
     def _rename_last(self, value: str, new: str) -> str:
@@ -458,11 +579,11 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         return None
     heads = config.get("num_attention_heads") or config.get("n_head")
     kv = config.get("num_key_value_heads") or heads
-    g = _decoder_graph(
-        f"{model_type} (from config.json and tensor names)", arch, blocks, top, heads, kv
-    )
+    title = f"{model_type} (from config.json and tensor names)"
     hidden = config.get("hidden_size") or config.get("n_embd")
-    _value_types(g, hidden if isinstance(hidden, int) else None, _head_rows(doc, top))
+    width = hidden if isinstance(hidden, int) else None
+    vocab = _head_rows(doc, top)
+    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), width, vocab)
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
     return g

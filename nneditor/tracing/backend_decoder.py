@@ -17,47 +17,54 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nneditor.tracing.backend_ort import BackendError
 from nneditor.tracing.model_copy import ValueEntry
 
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+
 PROVIDER = "numpy"
 PROVIDER_NAME = "NumPy decoder (CPU)"
 
 
-def checkpoint_entries(model_path: Path) -> list[ValueEntry]:
-    """Graph inputs and node outputs of the checkpoint's synthesized graph."""
+def open_checkpoint(model_path: Path) -> Document:
+    """The checkpoint, memory-mapped once for the whole run (a second map of a 7 GB file
+    would not fit the worker's address-space ceiling)."""
     import nneditor
 
-    with nneditor.open(model_path) as doc:
-        graph = doc.graph
-        if graph is None:
-            raise BackendError(
-                f"{model_path.name} has no synthesized graph: {doc.graph_unavailable_reason}",
-                "model",
-            )
-        out = [ValueEntry(vi.name, "", "", "") for vi in graph.inputs]
-        for node in graph.nodes:
-            out.extend(ValueEntry(o, "", node.name, node.op_type) for o in node.outputs if o)
+    return nneditor.open(model_path)
+
+
+def checkpoint_entries(doc: Document, model_path: Path) -> list[ValueEntry]:
+    """Graph inputs and node outputs of the checkpoint's synthesized graph."""
+    graph = doc.graph
+    if graph is None:
+        raise BackendError(
+            f"{model_path.name} has no synthesized graph: {doc.graph_unavailable_reason}",
+            "model",
+        )
+    out = [ValueEntry(vi.name, "", "", "") for vi in graph.inputs]
+    for node in graph.nodes:
+        out.extend(ValueEntry(o, "", node.name, node.op_type) for o in node.outputs if o)
     return out
 
 
 def run_decoder(
-    model_path: Path,
+    doc: Document,
     feeds: dict[str, np.ndarray],
     wanted: list[str],
     store: Any,
     emit: Callable[..., None],
 ) -> dict[str, Any]:
-    import nneditor
+    """Run the decoder on ``doc`` (closed when done)."""
     from nneditor.decoder import DecoderUnsupported, decoder_config, run_forward
 
     t0 = time.perf_counter()
     emit("stage", stage="reading the checkpoint's configuration")
-    doc = nneditor.open(model_path)
     try:
         try:
             cfg = decoder_config(doc)
@@ -95,6 +102,7 @@ def run_decoder(
         "decoder": {"arch": cfg.arch, "source": cfg.source, "layers": cfg.n_layers},
         "notes": [
             f"{cfg.describe()}; weights read one block at a time from the memory map and "
-            "widened to float32"
+            "widened to float32",
+            *cfg.notes,
         ],
     }

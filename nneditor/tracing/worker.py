@@ -13,7 +13,9 @@ Invariants:
   and descriptor 1 is pointed at stderr, so library chatter (also from C code) lands in the log.
 - On POSIX the address-space ceiling from the request is applied with
   ``resource.setrlimit(RLIMIT_AS)`` before any model or input is read; the parent's RSS
-  watchdog enforces the RAM ceiling itself.
+  watchdog enforces the RAM ceiling itself. A checkpoint traced on the NumPy decoder is
+  memory-mapped whole (a 27B GGUF maps 7 GB it never holds resident), so its size is added
+  to the address-space ceiling; the RSS watchdog still bounds what is resident.
 - Exactly one terminal event (``done`` or ``error``) is sent; a crash without one is detected
   by the parent from the exit status.
 """
@@ -81,6 +83,19 @@ def _limit_address_space(limit: int | None) -> str:
     return ""
 
 
+def _mapped_bytes(request: dict[str, Any]) -> int:
+    """Bytes the NumPy decoder maps read-only (the checkpoint file, or a snapshot's files)."""
+    if request.get("backend") != "numpy":
+        return 0
+    path = Path(str(request.get("model") or ""))
+    try:
+        if path.is_dir():
+            return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _run_test_hooks(hooks: dict[str, Any], emit: Emitter) -> None:
     """Test-only behaviour (enabled by an environment variable): spawn a child, sleep."""
     if not hooks or os.environ.get(TEST_HOOKS_ENV) != "1":
@@ -119,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     emit("hello", pid=os.getpid(), protocol=PROTOCOL_VERSION, python=sys.version.split()[0])
     try:
         request = _read_request()
-        limit_note = _limit_address_space(int(request.get("address_space_bytes") or 0))
+        ceiling = int(request.get("address_space_bytes") or 0)
+        limit_note = _limit_address_space(ceiling + _mapped_bytes(request) if ceiling else 0)
         _run_test_hooks(request.get("test_hooks") or {}, emit)
         result = execute(request, emit, [limit_note] if limit_note else [])
     except Exception as exc:
@@ -171,10 +187,12 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
     feeds = {name: load_npy(run_dir / f) for name, f in request["inputs"].items()}
     emit("stage", stage="loading model")
     source: ModelBytes | None = None
-    if request["backend"] == "numpy":  # a checkpoint: values of its synthesized graph
-        from nneditor.tracing.backend_decoder import checkpoint_entries
+    checkpoint = None
+    if request["backend"] in ("numpy", "plugin"):  # values of the reader's graph
+        from nneditor.tracing.backend_decoder import checkpoint_entries, open_checkpoint
 
-        entries = checkpoint_entries(model_path)
+        checkpoint = open_checkpoint(model_path)
+        entries = checkpoint_entries(checkpoint, model_path)
     else:
         try:
             source = ModelBytes(model_path)
@@ -197,7 +215,8 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         for e in chosen:
             if not e.producer:  # a graph input: its capture is the input file itself
                 store.write(e.name, feeds[e.name], run_dir / request["inputs"][e.name])
-        info = _run_backend(request, model_path, source, feeds, wanted, nested, store, emit)
+        backend_source = checkpoint if checkpoint is not None else source
+        info = _run_backend(request, model_path, backend_source, feeds, wanted, nested, store, emit)
     except BaseException:
         store.abort()
         raise
@@ -237,19 +256,25 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
 def _run_backend(
     request: dict[str, Any],
     model_path: Path,
-    source: ModelBytes | None,
+    source: Any,
     feeds: dict[str, Any],
     wanted: list[str],
     nested: set[str],
     store: Any,
     emit: Callable[..., None],
 ) -> dict[str, Any]:
+    """``source``: the open checkpoint Document (numpy backend) or the ModelBytes (ONNX)."""
     from nneditor.tracing.backend_ort import BackendError
 
     if request["backend"] == "numpy":
         from nneditor.tracing.backend_decoder import run_decoder
 
-        return {"backend": "numpy", **run_decoder(model_path, feeds, wanted, store, emit)}
+        return {"backend": "numpy", **run_decoder(source, feeds, wanted, store, emit)}
+    if request["backend"] == "plugin":
+        from nneditor.tracing.backend_plugin import run_plugin
+
+        info = run_plugin(source, request["plugin"], feeds, wanted, store, emit, request["limits"])
+        return {"backend": "plugin", **info}
     assert source is not None
     if request["backend"] == "onnxruntime":
         try:

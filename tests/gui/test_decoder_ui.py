@@ -61,3 +61,43 @@ def test_gguf_prompt_trace_and_next_token(qtbot, open_model, window, realdata, t
     assert refs[SMOL][0]["top1"][-1] == 7042  # llama.cpp's next token too
     overlay.resize(900, 600)
     overlay.grab().save(str(tmp_path / "tokens.png"))
+
+
+@pytest.mark.realdata
+def test_prism_hybrid_gguf_traces_with_ports_on_every_mixer_part(
+    qtbot,  # noqa: ANN001
+    open_model,  # noqa: ANN001
+    window,  # noqa: ANN001
+    zoo_artifact,  # noqa: ANN001
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """A qwen35 hybrid with PTQ1_0 weights and a Hadamard fold (tools/prism_pack.py): the plan
+    names the hybrid stack and the fold, the prompt tokenizes with the file's own vocabulary,
+    and the Traced model pane has ports on the recurrence's and the gated attention's parts."""
+    path = zoo_artifact("decoder-qwen35-ptq1_0.gguf")
+    open_model(path)
+    feature = window.trace
+    feature.show_view("Trace")
+    panel, inputs = feature.panel, feature.inputs
+    assert panel.plan is not None, panel.plan_text.toPlainText()
+    text = panel.plan_text.toPlainText()
+    assert "2 Gated DeltaNet and 2 attention layers" in text, text
+    assert "Prism Hadamard fold v2 (block 128)" in text, text
+    inputs.prompt.setCurrentText("The capital of France is")
+    inputs.folder.setText(str(tmp_path / "set"))
+    assert inputs.generate_text_tokens(), inputs.status.text()
+    assert panel.arrays["tokens"].tolist() == [[504, 3575, 282, 4649, 314]]  # SmolLM2's vocab
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120000)
+    assert runs, panel.outcome.text()
+    pane = feature.traced
+    pane.session.set_depth(4)  # inside the mixers
+    qtbot.waitUntil(lambda: bool(pane.port_items()), timeout=20000)
+    ported = {v for p in pane.port_items() for v in p.port.values}
+    want = {"blk.0.ssm_conv", "blk.0.ssm_delta", "blk.0.ssm_gated_norm", "blk.1.attn_gated"}
+    assert want <= ported, sorted(ported)
+    delta = np.load(runs[0].file("blk.0.ssm_delta"), allow_pickle=False)
+    assert delta.shape == (1, 5, 4 * 96) and np.isfinite(delta).all()
+    window.grab().save(str(tmp_path / "hybrid_traced.png"))

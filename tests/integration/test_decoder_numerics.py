@@ -18,7 +18,7 @@ from nneditor.decoder import decoder_config, run_forward
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
-FAMILIES = ["llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "gpt2"]
+FAMILIES = ["llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "gpt2", "qwen35"]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_logit_refs.json"
@@ -114,3 +114,40 @@ def test_smollm2_q4_1_agrees_with_transformers_and_llama_cpp(realdata) -> None: 
                 clear += 1
                 assert int(ours[p].argmax()) == case["top1"][p], (case["text"], p)
     assert clear >= 20  # 23 of the 42 positions have a clear winner; all of those agree
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("packing", "encoding", "version"), [("pq2_0", "PQ2_0", 1), ("ptq1_0", "PTQ1_0", 2)]
+)
+def test_prism_packed_qwen35_equals_the_float_model_of_its_ternary_values(
+    packing: str,
+    encoding: str,
+    version: int,
+    zoo_artifact,  # noqa: ANN001
+) -> None:
+    """tools/prism_pack.py: transformers runs a qwen35 snapshot whose folded matrices are the
+    unpacked ternary values (rotated back); the decoder runs the packed, Hadamard-folded GGUF
+    (PQ2_0 with fold version 1, explicit head and grouped recurrent output columns; PTQ1_0
+    with version 2, the tied head and the inversely folded embedding)."""
+    snap = zoo_artifact(f"decoder-qwen35-ternary-{packing}")
+    path = zoo_artifact(f"decoder-qwen35-{packing}.gguf")
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+        packed = [r for r in doc.tensors.values() if r.encoding == encoding]
+        assert len(packed) >= 20 and cfg.hadamard is not None
+        assert cfg.hadamard.version == version and len(cfg.hadamard.signs) == 4
+        assert ("output.weight" in doc.tensors) == (version == 1)
+        # the reader's decode is ternary codes times one float16 scale per 128 values
+        w = packed[0].read().reshape(-1, 128)
+        d = np.abs(w).max(axis=1, keepdims=True)
+        assert np.isin(np.round(w / d), [-1.0, 0.0, 1.0]).all()
+        assert (d.astype(np.float16).astype(np.float32) == d).all()
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    blocks, logits = _theirs(model)
+    ours = _ours(path)
+    assert len(blocks) == 4
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4, (i, _rel(ours[f"blk.{i}.output"], want))
+    assert _rel(ours["result_output"], logits) < 1e-4
+    assert (ours["result_output"].argmax(-1) == logits.argmax(-1)).all()
