@@ -28,7 +28,12 @@ GUI_USAGE = """desktop window (no COMMAND):
   --screenshot saves a PNG of the window once PATH is open and drawn, then exits
   (QT_QPA_PLATFORM=offscreen works); --select names a node, group or value;
   --open-trace shows a folder written by `nneditor trace` in the Traced model pane
-  (with --select VALUE: that value's tensor overlay)."""
+  (with --select VALUE: that value's tensor overlay).
+
+tracer plugins:
+  nneditor --list-tracers [--json]
+  nneditor --install-tracer DIR
+  nneditor --create-tracer DIR [--tracer-template llm|ssm|diffusion]"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
+    from nneditor.cli.plugins import FLAGS
+
+    if args_list and args_list[0].split("=")[0] in FLAGS:
+        from nneditor.cli import plugins
+
+        return _run_guarded(lambda: plugins.main(args_list))
     parser = build_parser()
     subcommands = _subcommands(parser)
     if not args_list or (

@@ -43,6 +43,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--inputs", help=".npz (inputs by name) or .npy (a single-input model)")
     s.add_argument("--out", required=True, help="folder for manifest.json and one .npy per value")
     s.add_argument("--backend", default="auto", choices=BACKENDS)
+    s.add_argument(
+        "--tracer",
+        default="",
+        metavar="ID",
+        help="run a tracer plugin (see nneditor --list-tracers) instead of a built-in backend",
+    )
     s.add_argument("--device", default="auto", choices=DEVICES)
     s.add_argument("--max-ram", type=float, default=d.max_ram_mb, metavar="MB")
     s.add_argument("--timeout", type=float, default=d.timeout_s, metavar="S")
@@ -81,7 +87,8 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         capture_mb=args.capture_mb,
         chunk_mb=args.chunk_mb,
     )
-    plan = make_plan(doc, arrays, args.backend, args.device, limits, args.capture)
+    tracer = getattr(args, "tracer", "")
+    plan = make_plan(doc, arrays, args.backend, args.device, limits, args.capture, tracer=tracer)
     plan.notes.append(source)
     if not args.inputs:
         plan.notes.extend(input_plan.assumptions)

@@ -99,6 +99,8 @@ class TracePlan:
     value_count: int = 0
     notes: list[str] = field(default_factory=list)
     ort_optimization: str = "disabled"
+    #: a tracer plugin: id, name, version, folder, fingerprint, entry_file, entry_function
+    plugin: dict[str, str] | None = None
 
     @property
     def model_path(self) -> str:
@@ -141,6 +143,13 @@ class TracePlan:
 
 
 def _backend_text(plan: TracePlan) -> str:
+    if plan.plugin is not None:
+        p = plan.plugin
+        return (
+            f"tracer plugin {p['name']} ({p['id']} {p['version']}, {p['folder']}); its code "
+            f"(fingerprint {p['fingerprint'][:16]}…) is copied when the run starts and runs in "
+            "the resource-limited worker"
+        )
     if plan.backend == "numpy":
         text = (
             f"NNEditor's NumPy decoder on NumPy {plan.tracer.version} "
@@ -160,6 +169,12 @@ def _backend_text(plan: TracePlan) -> str:
 
 
 def _device_text(plan: TracePlan) -> str:
+    if plan.plugin is not None:
+        return (
+            f"{plan.device} (the plugin chooses its device)"
+            if plan.device != "auto"
+            else ("chosen by the plugin")
+        )
     if plan.backend == "numpy":
         return "CPU (NumPy)"
     if plan.backend == "reference":
@@ -179,8 +194,12 @@ def make_plan(
     limits: Limits | None = None,
     capture: Sequence[str] | None = None,
     revision: str = REVISION_SOURCE,
+    tracer: str = "",
 ) -> TracePlan:
-    """Plan a trace of ``doc`` with the complete input set ``arrays``."""
+    """Plan a trace of ``doc`` with the complete input set ``arrays`` (``tracer``: the id of
+    a tracer plugin instead of a built-in backend)."""
+    if tracer:
+        return _plugin_plan(doc, arrays, tracer, device, limits, capture, revision)
     if backend not in BACKENDS:
         raise PlanError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if doc.format in CHECKPOINT_FORMATS:
@@ -207,7 +226,7 @@ def make_plan(
             )
     resolved, note, choice = _resolve_backend(backend, device)
     version = prov.onnxruntime_version() if resolved == "onnxruntime" else _onnx_version()
-    tracer = TracerIdentity(resolved, version, code_fingerprint())
+    identity = TracerIdentity(resolved, version, code_fingerprint())
     external = [
         str(ref.location)
         for ref in doc.tensors.values()
@@ -224,7 +243,7 @@ def make_plan(
         inputs=TraceInputs(dict(arrays)),
         limits=limits or Limits(),
         capture=tuple(capture) if capture is not None else None,
-        tracer=tracer,
+        tracer=identity,
         value_count=_value_count(doc),
     )
 
@@ -280,6 +299,73 @@ def _checkpoint_plan(
         capture=tuple(capture) if capture is not None else None,
         tracer=tracer,
         value_count=_value_count(doc),
+    )
+
+
+def _plugin_plan(
+    doc: Document,
+    arrays: Mapping[str, np.ndarray],
+    tracer: str,
+    device: str,
+    limits: Limits | None,
+    capture: Sequence[str] | None,
+    revision: str,
+) -> TracePlan:
+    """A tracer plugin, found by id and checked against its manifest (nothing imported)."""
+    from nneditor import __version__
+    from nneditor.tracing.plugins.compat import incompatibility
+    from nneditor.tracing.plugins.discovery import find
+    from nneditor.tracing.plugins.manifest import PluginError
+
+    try:
+        record = find(tracer)
+    except PluginError as exc:
+        raise PlanError(str(exc)) from None
+    m = record.manifest
+    assert m is not None
+    if revision != REVISION_SOURCE:
+        raise PlanError(
+            f"tracer plugins run the artifact as stored; an edited revision traces on the "
+            f"built-in ONNX tracer ({m.id} cannot run it)"
+        )
+    if doc.graph is None:
+        raise PlanError(f"{doc.path} cannot be traced: {doc.graph_unavailable_reason}")
+    reason = incompatibility(m, doc, device)
+    if reason:
+        raise PlanError(f"tracer {m.id} cannot trace {Path(doc.path).name}: it {reason}")
+    check_set(detect_inputs(doc), arrays)
+    if capture is not None:
+        unknown = [n for n in capture if n not in _graph_values(doc)]
+        if unknown:
+            raise PlanError(
+                f"the capture selection names values the graph does not have: {unknown[:5]}"
+            )
+    version = f"{m.version} on nneditor {__version__}"
+    tracer_id = TracerIdentity(
+        f"plugin:{m.id}", version, f"{record.fingerprint[:16]}+{code_fingerprint()}"
+    )
+    return TracePlan(
+        model=model_identity(doc.path),
+        revision=revision,
+        backend_request=f"plugin:{m.id}",
+        backend="plugin",
+        backend_note="",
+        device=device,
+        providers=None,
+        inputs=TraceInputs(dict(arrays)),
+        limits=limits or Limits(),
+        capture=tuple(capture) if capture is not None else None,
+        tracer=tracer_id,
+        value_count=_value_count(doc),
+        plugin={
+            "id": m.id,
+            "name": m.name,
+            "version": m.version,
+            "folder": str(record.folder),
+            "fingerprint": record.fingerprint,
+            "entry_file": m.entry_file,
+            "entry_function": m.entry_function,
+        },
     )
 
 

@@ -316,6 +316,8 @@ class TraceRunner:
         try:
             inputs = _write_inputs(plan, run_dir)
             request = build_request(plan, approval, run_dir, inputs)
+            if plan.plugin is not None:
+                request["plugin"] = _snapshot_plugin(plan.plugin, run_dir)
             if test_hooks:
                 request["test_hooks"] = test_hooks
             worker = self._take_worker(run_dir)
@@ -345,6 +347,29 @@ class TraceRunner:
         if self.keep_warm:
             self.prestart_soon()
         return result
+
+
+def _snapshot_plugin(plugin: dict[str, str], run_dir: Path) -> dict[str, str]:
+    """Copy the approved plugin into the run folder and check it is the code that was
+    approved; the worker imports this copy, and the published trace keeps it."""
+    from nneditor.tracing.plugins.manifest import PluginError, fingerprint, plugin_files
+
+    source = Path(plugin["folder"])
+    copy = run_dir / "tracer-plugin"
+    try:
+        files = plugin_files(source)
+        for rel in files:
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, copy / rel)
+        changed = fingerprint(copy) != plugin["fingerprint"]
+    except (OSError, PluginError) as exc:
+        raise RunError(f"the tracer plugin {plugin['id']} could not be copied: {exc}") from None
+    if changed:
+        raise RunError(
+            f"the tracer plugin {plugin['id']} changed since it was approved ({source}); "
+            "plan the trace again and approve the new code"
+        )
+    return {**plugin, "folder": str(copy)}
 
 
 def _publish(run_dir: Path, dest: Path, result: TraceResult) -> dict[str, Any]:

@@ -43,6 +43,7 @@ from nneditor.tracing.providers import DEVICES
 from nneditor.tracing.runner import TraceResult, TraceRunner
 from nneditor.ui.jobs import QtJobRunner
 from nneditor.ui.trace.store import load_run, new_run_dir
+from nneditor.ui.trace.tracer_choice import TracerChoice
 
 LIMIT_FIELDS = (
     ("timeout_s", "Wall clock (s)", 1, 86400),
@@ -92,6 +93,9 @@ class TracePanel(QWidget):
         intro.setWordWrap(True)
         intro.setObjectName("Muted")
         form = QFormLayout()
+        self.tracer = TracerChoice(self)
+        self.tracer.changed.connect(self.replan)
+        form.addRow("Tracer", self.tracer)
         self.backend = QComboBox(self)
         self.backend.addItems(list(BACKENDS))
         self.device = QComboBox(self)
@@ -109,6 +113,9 @@ class TracePanel(QWidget):
             self.limits[key] = box
             form.addRow(label, box)
         self.backend.currentIndexChanged.connect(self.replan)
+        self.device.currentIndexChanged.connect(
+            lambda _i: self.tracer.set_context(self.doc, self.device.currentText())
+        )
         self.device.currentIndexChanged.connect(self.replan)
         self.plan_text = QPlainTextEdit(self)
         self.plan_text.setReadOnly(True)
@@ -151,6 +158,7 @@ class TracePanel(QWidget):
         self.cancel()
         self.doc, self.arrays, self.inputs_text = doc, None, ""
         self.outcome.setText("")
+        self.tracer.set_context(doc, self.device.currentText())
         self.replan()
         if self.plan is None and not self.running:
             self.trace_runner.close()  # nothing traceable: no idle worker
@@ -190,6 +198,8 @@ class TracePanel(QWidget):
             self.run_button.setEnabled(False)
             self.planChanged.emit()
             return
+        plugin = self.tracer.selected()
+        self.backend.setEnabled(not plugin and not self.running)
         try:
             arrays, note = self._arrays()
             plan = make_plan(
@@ -198,6 +208,7 @@ class TracePanel(QWidget):
                 self.backend.currentText(),
                 self.device.currentText(),
                 self.current_limits(),
+                tracer=plugin,
             )
             plan.notes.append(note)
         except (NNEditorError, OSError, ValueError) as exc:
@@ -285,8 +296,10 @@ class TracePanel(QWidget):
     def _set_running(self, on: bool) -> None:
         self.run_button.setEnabled(not on and self.plan is not None)
         self.cancel_button.setEnabled(on)
-        for w in (self.backend, self.device, *self.limits.values()):
+        for w in (self.tracer, self.backend, self.device, *self.limits.values()):
             w.setEnabled(not on)
+        if not on and self.tracer.selected():
+            self.backend.setEnabled(False)  # a plugin brings its own runtime
         self.progress.setVisible(on)
         if on:
             self.progress.setRange(0, 0)

@@ -1,0 +1,119 @@
+"""The public SDK of tracer plugins (tracing API version 1).
+
+A plugin's entry point receives a :class:`TraceContext`, runs one forward pass with its own
+runtime and publishes arrays against the values of ``context.document.main_graph``::
+
+    from nneditor.tracing.sdk import TraceContext, TraceOutcome
+
+    def trace(context: TraceContext) -> TraceOutcome:
+        return context.trace_numpy_decoder()
+
+Rules the host enforces: a capture name must be a value of the graph (NNEditor's graphs name
+each value once, so the name is its id); each value is published at most once per pass; the
+host applies the capture selection and the byte budget, and marks requested values the plugin
+never published as dropped. Raise :class:`TracePluginError` for an actionable problem (a
+missing weight, an unsupported configuration); its message reaches the user as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nneditor.errors import NNEditorError
+
+if TYPE_CHECKING:
+    from nneditor.model.document import Document
+    from nneditor.model.graph import Graph
+
+API_VERSION = 1
+__all__ = ["API_VERSION", "TraceContext", "TraceOutcome", "TracePluginError"]
+
+
+class TracePluginError(NNEditorError):
+    """A plugin's actionable configuration or runtime error (shown to the user as is)."""
+
+
+@dataclass(frozen=True)
+class TraceOutcome:
+    """What ran: the runtime's name and notes for the trace manifest."""
+
+    provider: str = ""
+    notes: tuple[str, ...] = ()
+
+
+class TraceContext:
+    """One approved forward pass: the opened artifact, its graph, the prepared inputs, the
+    limits, and :meth:`capture` to publish values."""
+
+    def __init__(
+        self,
+        document: Document,
+        inputs: Mapping[str, np.ndarray],
+        limits: Mapping[str, Any],
+        publish: Callable[[str, np.ndarray], None],
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> None:
+        if document.graph is None:
+            raise TracePluginError(
+                f"{document.path} has no graph to publish captures to: "
+                f"{document.graph_unavailable_reason}"
+            )
+        self.document = document
+        self.inputs = dict(inputs)
+        self.limits = dict(limits)
+        self._publish = publish
+        self._cancelled = cancelled
+        self._inputs = {vi.name for vi in document.graph.inputs}
+        self._values = self._inputs | {o for n in document.graph.nodes for o in n.outputs if o}
+        self._seen: set[str] = set()
+
+    @property
+    def main_graph(self) -> Graph:
+        assert self.document.graph is not None
+        return self.document.graph
+
+    def cancelled(self) -> bool:
+        """True once the user cancelled: stop between layers (the host also stops the worker)."""
+        return self._cancelled()
+
+    def capture_inputs(self) -> None:
+        """Publish the graph inputs (the host has already stored them as the prepared files;
+        calling this is harmless and keeps plugins portable)."""
+        self._seen |= self._inputs
+
+    def capture(self, name_or_id: str, array: Any) -> None:
+        """Publish ``array`` as the graph value ``name_or_id``, once per pass."""
+        name = str(name_or_id)
+        if name not in self._values:
+            raise TracePluginError(
+                f"the plugin published {name!r}, which is not a value of "
+                f"{self.main_graph.name or 'the graph'}"
+            )
+        if name in self._inputs:
+            self._seen.add(name)
+            return
+        if name in self._seen:
+            raise TracePluginError(f"the plugin published {name!r} twice in one forward pass")
+        self._seen.add(name)
+        self._publish(name, np.asarray(array))
+
+    def trace_numpy_decoder(self) -> TraceOutcome:
+        """Run NNEditor's NumPy decoder (GGUF files and Hugging Face snapshots of the
+        architectures it implements), publishing every value of the synthesized graph."""
+        from nneditor.decoder import DecoderUnsupported, decoder_config, run_forward
+
+        try:
+            cfg = decoder_config(self.document)
+            if len(self.inputs) != 1:
+                raise TracePluginError(
+                    f"the NumPy decoder takes one input of token ids, given {sorted(self.inputs)}"
+                )
+            (tokens,) = self.inputs.values()
+            run_forward(self.document, cfg, tokens, self.capture, cancelled=self._cancelled)
+        except DecoderUnsupported as exc:
+            raise TracePluginError(str(exc)) from None
+        return TraceOutcome("numpy", (cfg.describe(), *cfg.notes))

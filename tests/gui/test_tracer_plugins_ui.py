@@ -1,0 +1,70 @@
+"""Tracer plugins in the window: the Trace view lists every discovered tracer, greys out the
+ones that cannot run the open model with the reason, installs a folder without importing it,
+reloads, and runs the chosen plugin through Approve & run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from nneditor.tracing.plugins import install  # noqa: E402
+from nneditor.tracing.plugins.discovery import PATH_ENV  # noqa: E402
+from nneditor.tracing.plugins.manifest import MANIFEST  # noqa: E402
+
+
+@pytest.mark.realdata
+def test_trace_view_chooses_installs_and_runs_plugins(
+    qtbot,  # noqa: ANN001
+    open_model,  # noqa: ANN001
+    window,  # noqa: ANN001
+    zoo_artifact,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NNEDITOR_HOME", str(tmp_path / "home"))
+    lib = tmp_path / "lib"
+    install.create(lib / "mine")  # example.mine: the llm template
+    onnx_only = install.create(lib / "onnx-only")
+    data = json.loads((onnx_only / MANIFEST).read_text())
+    (onnx_only / MANIFEST).write_text(json.dumps({**data, "artifact_kinds": ["onnx_model"]}))
+    monkeypatch.setenv(PATH_ENV, str(lib))
+    open_model(zoo_artifact("decoder-llama.gguf"))
+    feature = window.trace
+    feature.show_view("Trace")
+    panel = feature.panel
+    choice = panel.tracer
+    choice.reload()
+    labels = [choice.combo.itemText(i) for i in range(choice.combo.count())]
+    assert labels[0] == "NNEditor's built-in tracers"
+    assert any("example.mine" in t for t in labels) and any(
+        "example.onnx-only" in t for t in labels
+    )
+    note = choice.note.text()
+    assert "example.onnx-only" in note and "this artifact is a gguf_model (artifact kind)" in note
+    onnx_index = next(i for i, t in enumerate(labels) if "onnx-only" in t)
+    assert choice.combo.itemData(onnx_index) is None  # not selectable
+    choice.combo.setCurrentIndex(choice.combo.findData("example.mine"))
+    assert panel.plan is not None, panel.plan_text.toPlainText()
+    text = panel.plan_text.toPlainText()
+    assert "tracer plugin" in text and "example.mine 0.1.0" in text
+    assert not panel.backend.isEnabled()
+    window.grab().save(str(tmp_path / "plugins.png"))
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120000)
+    assert runs, panel.outcome.text()
+    assert runs[0].run["plugin"]["id"] == "example.mine"
+    assert (runs[0].path / "tracer-plugin" / "tracer.py").is_file()
+    device = window.top_bar.device.text()
+    assert device == "mine (NumPy decoder) 0.1.0 (tracer plugin)", device
+
+    other = install.create(tmp_path / "elsewhere" / "second")
+    said = choice.install_folder(other)
+    assert said.startswith("Installed tracer example.second 0.1.0")
+    assert choice.combo.findData("example.second") > 0
+    assert "already installed" in choice.install_folder(other)
