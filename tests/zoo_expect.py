@@ -103,6 +103,41 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    # diffusers UNets (the bundled diffusion tracer runs them; test_family_tracers.py)
+    **{
+        name: {
+            "format": "huggingface",
+            "blocks": 2,
+            "patterns": {"attention": 3, "conv": 6},
+            "trace": "tracer plugin nneditor.diffusion-unet can run it",
+        }
+        for name in ("unet-sd", "unet-sdxl")
+    },
+    # speech and vision towers (the bundled modalities tracer runs them)
+    "whisper-tiny": {
+        "format": "huggingface",
+        "blocks": 4,
+        "patterns": {"attention": 4, "conv": 2, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
+    "clip-vision": {
+        "format": "huggingface",
+        "blocks": 2,
+        "patterns": {"attention": 2, "embedding": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
+    # state-space models: the NumPy decoder refuses them (the bundled SSM plugin runs the
+    # snapshots; tests/integration/test_family_tracers.py)
+    **{
+        f"decoder-{family}{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 2,
+            "patterns": {"recurrent": 2},
+            "trace": f"architecture is {family}" if suffix else f"model_type is {family}",
+        }
+        for family in ("mamba", "mamba2")
+        for suffix in ("", ".gguf")
+    },
     # qwen35 hybrids: two recurrent (Gated DeltaNet) and two gated-attention layers each
     **{
         name: {"format": fmt, **_lm(4, recurrent=2)}

@@ -16,7 +16,7 @@ fi
 # build that this machine kind provides; without it those tests skip and say why.
 "$PY" -m pip install -q "torch==2.13.0" 2>/dev/null || echo "note: torch 2.13.0 unavailable; torch reference tests will skip"
 "$PY" tools/zoo.py > /dev/null || echo "note: some zoo artifacts could not be fetched or generated (tests needing them skip locally, fail in CI)"
-"$PY" -m ruff check nneditor tests tools benchmarks examples
-"$PY" -m ruff format --check nneditor tests tools benchmarks examples
+"$PY" -m ruff check nneditor tests tools benchmarks examples plugins
+"$PY" -m ruff format --check nneditor tests tools benchmarks examples plugins
 "$PY" -m mypy
 exec "$PY" -m pytest -q "$@"

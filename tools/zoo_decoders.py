@@ -102,6 +102,36 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
+    "mamba": (
+        "MambaConfig",
+        "MambaForCausalLM",
+        {
+            "hidden_size": 64,
+            "state_size": 8,
+            "num_hidden_layers": 2,
+            "expand": 2,
+            "conv_kernel": 4,
+            "time_step_rank": 8,
+        },
+        _SMOL,
+    ),
+    "mamba2": (
+        "Mamba2Config",
+        "Mamba2ForCausalLM",
+        {
+            "hidden_size": 64,
+            "state_size": 16,
+            "num_hidden_layers": 2,
+            "expand": 2,
+            "num_heads": 8,
+            "head_dim": 16,
+            "n_groups": 2,
+            "conv_kernel": 4,
+            "chunk_size": 8,
+        },
+        _SMOL,
+    ),
     "gpt2": (
         "GPT2Config",
         "GPT2LMHeadModel",

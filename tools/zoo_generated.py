@@ -495,6 +495,10 @@ import zoo_decoders  # noqa: E402 - the decoder families, written by transformer
 
 zoo_decoders.register(generator, generate)
 
+import zoo_families  # noqa: E402 - the bundled tracer plugins' families (diffusers UNets)
+
+zoo_families.register(generator)
+
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path(__file__).parent))

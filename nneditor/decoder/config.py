@@ -356,6 +356,11 @@ def check_tensors(cfg: DecoderConfig) -> None:
 def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
     """The DecoderConfig fields every Hugging Face family shares."""
     model_type = str(config.get("model_type") or "")
+    if not model_type and config.get("_class_name"):
+        raise DecoderUnsupported(
+            f"this is a diffusers {config['_class_name']} component, not a decoder-only "
+            "language model"
+        )
     text = config.get("text_config")
     if isinstance(text, Mapping) and model_type not in HF_ARCH:
         raise DecoderUnsupported(

@@ -17,7 +17,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nneditor.inputs.spec import DEFAULT_SAMPLE_RATE, InputSpec, InputSpecError
+from nneditor.inputs.spec import (
+    DEFAULT_SAMPLE_RATE,
+    SDXL_TIME_IDS,
+    TIMESTEP_RANGE,
+    InputSpec,
+    InputSpecError,
+)
 
 PATTERNS = ("zeros", "ones", "ramp", "normal", "uniform")
 SERIES = ("sine", "noise", "steps")
@@ -47,9 +53,16 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
         return np.zeros(spec.shape, dtype)
     if spec.role == "sample_rate":
         return np.full(spec.shape, DEFAULT_SAMPLE_RATE, dtype)
+    if spec.role == "timestep":
+        return _ints(rng, spec.shape, np.dtype(np.int64), 0, TIMESTEP_RANGE).astype(dtype)
+    if spec.role == "time_ids":
+        return np.broadcast_to(np.array(SDXL_TIME_IDS), spec.shape).astype(dtype)
     if spec.role == "tokens":
         high = spec.vocab_size or DEFAULT_TOKEN_RANGE
-        return _ints(rng, spec.shape, dtype, 0, high)
+        ids = _ints(rng, spec.shape, dtype, 0, high)
+        if spec.first_token is not None and ids.size:
+            ids[..., 0] = spec.first_token
+        return ids
     return random_values(rng, spec.shape, dtype)
 
 

@@ -46,6 +46,12 @@ _MASK_NAME = re.compile(r"(^|[_./:])mask$", re.IGNORECASE)
 _RATE_NAME = re.compile(r"^(sr|sample_rate|sampling_rate)$", re.IGNORECASE)
 _POSITION_NAME = re.compile(r"(^|[_./:])(position_ids|positions|cache_position)$", re.IGNORECASE)
 _KEEP_NAME = re.compile(r"^(num_)?logits_to_keep$", re.IGNORECASE)
+_TIMESTEP_NAME = re.compile(r"^(timesteps?|t)$", re.IGNORECASE)
+_TIME_IDS_NAME = re.compile(r"^(add_)?time_ids$", re.IGNORECASE)
+#: a diffusion timestep's range (1,000 training steps in Stable Diffusion's schedulers)
+TIMESTEP_RANGE = 1000
+#: SDXL's micro-conditioning: original size, crop offset, target size (1024 x 1024 images)
+SDXL_TIME_IDS = (1024.0, 1024.0, 0.0, 0.0, 1024.0, 1024.0)
 #: ops a token tensor may pass through unchanged on its way to the embedding Gather.
 _PASSTHROUGH = {"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity"}
 DEFAULT_SAMPLE_RATE = 16000
@@ -72,6 +78,8 @@ class InputSpec:
     vocab_size: int | None = None
     assumptions: tuple[str, ...] = ()
     problem: str | None = None
+    #: the first id of a "tokens" input that must start with one (a decoder start token)
+    first_token: int | None = None
 
     @property
     def ready(self) -> bool:
@@ -266,7 +274,19 @@ def _spec_for(
     else:
         shape = _resolve_dims(name, declared, dims, notes)
     role, vocab = _role_for(doc, name, dtype, shape, notes)
-    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem)
+    first = _decoder_start(doc, name) if role == "tokens" else None
+    if first is not None:
+        notes.append(f"input {name!r} starts with the decoder start token {first}")
+    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem, first)
+
+
+def _decoder_start(doc: Document, name: str) -> int | None:
+    """config.json's decoder_start_token_id for an encoder-decoder's decoder_input_ids."""
+    if not name.startswith("decoder_"):
+        return None
+    config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
+    start = config.get("decoder_start_token_id") if isinstance(config, Mapping) else None
+    return start if isinstance(start, int) and start >= 0 else None
 
 
 def _resolve_dims(
@@ -336,7 +356,20 @@ def _role_for(
     if is_int and _KEEP_NAME.match(name):
         notes.append(f"input {name!r} set to 0: logits for every position")
         return "keep_all", None
-    if is_int and _RATE_NAME.match(name) and shape is not None and int(np.prod(shape)) == 1:
+    single = shape is not None and int(np.prod(shape)) == 1
+    if _TIMESTEP_NAME.match(name) and single:
+        notes.append(
+            f"input {name!r} is a diffusion timestep: a value in [0, {TIMESTEP_RANGE}) "
+            "(a diagnostic input, not a sampler's schedule)"
+        )
+        return "timestep", None
+    if _TIME_IDS_NAME.match(name) and shape is not None and shape[-1:] == (6,):
+        notes.append(
+            f"input {name!r} holds SDXL size/crop conditioning: {list(SDXL_TIME_IDS)} "
+            "(a 1024 x 1024 image, no crop)"
+        )
+        return "time_ids", None
+    if is_int and _RATE_NAME.match(name) and single:
         notes.append(f"input {name!r} looks like a sample rate: set to {DEFAULT_SAMPLE_RATE}")
         return "sample_rate", None
     return "generic", None

@@ -311,7 +311,12 @@ class _Builder:
             if k.startswith(("attn_", "ssm_")) and not k.startswith("attn_norm")
         ]
         if any(k.startswith("ssm_in") for k in t):
-            op, pat, text = "Mamba", "recurrent", "Selective state-space (Mamba) mixer"
+            op, pat = "Mamba", "recurrent"
+            text = (
+                "Mamba-2 state-space mixer (multi-head, scalar decay per head)"
+                if arch == "mamba2"
+                else "Selective state-space (Mamba) mixer"
+            )
         elif any(k.startswith("ssm_") for k in t):
             op, pat, text = (
                 "GatedDeltaNet",
@@ -471,6 +476,11 @@ _HF_MAP = [
 
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     config = doc.metadata.get("config") or {}
+    from nneditor.semantic.family_graphs import family_graph
+
+    family = family_graph(doc, config)
+    if family is not None:
+        return family
     model_type = str(config.get("model_type", "") or "")
     canonical = _hf_decoder(doc, config, model_type)
     if canonical is not None:

@@ -205,9 +205,11 @@ def make_plan(
     if doc.format in CHECKPOINT_FORMATS:
         return _checkpoint_plan(doc, arrays, backend, device, limits, capture, revision)
     if doc.format != "onnx" or doc.graph is None:
+        from nneditor.tracing.plugins.compat import plugin_hint
+
         raise PlanError(
             f"{doc.path} is a {doc.format} artifact; this build traces ONNX models, GGUF files "
-            "and Hugging Face snapshots"
+            f"and Hugging Face snapshots{plugin_hint(doc, device)}"
         )
     if backend == "numpy":
         raise PlanError(
@@ -277,7 +279,10 @@ def _checkpoint_plan(
     try:
         cfg = decoder_config(doc)
     except DecoderUnsupported as exc:
-        raise PlanError(f"{Path(doc.path).name} cannot be traced: {exc}") from None
+        from nneditor.tracing.plugins.compat import plugin_hint
+
+        hint = plugin_hint(doc, device)
+        raise PlanError(f"{Path(doc.path).name} cannot be traced: {exc}{hint}") from None
     check_set(detect_inputs(doc), arrays)
     if capture is not None:
         unknown = [n for n in capture if n not in _graph_values(doc)]

@@ -68,3 +68,36 @@ def test_trace_view_chooses_installs_and_runs_plugins(
     assert said.startswith("Installed tracer example.second 0.1.0")
     assert choice.combo.findData("example.second") > 0
     assert "already installed" in choice.install_folder(other)
+
+
+@pytest.mark.realdata
+def test_unet_traces_on_the_bundled_diffusion_tracer(
+    qtbot,  # noqa: ANN001
+    open_model,  # noqa: ANN001
+    window,  # noqa: ANN001
+    zoo_artifact,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
+    """A diffusers UNet: the built-in tracers refuse it and name the bundled plugin; choosing
+    it plans, runs, and the Traced model pane has ports on the skip tensors."""
+    pytest.importorskip("diffusers")
+    open_model(zoo_artifact("unet-sd"))
+    feature = window.trace
+    feature.show_view("Trace")
+    panel = feature.panel
+    assert panel.plan is None
+    assert "tracer plugin nneditor.diffusion-unet can run it" in panel.plan_text.toPlainText()
+    choice = panel.tracer
+    choice.combo.setCurrentIndex(choice.combo.findData("nneditor.diffusion-unet"))
+    assert panel.plan is not None, panel.plan_text.toPlainText()
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=120000)
+    assert runs, panel.outcome.text()
+    pane = feature.traced
+    pane.session.set_depth(4)
+    qtbot.waitUntil(lambda: bool(pane.port_items()), timeout=20000)
+    ported = {v for p in pane.port_items() for v in p.port.values}
+    assert {"down_blocks.0.res.2", "mid_block", "conv_out"} <= ported, sorted(ported)
+    window.grab().save(str(tmp_path / "unet_traced.png"))

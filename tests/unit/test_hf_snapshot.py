@@ -136,7 +136,7 @@ def test_generated_snapshot(tmp_path, unchanged):
 
         assert doc.size_bytes == sum((folder / n).stat().st_size for n in MEMBERS)
         assert doc.identity.size == doc.size_bytes
-        assert doc.graph is None and "semantic layer" in doc.graph_unavailable_reason
+        assert doc.graph is None and "no graph" in doc.graph_unavailable_reason
         assert not doc.capabilities["view_graph"].available
         assert doc.capabilities["read_tensors"].available
         assert any("total_size 0 bytes" in n for n in doc.notes)

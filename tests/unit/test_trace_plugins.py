@@ -184,6 +184,8 @@ def test_templates(tmp_path: Path) -> None:
     assert "trace_numpy_decoder" in (dest / "tracer.py").read_text("utf-8")
     with pytest.raises(PluginError, match="already exists and is not empty"):
         install.create(dest)
-    if not (discovery.bundled_folder() / "mamba").exists():
-        with pytest.raises(PluginError, match="does not include yet"):
-            install.create(tmp_path / "ssm", "ssm")
+    ssm = install.create(tmp_path / "ssm", "ssm")  # a copy of the bundled Mamba tracer
+    assert read_manifest(ssm).id == "example.mamba-ssm"
+    assert (ssm / "hooks.py").is_file() and not (ssm / "__pycache__").exists()
+    unet = install.create(tmp_path / "diffusion", "diffusion")
+    assert read_manifest(unet).id == "example.diffusion-unet"

@@ -57,8 +57,14 @@ MAX_TOKENIZER_BYTES = 512 * 1024 * 1024
 MAX_TOKENIZER_DEPTH = 64
 
 NO_GRAPH = (
-    "the semantic graph for known architectures comes from the semantic layer, which is not "
-    "built yet; this view lists the snapshot's configuration and weights"
+    "a snapshot stores weights and a configuration, no graph; NNEditor synthesizes one for "
+    "the families it knows (see the model graph), and this view lists the configuration and "
+    "weights"
+)
+#: why a synthesized graph cannot be edited (the file has no graph to write back)
+NO_GRAPH_EDIT = (
+    "a snapshot stores no graph: the synthesized one is a view; edit ONNX models, or a "
+    "snapshot's weights through the safetensors files"
 )
 
 #: config.json keys copied into the metadata summary (top level, else from ``text_config``).
@@ -158,7 +164,7 @@ def _capabilities(has_tensors: bool) -> Capabilities:
         inspect=yes(),
         read_tensors=yes() if has_tensors else no("no weight files were found in this folder"),
         view_graph=no(NO_GRAPH),
-        edit_graph=no(NO_GRAPH),
+        edit_graph=no(NO_GRAPH_EDIT),
         export_weights=(
             yes("weights only — no graph or code: one safetensors file of every tensor")
             if has_tensors

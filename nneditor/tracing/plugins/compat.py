@@ -23,7 +23,10 @@ def architecture(doc: Document) -> str:
     if doc.format == "huggingface":
         from nneditor.semantic.checkpoint_names import llama_cpp_arch
 
-        model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
+        config = doc.metadata.get("config") or {}
+        model_type = str(config.get("model_type") or "")
+        if not model_type:  # diffusers components name their class instead
+            return str(config.get("_class_name") or "").lower()
         return (llama_cpp_arch(model_type) or model_type).lower()
     return ""
 
@@ -57,3 +60,26 @@ def _installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a dotted name whose parent package is missing
         return False
+
+
+def compatible_plugins(doc: Document, device: str = "auto") -> list[str]:
+    """Ids of the enabled tracer plugins that declare they run ``doc`` (nothing imported)."""
+    from nneditor.tracing.plugins.discovery import discover
+
+    return [
+        r.id
+        for r in discover()
+        if r.enabled and r.manifest and not incompatibility(r.manifest, doc, device)
+    ]
+
+
+def plugin_hint(doc: Document, device: str = "auto") -> str:
+    """ "; tracer plugin X can run it (...)" or ""."""
+    ids = compatible_plugins(doc, device)
+    if not ids:
+        return ""
+    names = ", ".join(ids)
+    return (
+        f"; tracer plugin {names} can run it (choose it under Tracer in Trace, or "
+        f"nneditor trace --tracer {ids[0]})"
+    )

@@ -94,7 +94,7 @@ def create(dest: Path, template: str = "llm") -> Path:
     if not (bundled / MANIFEST).exists():
         raise PluginError(
             f"the {template} template copies the bundled {_TEMPLATE_SOURCES[template]} tracer, "
-            "which this build of NNEditor does not include yet; use --tracer-template llm"
+            "which this installation of NNEditor does not include; use --tracer-template llm"
         )
     shutil.copytree(bundled, dest, ignore=shutil.ignore_patterns("__pycache__"))
     data = json.loads((dest / MANIFEST).read_text("utf-8"))

@@ -1,0 +1,208 @@
+"""Graphs synthesized for Whisper (speech) and CLIP vision towers from their config.json,
+following transformers' modules, so the bundled modalities tracer (plugins/modalities)
+publishes one capture per module output:
+
+Whisper (``WhisperForConditionalGeneration``): inputs ``input_features`` [1, mels, frames]
+and ``decoder_input_ids`` [1, seq]; values ``encoder.conv1`` and ``encoder.conv2`` (the
+convolutions, before their GELU), ``encoder.embed_positions`` (the sinusoidal table),
+``encoder.layers.{i}``, ``encoder.layer_norm``, ``decoder.embed_tokens``,
+``decoder.embed_positions``, ``decoder.layers.{i}`` (reading the encoder output),
+``decoder.layer_norm`` and ``logits``.
+
+CLIP vision (``clip_vision_model``): input ``pixel_values`` [1, 3, size, size]; values
+``embeddings`` (patches, class token, positions), ``pre_layrnorm``, ``encoder.layers.{i}``
+(the last is the sequence output), ``pooled_output`` (post-LayerNorm class token) and, with a
+projection, ``image_embeds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nneditor.model.document import Document
+from nneditor.model.graph import Graph
+from nneditor.semantic.graph_builder import Builder
+
+
+def whisper_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
+    try:
+        d = int(config["d_model"])
+        mels = int(config.get("num_mel_bins", 80))
+        src = int(config.get("max_source_positions", 1500))
+        enc, dec = int(config["encoder_layers"]), int(config["decoder_layers"])
+        vocab = int(config["vocab_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"config.json lacks a Whisper size ({exc})"
+    b = Builder("whisper (from config.json)")
+    b.input("input_features", (1, mels, 2 * src))
+    b.input("decoder_input_ids", (1, "seq"), "int64")
+    c1 = b.node(
+        "encoder/conv1",
+        "Conv",
+        ["input_features"],
+        "encoder.conv1",
+        (1, d, 2 * src),
+        "conv",
+        "First convolution over the log-mel frames (before its GELU).",
+    )
+    c2 = b.node(
+        "encoder/conv2",
+        "Conv",
+        [c1],
+        "encoder.conv2",
+        (1, d, src),
+        "conv",
+        "Second convolution, stride 2 (before its GELU): one vector per 20 ms.",
+    )
+    pos = b.node(
+        "encoder/embed_positions",
+        "Embedding",
+        [],
+        "encoder.embed_positions",
+        (src, d),
+        "embedding",
+        "Sinusoidal positional embedding table of the encoder, added to the convolution output.",
+    )
+    x = c2
+    for i in range(enc):
+        inputs = [x, pos] if i == 0 else [x]
+        x = b.node(
+            f"encoder/layers.{i}",
+            "TransformerEncoderLayer",
+            inputs,
+            f"encoder.layers.{i}",
+            (1, src, d),
+            "attention",
+            "Encoder block: self-attention and feed-forward, pre-LayerNorm.",
+        )
+    memory = b.node(
+        "encoder/layer_norm",
+        "LayerNorm",
+        [x],
+        "encoder.layer_norm",
+        (1, src, d),
+        "norm",
+        "Final encoder LayerNorm: the audio encoding the decoder attends to.",
+    )
+    table = [n for n in doc.tensors if n.endswith("decoder.embed_tokens.weight")][:1]
+    tok = b.node(
+        "decoder/embed_tokens",
+        "Embedding",
+        ["decoder_input_ids", *table],
+        "decoder.embed_tokens",
+        (1, "seq", d),
+        "embedding",
+        "Decoder token embedding.",
+    )
+    dpos = b.node(
+        "decoder/embed_positions",
+        "Embedding",
+        ["decoder_input_ids"],
+        "decoder.embed_positions",
+        (1, "seq", d),
+        "embedding",
+        "Learned decoder positional embedding.",
+    )
+    x = tok
+    for i in range(dec):
+        inputs = [x, dpos, memory] if i == 0 else [x, memory]
+        x = b.node(
+            f"decoder/layers.{i}",
+            "TransformerDecoderLayer",
+            inputs,
+            f"decoder.layers.{i}",
+            (1, "seq", d),
+            "attention",
+            "Decoder block: causal self-attention, cross-attention to the audio "
+            "encoding, feed-forward.",
+        )
+    x = b.node(
+        "decoder/layer_norm",
+        "LayerNorm",
+        [x],
+        "decoder.layer_norm",
+        (1, "seq", d),
+        "norm",
+        "Final decoder LayerNorm.",
+    )
+    b.node(
+        "proj_out",
+        "LMHead",
+        [x],
+        "logits",
+        (1, "seq", vocab),
+        "head",
+        "Output projection to the vocabulary (tied to the token embedding).",
+    )
+    return b.finish(doc, "logits"), ""
+
+
+def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
+    vision = config.get("vision_config") if config.get("model_type") == "clip" else config
+    if not isinstance(vision, Mapping):
+        return None, "config.json has no CLIP vision_config"
+    try:
+        d = int(vision["hidden_size"])
+        size, patch = int(vision["image_size"]), int(vision["patch_size"])
+        layers = int(vision["num_hidden_layers"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"config.json lacks a CLIP vision size ({exc})"
+    tokens = (size // patch) ** 2 + 1
+    b = Builder("clip vision (from config.json)")
+    b.input("pixel_values", (1, int(vision.get("num_channels", 3)), size, size))
+    x = b.node(
+        "embeddings",
+        "PatchEmbedding",
+        ["pixel_values"],
+        "embeddings",
+        (1, tokens, d),
+        "embedding",
+        f"{patch}x{patch} patches, a class token and learned positions.",
+    )
+    x = b.node(
+        "pre_layrnorm",
+        "LayerNorm",
+        [x],
+        "pre_layrnorm",
+        (1, tokens, d),
+        "norm",
+        "LayerNorm before the encoder.",
+    )
+    for i in range(layers):
+        x = b.node(
+            f"encoder/layers.{i}",
+            "TransformerEncoderLayer",
+            [x],
+            f"encoder.layers.{i}",
+            (1, tokens, d),
+            "attention",
+            "Vision block: self-attention and MLP, pre-LayerNorm"
+            + (
+                "; its output is the sequence output (last_hidden_state)."
+                if i == layers - 1
+                else "."
+            ),
+        )
+    pooled = b.node(
+        "post_layernorm",
+        "LayerNorm",
+        [x],
+        "pooled_output",
+        (1, d),
+        "norm",
+        "The class token after the final LayerNorm: the pooled output.",
+    )
+    output = pooled
+    proj = int(config.get("projection_dim") or vision.get("projection_dim") or 0)
+    if any(n.endswith("visual_projection.weight") for n in doc.tensors) and proj:
+        output = b.node(
+            "visual_projection",
+            "MatMul",
+            [pooled],
+            "image_embeds",
+            (1, proj),
+            "head",
+            "Projection into the shared image-text embedding space.",
+        )
+    return b.finish(doc, output), ""

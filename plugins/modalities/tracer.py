@@ -1,0 +1,118 @@
+"""Whisper and CLIP vision tracer: transformers' own modules are the runtime.
+
+Built from config.json, weights loaded exactly from safetensors (float32, CPU), one forward
+pass; forward hooks publish each module's output under the synthesized graph's names
+(nneditor/semantic/modality_graphs.py). Whisper runs the encoder once and the decoder once
+over the given ids (no autoregressive transcription); CLIP runs the vision tower on the given
+pixels. Automatic inputs are diagnostic values, never real audio or images.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nneditor.tracing.sdk import TraceContext, TraceOutcome, TracePluginError
+
+from .weights import load_exactly
+
+
+def _hooks(pairs: list[tuple[Any, str]], capture: Callable[[str, Any], None]) -> list[Any]:
+    def make(name: str) -> Callable[..., None]:
+        def hook(_m: Any, _i: Any, out: Any) -> None:
+            t = out[0] if isinstance(out, tuple) else out
+            capture(name, t.detach().float().cpu().numpy())
+
+        return hook
+
+    return [module.register_forward_hook(make(name)) for module, name in pairs]
+
+
+def _tensor(context: TraceContext, name: str) -> Any:
+    import torch
+
+    if name not in context.inputs:
+        raise TracePluginError(f"the model needs the input {name!r}")
+    return torch.from_numpy(np.ascontiguousarray(context.inputs[name]))
+
+
+def _whisper(context: TraceContext, folder: Path) -> str:
+    import torch
+    import transformers as tf
+
+    config = tf.WhisperConfig.from_pretrained(str(folder))
+    model = tf.WhisperForConditionalGeneration(config).eval().float()
+    load_exactly(model, folder, "WhisperForConditionalGeneration", tied=("proj_out.weight",))
+    model.tie_weights()
+    enc, dec = model.model.encoder, model.model.decoder
+    pairs = [
+        (enc.conv1, "encoder.conv1"),
+        (enc.conv2, "encoder.conv2"),
+        (enc.embed_positions, "encoder.embed_positions"),
+        (enc.layer_norm, "encoder.layer_norm"),
+        (dec.embed_tokens, "decoder.embed_tokens"),
+        (dec.embed_positions, "decoder.embed_positions"),
+        (dec.layer_norm, "decoder.layer_norm"),
+    ]
+    pairs += [(layer, f"encoder.layers.{i}") for i, layer in enumerate(enc.layers)]
+    pairs += [(layer, f"decoder.layers.{i}") for i, layer in enumerate(dec.layers)]
+    features = _tensor(context, "input_features").float()
+    ids = _tensor(context, "decoder_input_ids").long()
+    handles = _hooks(pairs, context.capture)
+    try:
+        with torch.no_grad():
+            out = model(input_features=features, decoder_input_ids=ids, use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    context.capture("logits", out.logits.float().numpy())
+    return "WhisperForConditionalGeneration"
+
+
+def _clip_vision(context: TraceContext, folder: Path) -> str:
+    import torch
+    import transformers as tf
+
+    config = tf.CLIPVisionConfig.from_pretrained(str(folder))
+    projected = any(str(n).endswith("visual_projection.weight") for n in context.document.tensors)
+    cls = tf.CLIPVisionModelWithProjection if projected else tf.CLIPVisionModel
+    model = cls(config).eval().float()
+    load_exactly(model, folder, cls.__name__)
+    vm = model.vision_model
+    pairs = [(vm.embeddings, "embeddings"), (vm.pre_layrnorm, "pre_layrnorm")]
+    pairs += [(layer, f"encoder.layers.{i}") for i, layer in enumerate(vm.encoder.layers)]
+    pairs.append((vm.post_layernorm, "pooled_output"))
+    pixels = _tensor(context, "pixel_values").float()
+    handles = _hooks(pairs, context.capture)
+    try:
+        with torch.no_grad():
+            out = model(pixel_values=pixels)
+    finally:
+        for h in handles:
+            h.remove()
+    if projected:
+        context.capture("image_embeds", out.image_embeds.float().numpy())
+    return cls.__name__
+
+
+def trace(context: TraceContext) -> TraceOutcome:
+    import torch
+    import transformers
+
+    doc = context.document
+    model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
+    runners = {"whisper": _whisper, "clip_vision_model": _clip_vision}
+    if model_type not in runners:
+        raise TracePluginError(f"this tracer runs Whisper and CLIP vision, not {model_type!r}")
+    context.capture_inputs()
+    what = runners[model_type](context, Path(doc.path))
+    return TraceOutcome(
+        provider="transformers",
+        notes=(
+            f"transformers {transformers.__version__} {what}, torch {torch.__version__}, "
+            "float32 on CPU; one forward pass on the given inputs",
+        ),
+    )

@@ -1,0 +1,259 @@
+"""Bundled tracer plugins against the native forward of the same library: every capture of
+the Mamba / Mamba2 SSM tracer equals transformers' own module outputs (forward hooks on a
+model loaded by from_pretrained) within 1e-5 relative; the ssm template copies it and runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import nneditor
+from nneditor.tracing import Limits, TraceRunner, approve, make_plan
+from nneditor.tracing.plugins.discovery import PATH_ENV
+
+torch = pytest.importorskip("torch", reason="the SSM tracer's runtime (nneditor[tracer-ssm])")
+tf = pytest.importorskip("transformers", reason="the SSM tracer's runtime (nneditor[tracer-ssm])")
+ROOT = Path(__file__).resolve().parents[2]
+IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], np.int64)
+
+
+def _native(snapshot: Path) -> dict[str, np.ndarray]:
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snapshot), dtype=torch.float32).eval()
+    out: dict[str, np.ndarray] = {}
+
+    def hook(name: str):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            out[name] = (o[0] if isinstance(o, tuple) else o).detach().numpy().copy()
+
+        return fn
+
+    b = model.backbone
+    mods = {"inp_embd": b.embeddings, "result_norm": b.norm_f}
+    for i, layer in enumerate(b.layers):
+        mods |= {f"blk.{i}.attn_norm": layer.norm, f"blk.{i}.attn_output": layer.mixer}
+        mods[f"blk.{i}.output"] = layer
+    handles = [m.register_forward_hook(hook(n)) for n, m in mods.items()]
+    with torch.no_grad():
+        out["result_output"] = model(torch.from_numpy(IDS), use_cache=False).logits.numpy()
+    for h in handles:
+        h.remove()
+    return out
+
+
+def _traced(path: Path, out: Path, tracer: str) -> dict[str, np.ndarray]:
+    with nneditor.open(path) as doc:
+        plan = make_plan(doc, {"tokens": IDS}, tracer=tracer, limits=Limits(timeout_s=300))
+    result = TraceRunner().run(plan, approve(plan), out)
+    assert result.published, result.message + result.log_tail
+    values = {}
+    for v in result.manifest["values"]:
+        assert v["status"] == "captured", v
+        values[v["name"]] = np.load(out / v["file"])
+    return values
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("family", ["mamba", "mamba2"])
+def test_ssm_tracer_equals_the_native_forward(family: str, zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    snap = zoo_artifact(f"decoder-{family}")
+    ours = _traced(snap, tmp_path / "t", "nneditor.mamba-ssm")
+    theirs = _native(snap)
+    assert set(theirs) <= set(ours) and len(theirs) == 3 + 3 * 2
+    for name, want in theirs.items():
+        got = ours[name]
+        assert got.shape == want.shape, name
+        rel = float(np.abs(got - want).max() / max(np.abs(want).max(), 1e-30))
+        assert rel < 1e-5, (name, rel)
+
+
+@pytest.mark.realdata
+def test_ssm_template_copies_the_bundled_tracer(zoo_artifact, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    monkeypatch.setenv("NNEDITOR_HOME", str(tmp_path / "home"))
+    made = subprocess.run(
+        [sys.executable, "-m", "nneditor", "--create-tracer", str(tmp_path / "my-ssm")]
+        + ["--tracer-template", "ssm"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert made.returncode == 0, made.stderr
+    manifest = json.loads((tmp_path / "my-ssm" / "nneditor-tracer.json").read_text())
+    assert manifest["id"] == "example.mamba-ssm"
+    monkeypatch.setenv(PATH_ENV, str(tmp_path / "my-ssm"))
+    snap = zoo_artifact("decoder-mamba")
+    ours = _traced(snap, tmp_path / "t", "example.mamba-ssm")
+    np.testing.assert_allclose(ours["result_output"], _native(snap)["result_output"], rtol=1e-5)
+
+
+@pytest.mark.realdata
+def test_the_decoder_points_at_the_plugin_and_bad_weights_are_refused(
+    zoo_artifact,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
+    snap = zoo_artifact("decoder-mamba")
+    with nneditor.open(snap) as doc, pytest.raises(Exception, match="nneditor.mamba-ssm"):
+        make_plan(doc, {"tokens": IDS})  # the built-in decoder refuses and names the plugin
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in snap.iterdir():
+        if f.is_file():
+            (broken / f.name).write_bytes(f.read_bytes())
+    from safetensors.numpy import load_file, save_file
+
+    weights = load_file(str(broken / "model.safetensors"))
+    weights.pop(next(n for n in weights if n.endswith("layers.1.mixer.out_proj.weight")))
+    save_file(weights, str(broken / "model.safetensors"), metadata={"format": "pt"})
+    with nneditor.open(broken) as doc:
+        plan = make_plan(doc, {"tokens": IDS}, tracer="nneditor.mamba-ssm")
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert not result.published
+    assert "lacks backbone.layers.1.mixer.out_proj.weight" in result.message, result.message
+    assert os.listdir(tmp_path) == ["broken"]
+
+
+diffusers = pytest.importorskip("diffusers", reason="the UNet tracer's runtime")
+
+
+def _unet_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """diffusers' own from_pretrained and forward, hooked like a user would."""
+    model = diffusers.UNet2DConditionModel.from_pretrained(str(folder)).eval()
+    out: dict[str, np.ndarray] = {}
+
+    def keep(name: str):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            out[name] = o.detach().numpy().copy()
+
+        return fn
+
+    def skips(i: int):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            for j, r in enumerate(o[1]):
+                out[f"down_blocks.{i}.res.{j}"] = r.detach().numpy().copy()
+
+        return fn
+
+    hs = [model.time_embedding.register_forward_hook(keep("time_embedding"))]
+    hs.append(model.conv_in.register_forward_hook(keep("conv_in")))
+    hs.append(model.mid_block.register_forward_hook(keep("mid_block")))
+    if getattr(model, "add_embedding", None) is not None:
+        hs.append(model.add_embedding.register_forward_hook(keep("add_embedding")))
+    hs += [b.register_forward_hook(skips(i)) for i, b in enumerate(model.down_blocks)]
+    hs += [b.register_forward_hook(keep(f"up_blocks.{i}")) for i, b in enumerate(model.up_blocks)]
+    t = {k: torch.from_numpy(v) for k, v in feeds.items()}
+    added = {k: t[k] for k in ("text_embeds", "time_ids") if k in t} or None
+    with torch.no_grad():
+        out["conv_out"] = model(
+            t["sample"], t["timestep"], t["encoder_hidden_states"], added_cond_kwargs=added
+        ).sample.numpy()
+    for h in hs:
+        h.remove()
+    return out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["unet-sd", "unet-sdxl"])
+def test_unet_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    from nneditor.inputs import automatic, detect_inputs
+
+    folder = zoo_artifact(name)
+    with nneditor.open(folder) as doc:
+        feeds = {s.name: automatic(s) for s in detect_inputs(doc).inputs}
+        plan = make_plan(doc, feeds, tracer="nneditor.diffusion-unet")
+        shapes = {k: tuple(v.shape) for k, v in doc.graph.value_info.items()}
+    assert 0 <= int(feeds["timestep"][0]) < 1000
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert result.published, result.message + result.log_tail
+    ours = {
+        v["name"]: np.load(tmp_path / "t" / v["file"])
+        for v in result.manifest["values"]
+        if v["status"] == "captured"
+    }
+    assert len(ours) == len(result.manifest["values"])  # every graph value captured
+    theirs = _unet_native(folder, feeds)
+    assert set(theirs) == {n for n in ours if n not in feeds}
+    for n, want in theirs.items():
+        assert ours[n].shape == want.shape == shapes[n], n  # the synthesized shapes are right
+        rel = float(np.abs(ours[n] - want).max() / max(np.abs(want).max(), 1e-30))
+        assert rel < 1e-5, (n, rel)
+
+
+def _modality_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """transformers' own from_pretrained and forward, hooked like a user would."""
+    model = tf.AutoModel.from_pretrained(str(folder)) if "pixel_values" in feeds else None
+    out: dict[str, np.ndarray] = {}
+
+    def keep(name: str):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            out[name] = (o[0] if isinstance(o, tuple) else o).detach().numpy().copy()
+
+        return fn
+
+    if model is None:
+        model = tf.WhisperForConditionalGeneration.from_pretrained(str(folder)).eval()
+        e, d = model.model.encoder, model.model.decoder
+        mods = {
+            "encoder.conv1": e.conv1,
+            "encoder.conv2": e.conv2,
+            "encoder.embed_positions": e.embed_positions,
+            "encoder.layer_norm": e.layer_norm,
+            "decoder.embed_tokens": d.embed_tokens,
+            "decoder.embed_positions": d.embed_positions,
+            "decoder.layer_norm": d.layer_norm,
+        }
+        mods |= {f"encoder.layers.{i}": m for i, m in enumerate(e.layers)}
+        mods |= {f"decoder.layers.{i}": m for i, m in enumerate(d.layers)}
+        hs = [m.register_forward_hook(keep(n)) for n, m in mods.items()]
+        with torch.no_grad():
+            out["logits"] = model(
+                input_features=torch.from_numpy(feeds["input_features"]),
+                decoder_input_ids=torch.from_numpy(feeds["decoder_input_ids"]),
+                use_cache=False,
+            ).logits.numpy()
+    else:
+        model = tf.CLIPVisionModelWithProjection.from_pretrained(str(folder)).eval()
+        vm = model.vision_model
+        mods = {"embeddings": vm.embeddings, "pre_layrnorm": vm.pre_layrnorm}
+        mods |= {f"encoder.layers.{i}": m for i, m in enumerate(vm.encoder.layers)}
+        mods["pooled_output"] = vm.post_layernorm
+        hs = [m.register_forward_hook(keep(n)) for n, m in mods.items()]
+        with torch.no_grad():
+            o = model(pixel_values=torch.from_numpy(feeds["pixel_values"]))
+        out["image_embeds"] = o.image_embeds.numpy()
+    for h in hs:
+        h.remove()
+    return out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["whisper-tiny", "clip-vision"])
+def test_modalities_tracer_equals_the_native_forward(
+    name: str, zoo_artifact, tmp_path: Path
+) -> None:  # noqa: ANN001
+    from nneditor.inputs import automatic, detect_inputs
+
+    folder = zoo_artifact(name)
+    with nneditor.open(folder) as doc:
+        feeds = {s.name: automatic(s) for s in detect_inputs(doc, {"seq": 4}).inputs}
+        plan = make_plan(doc, feeds, tracer="nneditor.modalities")
+        declared = {k: v.shape for k, v in doc.graph.value_info.items()}
+    if name == "whisper-tiny":
+        assert feeds["decoder_input_ids"][0, 0] == 3  # the decoder start token
+        assert feeds["decoder_input_ids"].max() < 500
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert result.published, result.message + result.log_tail
+    ours = {v["name"]: np.load(tmp_path / "t" / v["file"]) for v in result.manifest["values"]}
+    assert all(v["status"] == "captured" for v in result.manifest["values"])
+    theirs = _modality_native(folder, feeds)
+    assert set(theirs) == {n for n in ours if n not in feeds}
+    for n, want in theirs.items():
+        assert ours[n].shape == want.shape, n
+        shape = tuple(4 if d == "seq" else d for d in declared[n])
+        assert want.shape == shape, (n, want.shape, shape)  # the synthesized shapes are right
+        rel = float(np.abs(ours[n] - want).max() / max(np.abs(want).max(), 1e-30))
+        assert rel < 1e-5, (n, rel)

@@ -1,0 +1,113 @@
+"""Tiny random models of the families the bundled tracer plugins run (besides the decoders of
+zoo_decoders.py): diffusers' conditional UNet in the Stable Diffusion 1.x layout and the SDXL
+layout (pooled text embedding and time ids), written by diffusers' own save_pretrained."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_UNET_COMMON: dict[str, Any] = {
+    "sample_size": 8,
+    "in_channels": 4,
+    "out_channels": 4,
+    "layers_per_block": 2,
+    "block_out_channels": (32, 64),
+    "down_block_types": ("CrossAttnDownBlock2D", "DownBlock2D"),
+    "up_block_types": ("UpBlock2D", "CrossAttnUpBlock2D"),
+    "cross_attention_dim": 32,
+    "attention_head_dim": 8,
+    "norm_num_groups": 8,
+}
+UNETS: dict[str, dict[str, Any]] = {
+    "unet-sd": {},
+    "unet-sdxl": {
+        "addition_embed_type": "text_time",
+        "addition_time_embed_dim": 8,
+        "projection_class_embeddings_input_dim": 32 + 6 * 8,
+        "use_linear_projection": True,
+        "transformer_layers_per_block": 2,
+    },
+}
+
+
+def _unet(extra: dict[str, Any], path: Path) -> None:
+    import diffusers
+    import torch
+
+    torch.manual_seed(0)
+    model = diffusers.UNet2DConditionModel(**_UNET_COMMON, **extra).eval()
+    with torch.no_grad():  # zero-initialised output layers would hide a wrong capture
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias") or "conv_out" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+
+
+def _perturb(model: Any) -> None:
+    import torch
+
+    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+
+
+def _whisper(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    config = tf.WhisperConfig(
+        vocab_size=500,
+        num_mel_bins=8,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        d_model=32,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        max_target_positions=32,
+        decoder_start_token_id=3,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    model = tf.WhisperForConditionalGeneration(config).eval()
+    _perturb(model)
+    model.save_pretrained(str(path))
+
+
+def _clip_vision(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    config = tf.CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+        projection_dim=16,
+    )
+    model = tf.CLIPVisionModelWithProjection(config).eval()
+    _perturb(model)
+    model.save_pretrained(str(path))
+
+
+def register(generator: Callable[..., Any]) -> None:
+    generator("whisper-tiny", "transformers save_pretrained", "Whisper, tiny random weights")(
+        _whisper
+    )
+    generator("clip-vision", "transformers save_pretrained", "CLIP vision tower with projection")(
+        _clip_vision
+    )
+    for name, extra in UNETS.items():
+        generator(name, "diffusers save_pretrained", f"{name}: tiny random UNet2DConditionModel")(
+            lambda path, e=extra: _unet(e, path)
+        )
