@@ -33,7 +33,10 @@ GUI_USAGE = """desktop window (no COMMAND):
 tracer plugins:
   nneditor --list-tracers [--json]
   nneditor --install-tracer DIR
-  nneditor --create-tracer DIR [--tracer-template llm|ssm|diffusion]"""
+  nneditor --create-tracer DIR [--tracer-template llm|ssm|diffusion]
+
+file types (this user):
+  nneditor --register-file-types | --unregister-file-types"""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,12 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    from nneditor.cli.plugins import FLAGS
+    from nneditor.cli.flags import FLAGS
 
     if args_list and args_list[0].split("=")[0] in FLAGS:
-        from nneditor.cli import plugins
+        from nneditor.cli import flags
 
-        return _run_guarded(lambda: plugins.main(args_list))
+        return _run_guarded(lambda: flags.main(args_list))
     parser = build_parser()
     subcommands = _subcommands(parser)
     if not args_list or (

@@ -1,9 +1,12 @@
-"""Tracer plugin commands, top-level flags as the product documents them:
+"""Top-level flags as the product documents them: tracer plugins and file types.
+
 
 - ``nneditor --list-tracers [--json]``: every discovered plugin (id, version, folder, source,
   state, reason) and the per-user folder ``--install-tracer`` copies into;
 - ``nneditor --install-tracer DIR``: validate and copy (never imports, never overwrites);
-- ``nneditor --create-tracer DIR [--tracer-template llm|ssm|diffusion]``: a new plugin.
+- ``nneditor --create-tracer DIR [--tracer-template llm|ssm|diffusion]``: a new plugin;
+- ``nneditor --register-file-types`` / ``--unregister-file-types``: per-user file types
+  (nneditor/platform/file_types.py).
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-FLAGS = ("--list-tracers", "--install-tracer", "--create-tracer")
+FLAGS = (
+    "--list-tracers",
+    "--install-tracer",
+    "--create-tracer",
+    "--register-file-types",
+    "--unregister-file-types",
+)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -25,9 +34,28 @@ def main(argv: Sequence[str]) -> int:
     group.add_argument("--list-tracers", action="store_true", help="list discovered tracers")
     group.add_argument("--install-tracer", metavar="DIR", help="install a tracer folder")
     group.add_argument("--create-tracer", metavar="DIR", help="write a new tracer folder")
+    group.add_argument(
+        "--register-file-types",
+        action="store_true",
+        help="open model files with NNEditor (this user only)",
+    )
+    group.add_argument(
+        "--unregister-file-types", action="store_true", help="undo --register-file-types"
+    )
     p.add_argument("--tracer-template", default="llm", choices=install.TEMPLATES)
     p.add_argument("--json", action="store_true", help="--list-tracers as JSON")
     args = p.parse_args(list(argv))
+    if args.register_file_types or args.unregister_file_types:
+        from nneditor.platform import file_types
+        from nneditor.platform.resources import icon_path
+
+        if args.register_file_types:
+            done = file_types.register(icon_path())
+        else:
+            done = file_types.unregister()
+        for line in done:
+            print(line)
+        return 0
     if args.install_tracer:
         try:
             manifest, dest = install.install(Path(args.install_tracer))

@@ -19,7 +19,7 @@ from PySide6.QtCore import QTimer, QtMsgType, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 from nneditor.io.scratch import sweep_temp
-from nneditor.ui import theme
+from nneditor.ui import single_instance, theme
 from nneditor.ui.canvas.level import DEPTH_BY_NAME
 from nneditor.ui.main_window import MainWindow
 from nneditor.ui.model_index import ModelIndex
@@ -124,6 +124,10 @@ def run_app(argv: Sequence[str]) -> int:
                 f"nneditor: {what}{value}: no such file or folder; check the path", file=sys.stderr
             )
             return EXIT_USAGE
+    single = not args.screenshot and not args.open_trace and single_instance.enabled()
+    if single and args.path and single_instance.forward(args.path):
+        print(f"nneditor: opened {args.path} in the running window")
+        return 0
     if not _display_available():
         if not args.screenshot:
             print(
@@ -143,6 +147,7 @@ def run_app(argv: Sequence[str]) -> int:
         else QApplication(sys.argv[:1] or ["nneditor"])
     )
     app.setApplicationName("NNEditor")
+    _set_icon(app)
     app.setOrganizationName("NNEditor")
     forced = True if args.dark else (False if args.light else None)
     theme.apply(app, dark=forced)
@@ -151,6 +156,8 @@ def run_app(argv: Sequence[str]) -> int:
         app.styleHints().colorSchemeChanged.connect(lambda _s: _follow_scheme(app, window))
     window.resize(*size)
     window.show()
+    if single:
+        window.instance_server = single_instance.InstanceServer(window)
     if args.screenshot:
         return _screenshot(app, window, args)
     if args.path:
@@ -254,3 +261,14 @@ def _screenshot(app: QApplication, window: MainWindow, args: argparse.Namespace)
     window.runner.shutdown()
     window.close()
     return outcome["code"]
+
+
+def _set_icon(app: QApplication) -> None:
+    """The app and window icon from resources/ (a missing file leaves Qt's default)."""
+    from PySide6.QtGui import QIcon
+
+    from nneditor.platform.resources import icon_path
+
+    icon = icon_path()
+    if icon.is_file():
+        app.setWindowIcon(QIcon(str(icon)))

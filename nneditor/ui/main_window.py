@@ -109,6 +109,8 @@ class MainWindow(QMainWindow):
     def __init__(self, interactive: bool = True) -> None:
         super().__init__()
         self.interactive = interactive
+        self.instance_server: Any = None  # ui/single_instance.py, set by the app
+        self.file_types_dialog: Any = None
         self.setWindowTitle("NNEditor")
         self.setAcceptDrops(True)
         self.runner = QtJobRunner(self)
@@ -488,13 +490,11 @@ class MainWindow(QMainWindow):
         dialog.show()
 
     def explain_file_types(self) -> None:
-        text = (
-            "Registering NNEditor for .onnx, .safetensors, .gguf, .pt/.pth and other model files "
-            "comes with the packaged installers. Until then, open files with Open model, by "
-            "dragging them onto the window, or with `nneditor PATH`."
-        )
+        from nneditor.ui.file_types_dialog import FileTypesDialog
+
+        self.file_types_dialog = FileTypesDialog(self)
         if self.interactive:
-            QMessageBox.information(self, "File types", text)
+            self.file_types_dialog.show()
 
     # ------------------------------------------------------------------ drag and drop
 

@@ -1,7 +1,7 @@
 """Find tracer plugins without importing them.
 
-Sources, in order: bundled (the ``plugins/`` folder beside the ``nneditor`` package: the
-project checkout, or the copy installed with the package), the per-user tracer folder
+Sources, in order: bundled (``plugins/`` of the checkout, or its copy installed inside the
+package, see nneditor/platform/resources.py), the per-user tracer folder
 (:func:`user_folder`), and ``NNEDITOR_TRACE_PLUGIN_PATH`` (``os.pathsep``-separated; each
 entry is one plugin folder or a folder of plugin folders). A folder whose manifest or files
 are unusable is listed as disabled with the reason; every plugin sharing an id with another is
@@ -65,9 +65,9 @@ class PluginRecord:
 
 
 def bundled_folder() -> Path:
-    import nneditor
+    from nneditor.platform.resources import plugins_folder
 
-    return Path(nneditor.__file__).resolve().parent.parent / "plugins"
+    return plugins_folder()
 
 
 def user_folder() -> Path:
