@@ -19,7 +19,7 @@ from nneditor import __version__
 from nneditor.cli.common import EXIT_USAGE, CLIError
 
 #: the command-group modules, in the order ``--help`` lists their commands
-GROUPS = ("inspection", "inputs", "trace", "tokens", "editing", "optimize")
+GROUPS = ("inspection", "inputs", "trace", "tokens", "editing", "optimize", "diff")
 
 
 GUI_USAGE = """desktop window (no COMMAND):

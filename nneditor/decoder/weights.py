@@ -119,8 +119,4 @@ class Weights:
 
     @staticmethod
     def _release(ref: TensorRef) -> None:
-        loader = ref.loader
-        source = getattr(loader, "source", None)
-        offset = getattr(loader, "offset", None)
-        if source is not None and isinstance(offset, int):
-            source.release(offset, ref.nbytes)
+        ref.release_pages()

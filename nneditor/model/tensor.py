@@ -54,6 +54,15 @@ class TensorRef:
             key = parse_slice(",".join(_key_text(k) for k in key), self.shape)
         return self.loader.read(self.shape, key)
 
+    def release_pages(self) -> None:
+        """Drop this tensor's memory-mapped pages from the process's resident set (streaming
+        readers call it after each chunk; a later read maps them again). A no-op for
+        tensors not read from a mapped file."""
+        source = getattr(self.loader, "source", None)
+        offset = getattr(self.loader, "offset", None)
+        if source is not None and isinstance(offset, int) and hasattr(source, "release"):
+            source.release(offset, self.nbytes)
+
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,

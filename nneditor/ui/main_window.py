@@ -111,6 +111,7 @@ class MainWindow(QMainWindow):
         self.interactive = interactive
         self.instance_server: Any = None  # ui/single_instance.py, set by the app
         self.file_types_dialog: Any = None
+        self.compare_dialog: Any = None
         self.setWindowTitle("NNEditor")
         self.setAcceptDrops(True)
         self.runner = QtJobRunner(self)
@@ -212,6 +213,7 @@ class MainWindow(QMainWindow):
         tb.openFolderRequested.connect(self.choose_folder)
         tb.closeRequested.connect(self.close_model)
         tb.fileTypesRequested.connect(self.explain_file_types)
+        tb.compareRequested.connect(self.ask_compare)
         tb.saveRequested.connect(self.edit.save)
         self.edit.chainChanged.connect(lambda: self.top_bar.set_dirty(self.edit.dirty))
         self.edit.sessionChanged.connect(lambda: self.top_bar.set_dirty(self.edit.dirty))
@@ -488,6 +490,44 @@ class MainWindow(QMainWindow):
             return
         dialog = TensorPanelDialog(self.index.doc, name, self.runner, self)
         dialog.show()
+
+    def ask_compare(self) -> None:
+        if self.index is None:
+            return
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Compare with…", str(Path(self.index.doc.path).parent)
+        )
+        if path:
+            self.compare_with(path)
+
+    def compare_with(self, other: str) -> int:
+        """Diff the open model (A) against ``other`` (B) in the background, then show it."""
+        assert self.index is not None
+        mine = self.index.doc
+
+        def job(handle: Any) -> dict[str, Any]:
+            import nneditor
+            from nneditor.diff.models import diff_documents
+
+            with nneditor.open(other) as doc:
+                return diff_documents(mine, doc).as_dict()
+
+        self._set_busy(True, f"Comparing with {Path(other).name}…")
+        return self.runner.submit(job, self._compared, channel="compare", label="Compare")
+
+    def _compared(self, result: JobResult[Any]) -> None:
+        from nneditor.ui.compare_dialog import CompareDialog
+
+        self._set_busy(False)
+        if result.cancelled:
+            return
+        if result.error is not None:
+            self.report_error("Cannot compare these models", error_text(result.error))
+            return
+        assert isinstance(result.value, dict)
+        self.status_label.setText(f"Compared with {Path(result.value['b']).name}.")
+        self.compare_dialog = CompareDialog(result.value, self.show_tensor, self)
+        self.compare_dialog.show()
 
     def explain_file_types(self) -> None:
         from nneditor.ui.file_types_dialog import FileTypesDialog

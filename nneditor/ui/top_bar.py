@@ -16,6 +16,7 @@ class TopBar(QWidget):
     closeRequested = Signal()
     saveRequested = Signal()
     fileTypesRequested = Signal()
+    compareRequested = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -49,6 +50,11 @@ class TopBar(QWidget):
         self.save_button = self._button(
             "Save changes…", "Export the current revision to a new file", self.saveRequested
         )
+        self.compare_button = self._button(
+            "Compare with…",
+            "Compare the open model with another: operators and weight deltas",
+            self.compareRequested,
+        )
         self.types_button = self._button(
             "File types", "Register NNEditor for model file types", self.fileTypesRequested
         )
@@ -57,11 +63,13 @@ class TopBar(QWidget):
             self.folder_button,
             self.close_button,
             self.save_button,
+            self.compare_button,
             self.types_button,
         ):
             layout.addWidget(b)
         self.save_button.hide()
         self.close_button.setEnabled(False)
+        self.compare_button.setEnabled(False)
         layout.addSpacing(10)
         self.device = QLabel("CPU", self)
         self.device.setObjectName("DeviceLabel")
@@ -80,6 +88,7 @@ class TopBar(QWidget):
         self.doc_chip.setText(fmt)
         self.doc_chip.setVisible(bool(fmt))
         self.close_button.setEnabled(bool(name))
+        self.compare_button.setEnabled(bool(name))
 
     def set_dirty(self, dirty: bool) -> None:
         """The hook for revisions: Save changes… shows only for a dirty document."""

@@ -152,7 +152,9 @@ class TraceFeature(QObject):
         if run is None:
             return None
         try:
-            overlay = TensorOverlay(run, name, self.window.as_widget())
+            compared = self.traced.compared
+            other = Path(compared["b"]) if compared is not None else None
+            overlay = TensorOverlay(run, name, self.window.as_widget(), other)
         except NNEditorError as exc:
             self.window.status_label.setText(str(exc))
             return None

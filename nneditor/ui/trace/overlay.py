@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,13 @@ from nneditor.ui.trace.store import TraceRun
 class TensorOverlay(QDialog):
     """A large non-modal panel for one captured value of one trace run."""
 
-    def __init__(self, run: TraceRun, name: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        run: TraceRun,
+        name: str,
+        parent: QWidget | None = None,
+        compared: Path | None = None,
+    ) -> None:
         super().__init__(parent)
         self.run = run
         self.name = name
@@ -65,6 +72,52 @@ class TensorOverlay(QDialog):
         self.python_tab = self._python_tab()
         if self.python_tab is not None:
             self.tabs.addTab(self.python_tab, "Python")
+        self.compared_panel: QWidget | None = None
+        self.difference_panel: QWidget | None = None
+        self.comparison_text = ""
+        if compared is not None:
+            self._add_comparison(Path(compared))
+
+    def _add_comparison(self, other: Path) -> None:
+        """The same value in the compared trace, and A - B, each with View, Statistics and
+        Visualization; the label says how far they are apart."""
+        from nneditor.diff.deltas import Delta
+        from nneditor.diff.traces import load_value
+        from nneditor.ui.tensor import TensorPanel
+
+        b = load_value(other, self.name)
+        if b is None or b.shape != self.array.shape or self.metadata.get("partial"):
+            self.tabs.addTab(
+                QLabel(f"{self.name} is not captured with the same shape in {other}.", self),
+                "Compared",
+            )
+            return
+        delta = Delta()
+        delta.add(self.array, b)
+        base = {"usage": [f"the same value in the compared trace {other}"]}
+        panel_b = TensorPanel(self)
+        panel_b.set_array(np.asarray(b), f"{self.name} (B)", base)
+        diff = np.asarray(self.array, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+        panel_d = TensorPanel(self)
+        panel_d.set_array(
+            diff,
+            f"{self.name} (A − B)",
+            {"usage": [f"this trace minus {other.name}"], **delta.as_dict()},
+        )
+        self.compared_panel, self.difference_panel = panel_b, panel_d
+        self.tabs.addTab(panel_b, f"Compared ({other.name})")
+        self.tabs.addTab(panel_d, "Difference (A − B)")
+        self.comparison_text = (
+            f"relative L2 {delta.rel_l2:.3g}, max |A − B| {delta.max_abs:.3g}, "
+            f"cosine {delta.cosine:.6f}"
+        )
+        self.tabs.setTabToolTip(self.tabs.count() - 1, self.comparison_text)
+        label = QLabel(f"Compared with {other}: {self.comparison_text}", self)
+        label.setWordWrap(True)
+        label.setObjectName("Muted")
+        layout = self.layout()
+        if isinstance(layout, QVBoxLayout):
+            layout.insertWidget(1, label)
 
     def _tensor_panel(self) -> QWidget:
         from nneditor.ui.tensor import TensorPanel

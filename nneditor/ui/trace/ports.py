@@ -105,6 +105,7 @@ class PortItem(QGraphicsItem):
         super().__init__(parent)
         self.port = port
         self.status = status
+        self.drift: float | None = None  # relative L2 against a compared trace (heat colour)
         self.setPos(center)
         self.setZValue(5)
         self.setToolTip(tooltip)
@@ -142,8 +143,26 @@ class PortItem(QGraphicsItem):
             painter.drawLine(QPointF(-3.5, 0), QPointF(3.5, 0))
             painter.drawLine(QPointF(0, -3.5), QPointF(0, 3.5))
             return
+        if self.drift is not None:
+            color = drift_color(self.drift)
+            painter.setPen(QPen(t.accent if self._hover else color.darker(140), 1.4))
         painter.setBrush(color if self.status in ("captured", "partial", "preview") else t.surface)
         painter.drawEllipse(QPointF(0, 0), rx, RADIUS_Y)
+
+
+#: drift heat scale: relative L2 <= 1e-6 green, 1e-3 yellow, >= 1e-1 red (log scale)
+DRIFT_SCALE = (-6.0, -1.0)
+
+
+def drift_color(rel_l2: float) -> QColor:
+    """Green (no drift) through yellow to red (10% relative L2 and more), on a log scale."""
+    import math
+
+    lo, hi = DRIFT_SCALE
+    x = 1.0 if rel_l2 == math.inf else math.log10(max(rel_l2, 1e-12))
+    f = min(1.0, max(0.0, (x - lo) / (hi - lo)))
+    hue = 120.0 * (1.0 - f)  # 120 green -> 0 red
+    return QColor.fromHsvF(hue / 360.0, 0.85, 0.85)
 
 
 def place_ports(

@@ -16,13 +16,19 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
+    QFileDialog,
     QHBoxLayout,
     QLabel,
     QMenu,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -48,6 +54,9 @@ class TracedPane(QWidget):
         self.run: TraceRun | None = None
         self.runs: list[TraceRun] = []
         self.ports: list[PortItem] = []
+        self.drift: dict[str, float] = {}  # value -> relative L2 against a compared trace
+        self.compared: dict[str, Any] | None = None  # the trace diff shown as heat colours
+        self.drift_dialog: Any = None
         self._press: tuple[QPoint, PortItem] | None = None
         bar = QWidget(self)
         bar.setObjectName("CanvasBar")
@@ -65,9 +74,24 @@ class TracedPane(QWidget):
         self.picker.activated.connect(self._on_pick)
         self.summary = QLabel("", bar)
         self.summary.setObjectName("Muted")
+        self.compare_button = QToolButton(bar)
+        self.compare_button.setText("Compare with…")
+        self.compare_button.setToolTip(
+            "Colour the ports by how far this trace drifts from another one (relative L2)"
+        )
+        self.compare_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.compare_menu = QMenu(self.compare_button)
+        self.compare_menu.aboutToShow.connect(self._fill_compare_menu)
+        self.compare_button.setMenu(self.compare_menu)
+        self.drift_label = QLabel("", self)
+        self.drift_label.setObjectName("Muted")
+        self.drift_label.setContentsMargins(12, 2, 12, 0)
+        self.drift_label.setWordWrap(True)
+        self.drift_label.hide()
         row.addWidget(label)
         row.addWidget(self.picker, 1)
         row.addWidget(self.summary)
+        row.addWidget(self.compare_button)
         self.workbench = Workbench(runner, self)
         self.empty = QLabel(
             "No trace yet. Open Trace, review the plan and choose Approve & run trace; the "
@@ -81,6 +105,7 @@ class TracedPane(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(bar)
+        lay.addWidget(self.drift_label)
         lay.addWidget(self.workbench, 1)
         lay.addWidget(self.empty, 1)
         self.workbench.levelShown.connect(self._rebuild_ports)
@@ -114,6 +139,10 @@ class TracedPane(QWidget):
             self.picker.setCurrentIndex(k)
 
     def show_run(self, run: TraceRun | None) -> None:
+        if self.compared is not None and (run is None or str(run.path) != self.compared["a"]):
+            self.compared, self.drift = None, {}  # the comparison belonged to another run
+            self.drift_label.setText("")
+            self.drift_label.hide()
         self.run = run
         self.refresh_runs()
         self._show_empty(run is None or self.session is None)
@@ -149,7 +178,79 @@ class TracedPane(QWidget):
                 self.ports += place_ports(
                     box, item.width, item.height, ports, run.status, self._tooltip
                 )
+        for p in self.ports:
+            if not p.port.more and p.port.value in self.drift:
+                p.drift = self.drift[p.port.value]
         self.portsShown.emit()
+
+    def compare_with(self, other: Path, threshold: float = 1e-3) -> dict[str, Any]:
+        """Diff the shown trace (A) against ``other`` (B) and colour the ports by drift."""
+        from nneditor.diff.traces import diff_traces
+
+        assert self.run is not None
+        result = diff_traces(Path(self.run.path), Path(other), threshold)
+        self.compared = result
+        self.drift = {v["name"]: v["rel_l2"] for v in result["values"] if "rel_l2" in v}
+        self._rebuild_ports()
+        return result
+
+    def clear_comparison(self) -> None:
+        self.compared, self.drift = None, {}
+        self.drift_label.setText("")
+        self.drift_label.hide()
+        self._rebuild_ports()
+
+    def _fill_compare_menu(self) -> None:
+        m = self.compare_menu
+        m.clear()
+        for r in self.runs:
+            if self.run is not None and r.path != self.run.path:
+                m.addAction(r.summary(), self._compare_action(Path(r.path)))
+        m.addAction("Another trace folder…", self._ask_trace_folder)
+        if self.compared is not None:
+            m.addSeparator()
+            m.addAction("Drift table…", self.show_drift_table)
+            m.addAction("Clear comparison", self.clear_comparison)
+
+    def _compare_action(self, path: Path) -> Callable[[], None]:
+        return lambda: None if self.show_comparison(path) is None else None
+
+    def _ask_trace_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Compare with a trace folder")
+        if folder:
+            self.show_comparison(Path(folder))
+
+    def show_comparison(self, other: Path) -> str:
+        """Compare with ``other`` and say where drift starts (the label beside the button)."""
+        from nneditor.errors import NNEditorError
+
+        if self.run is None:
+            return ""
+        try:
+            r = self.compare_with(other)
+        except (NNEditorError, OSError, ValueError) as exc:
+            text = f"Not compared: {exc}"
+        else:
+            first = r["first_drift"]
+            text = (
+                f"vs {other.name}: drift starts at {first['value']}"
+                + (f" ({first['block']})" if first["block"] else "")
+                if first
+                else f"vs {other.name}: no drift over relative L2 {r['threshold']:g}"
+            )
+        self.drift_label.setText(text)
+        self.drift_label.setVisible(bool(text))
+        return text
+
+    def show_drift_table(self) -> Any:
+        from nneditor.ui.compare_dialog import CompareDialog
+
+        if self.compared is None:
+            return None
+        dialog = CompareDialog(self.compared, parent=self)
+        dialog.show()
+        self.drift_dialog = dialog
+        return dialog
 
     def _tooltip(self, port: Port) -> str:
         assert self.run is not None
@@ -167,6 +268,8 @@ class TracedPane(QWidget):
         lines.append(f"{rec.get('dtype') or ''} · {status}".strip(" ·"))
         if rec.get("reason"):
             lines.append(str(rec["reason"]))
+        if name in self.drift and self.compared is not None:
+            lines.append(f"relative L2 vs {Path(self.compared['b']).name}: {self.drift[name]:.3g}")
         if self.run.status(name) in ("captured", "partial"):
             lines.append("Click to inspect")
         return "\n".join(lines)

@@ -1,0 +1,309 @@
+"""Compare two artifacts: operators (matched by name, else by op type in graph order) and
+tensors (matched by name; a GGUF and a Hugging Face snapshot by llama.cpp's canonical names;
+an ONNX weight and its quantized export through the DequantizeLinear that feeds the same
+operator input), with streamed weight deltas.
+
+A quantized ONNX stores ``W`` as int8 ``W_q`` plus ``DequantizeLinear(W_q, scale, zero)``
+feeding the operator that read ``W``; the diff pairs ``W`` with the dequantized values
+(``(W_q - zero) * scale`` along the quantization axis), so the delta is the quantization
+error the export introduced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from nneditor.diff.deltas import compare_chunks, row_chunks
+from nneditor.model.document import Document
+from nneditor.model.graph import Graph, Node
+from nneditor.model.tensor import TensorRef
+
+
+@dataclass
+class ModelDiff:
+    a: str
+    b: str
+    formats: tuple[str, str]
+    operators: dict[str, Any] = field(default_factory=dict)
+    tensors: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        changed = [t for t in self.tensors if t.get("status") == "changed"]
+        return {
+            "kind": "models",
+            "a": self.a,
+            "b": self.b,
+            "formats": list(self.formats),
+            "operators": self.operators,
+            "tensors": self.tensors,
+            "summary": {
+                "tensors_compared": sum(1 for t in self.tensors if "delta" in t),
+                "tensors_changed": len(changed),
+                "tensors_only_in_a": sum(1 for t in self.tensors if t["status"] == "only in a"),
+                "tensors_only_in_b": sum(1 for t in self.tensors if t["status"] == "only in b"),
+                "largest_rel_l2": max(
+                    (t["delta"]["rel_l2"] for t in self.tensors if "delta" in t), default=0.0
+                ),
+            },
+            "notes": self.notes,
+        }
+
+
+def diff_documents(a: Document, b: Document, tolerance: float = 0.0) -> ModelDiff:
+    out = ModelDiff(str(a.path), str(b.path), (a.format, b.format))
+    if a.graph is not None and b.graph is not None:
+        out.operators = _diff_operators(a.graph, b.graph)
+    else:
+        missing = [d for d in (a, b) if d.graph is None]
+        out.notes.append(
+            "operators not compared: "
+            + "; ".join(f"{d.path} has no graph ({d.graph_unavailable_reason})" for d in missing)
+        )
+    pairs, notes = _tensor_pairs(a, b)
+    out.notes.extend(notes)
+    for name_a, name_b, ref_a, source_b in pairs:
+        out.tensors.append(_compare(name_a, name_b, ref_a, source_b, tolerance))
+    return out
+
+
+# ------------------------------------------------------------------------- operators
+
+
+def _attrs(node: Node) -> dict[str, str]:
+    try:
+        return {k: repr(v) for k, v in node.attributes.items()}
+    except Exception:  # noqa: BLE001 - an undecodable attribute still compares by presence
+        return {}
+
+
+def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
+    na = {n.name: n for n in ga.nodes if n.name}
+    nb = {n.name: n for n in gb.nodes if n.name}
+    shared = set(na) & set(nb)
+    by_name = len(shared) >= 0.5 * max(1, min(len(na), len(nb)))
+    pairs: list[tuple[Node, Node]] = []
+    only_a: list[Node] = []
+    only_b: list[Node] = []
+    if by_name:
+        pairs = [(na[k], nb[k]) for k in na if k in nb]
+        only_a = [n for k, n in na.items() if k not in nb]
+        only_b = [n for k, n in nb.items() if k not in na]
+    else:  # names differ (another exporter): the k-th operator of each type, in graph order
+        seen: dict[str, list[Node]] = {}
+        for n in gb.nodes:
+            seen.setdefault(n.op_type, []).append(n)
+        used: dict[str, int] = {}
+        for n in ga.nodes:
+            k = used.get(n.op_type, 0)
+            candidates = seen.get(n.op_type, [])
+            if k < len(candidates):
+                pairs.append((n, candidates[k]))
+                used[n.op_type] = k + 1
+            else:
+                only_a.append(n)
+        for op, nodes in seen.items():
+            only_b.extend(nodes[used.get(op, 0) :])
+    changed = []
+    for x, y in pairs:
+        what = []
+        if x.op_type != y.op_type:
+            what.append(f"op {x.op_type} -> {y.op_type}")
+        ax, ay = _attrs(x), _attrs(y)
+        for key in sorted(set(ax) | set(ay)):
+            if ax.get(key) != ay.get(key):
+                what.append(f"attribute {key}: {ax.get(key, '(none)')} -> {ay.get(key, '(none)')}")
+        if len(x.inputs) != len(y.inputs) or len(x.outputs) != len(y.outputs):
+            what.append("input/output count")
+        if what:
+            changed.append({"a": x.name, "b": y.name, "changes": what})
+    return {
+        "matched_by": "name" if by_name else "op type and order",
+        "a": len(ga.nodes),
+        "b": len(gb.nodes),
+        "matched": len(pairs),
+        "only_in_a": [{"name": n.name, "op": n.op_type} for n in only_a],
+        "only_in_b": [{"name": n.name, "op": n.op_type} for n in only_b],
+        "changed": changed,
+    }
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+class Dequantized:
+    """The values ``DequantizeLinear(q, scale, zero_point)`` yields, read in row chunks."""
+
+    def __init__(self, doc: Document, node: Node) -> None:
+        names = list(node.inputs) + ["", ""]
+        self.q = doc.tensors[names[0]]
+        self.scale = np.asarray(doc.tensors[names[1]].read(), dtype=np.float64)
+        zp = doc.tensors.get(names[2]) if names[2] else None
+        self.zero = np.asarray(zp.read(), dtype=np.float64) if zp is not None else np.zeros(())
+        axis = int(node.attributes.get("axis", 1))
+        self.axis = axis + len(self.q.shape) if axis < 0 else axis
+        self.shape = self.q.shape
+        self.name = node.outputs[0]
+
+    def read_rows(self, start: int, stop: int) -> np.ndarray:
+        key = f"{start}:{stop}" if self.shape else None
+        q = np.asarray(self.q.read(key), dtype=np.float64)
+        scale, zero = self.scale, self.zero
+        if scale.ndim == 1 and scale.size > 1:  # per-axis
+            shape = [1] * len(self.shape)
+            shape[self.axis] = -1
+            scale = scale.reshape(shape)
+            zero = zero.reshape(shape) if zero.ndim == 1 and zero.size > 1 else zero
+            if self.axis == 0:
+                scale = scale[start:stop]
+                zero = zero[start:stop] if zero.ndim else zero
+        return (q - zero) * scale
+
+
+def _tensor_pairs(
+    a: Document, b: Document
+) -> tuple[list[tuple[str, str, TensorRef, Any]], list[str]]:
+    notes: list[str] = []
+    names_a, names_b = _canonical(a), _canonical(b)
+    if names_a is not None and names_b is not None:
+        notes.append("tensors matched by llama.cpp's canonical names (gguf-py TensorNameMap)")
+        if a.format != b.format and _arch(a, b) == "llama":
+            notes.append(
+                "llama.cpp's converter reorders Llama's attn_q/attn_k rows for its RoPE "
+                "pairing, so those two weights differ by that permutation, not in value"
+            )
+        ka, kb = names_a, names_b
+    else:
+        ka = {n: n for n in a.tensors}
+        kb = {n: n for n in b.tensors}
+    pairs: list[tuple[str, str, TensorRef, Any]] = []
+    matched_b: set[str] = set()
+    for key, name in ka.items():
+        if key in kb:
+            pairs.append((name, kb[key], a.tensors[name], b.tensors[kb[key]]))
+            matched_b.add(kb[key])
+    dq = _dequantized_twins(a, b, {p[0] for p in pairs})
+    for name, (deq, consumed) in dq.items():
+        pairs.append((name, deq.name, a.tensors[name], deq))
+        matched_b.update(consumed)
+    if dq:
+        notes.append(
+            f"{len(dq)} weights compared with the DequantizeLinear output that replaced them"
+        )
+    paired_a = {p[0] for p in pairs}
+    for name in a.tensors:
+        if name not in paired_a:
+            pairs.append((name, "", a.tensors[name], None))
+    for name in b.tensors:
+        if name not in matched_b:
+            pairs.append(("", name, None, b.tensors[name]))  # type: ignore[arg-type]
+    return pairs, notes
+
+
+def _arch(a: Document, b: Document) -> str:
+    for doc in (a, b):
+        if doc.format == "gguf":
+            return str(doc.metadata.get("general.architecture") or "")
+    return ""
+
+
+def _canonical(doc: Document) -> dict[str, str] | None:
+    """{canonical name: tensor name} for decoder checkpoints (GGUF names are canonical)."""
+    if doc.format == "gguf":
+        return {n: n for n in doc.tensors}
+    if doc.format == "huggingface":
+        from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
+
+        config = doc.metadata.get("config") or {}
+        arch = llama_cpp_arch(str(config.get("model_type") or ""))
+        layers = config.get("num_hidden_layers") or config.get("n_layer")
+        if arch and isinstance(layers, int):
+            mapped, _ = canonical_names(arch, doc.tensors.keys(), layers)
+            return mapped
+    return None
+
+
+def _dequantized_twins(
+    a: Document, b: Document, already: set[str]
+) -> dict[str, tuple[Dequantized, set[str]]]:
+    """A's unmatched initializers whose consumer slot in B reads a DequantizeLinear output."""
+    if a.graph is None or b.graph is None:
+        return {}
+    producers = {o: n for n in b.graph.nodes for o in n.outputs}
+    nodes_b = {n.name: n for n in b.graph.nodes if n.name}
+    out: dict[str, tuple[Dequantized, set[str]]] = {}
+    for node in a.graph.nodes:
+        twin = nodes_b.get(node.name)
+        if twin is None or len(twin.inputs) != len(node.inputs):
+            continue
+        for x, y in zip(node.inputs, twin.inputs, strict=True):
+            if x in already or x in out or x not in a.tensors or x == y:
+                continue
+            dq = producers.get(y)
+            if dq is None or dq.op_type != "DequantizeLinear":
+                continue
+            if not all(i in b.tensors for i in dq.inputs if i):
+                continue
+            deq = Dequantized(b, dq)
+            if tuple(deq.shape) == tuple(a.tensors[x].shape):
+                out[x] = (deq, {i for i in dq.inputs if i})
+    return out
+
+
+def _compare(
+    name_a: str, name_b: str, ref_a: TensorRef | None, source_b: Any, tolerance: float
+) -> dict[str, Any]:
+    if ref_a is None:
+        return {"a": "", "b": name_b, "status": "only in b", "shape_b": list(source_b.shape)}
+    if source_b is None:
+        return {"a": name_a, "b": "", "status": "only in a", "shape_a": list(ref_a.shape)}
+    row: dict[str, Any] = {
+        "a": name_a,
+        "b": name_b,
+        "shape_a": list(ref_a.shape),
+        "shape_b": list(source_b.shape),
+        "encoding_a": ref_a.encoding,
+        "encoding_b": getattr(source_b, "encoding", "DequantizeLinear"),
+    }
+    if tuple(ref_a.shape) != tuple(source_b.shape):
+        row["status"] = "shape changed"
+        return row
+    try:
+        delta = compare_chunks(_paired_rows(ref_a, source_b))
+    except Exception as exc:  # noqa: BLE001 - an undecodable tensor is reported, not fatal
+        row["status"] = "not compared"
+        row["reason"] = f"{type(exc).__name__}: {exc}"
+        return row
+    row["delta"] = delta.as_dict()
+    row["status"] = "changed" if delta.max_abs > tolerance else "equal"
+    return row
+
+
+def _paired_rows(a: TensorRef, b: Any) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    if not a.shape:
+        yield np.asarray(a.read()), (b.read_rows(0, 1) if isinstance(b, Dequantized) else b.read())
+        return
+    rows = int(a.shape[0])
+    row_values = int(np.prod(a.shape[1:])) if len(a.shape) > 1 else 1
+
+    def read_a(start: int, stop: int) -> np.ndarray:
+        rows = np.array(a.read(f"{start}:{stop}"))  # a copy: the mapped pages can go
+        a.release_pages()
+        return rows
+
+    def read_b(start: int, stop: int) -> np.ndarray:
+        if isinstance(b, Dequantized):
+            rows = b.read_rows(start, stop)
+            b.q.release_pages()
+            return rows
+        rows = np.array(b.read(f"{start}:{stop}"))
+        b.release_pages()
+        return rows
+
+    chunks_a = row_chunks(rows, row_values, read_a)
+    chunks_b = row_chunks(rows, row_values, read_b)
+    yield from zip(chunks_a, chunks_b, strict=True)
