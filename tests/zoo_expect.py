@@ -126,6 +126,12 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 2, "embedding": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
+    "llava-tiny": {
+        "format": "huggingface",
+        "blocks": 5,
+        "patterns": {"attention": 5, "embedding": 3, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
     # state-space models: the NumPy decoder refuses them (the bundled SSM plugin runs the
     # snapshots; tests/integration/test_family_tracers.py)
     **{

@@ -100,6 +100,33 @@ def _clip_vision(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
+def _llava(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    vision = tf.CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+    )
+    text = tf.LlamaConfig(
+        vocab_size=300,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    config = tf.LlavaConfig(vision_config=vision, text_config=text, image_token_id=299)
+    model = tf.LlavaForConditionalGeneration(config).eval()
+    _perturb(model)
+    model.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any]) -> None:
     generator("whisper-tiny", "transformers save_pretrained", "Whisper, tiny random weights")(
         _whisper
@@ -107,6 +134,7 @@ def register(generator: Callable[..., Any]) -> None:
     generator("clip-vision", "transformers save_pretrained", "CLIP vision tower with projection")(
         _clip_vision
     )
+    generator("llava-tiny", "transformers save_pretrained", "LLaVA: CLIP vision + Llama")(_llava)
     for name, extra in UNETS.items():
         generator(name, "diffusers save_pretrained", f"{name}: tiny random UNet2DConditionModel")(
             lambda path, e=extra: _unet(e, path)

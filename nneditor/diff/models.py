@@ -93,21 +93,11 @@ def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
         pairs = [(na[k], nb[k]) for k in na if k in nb]
         only_a = [n for k, n in na.items() if k not in nb]
         only_b = [n for k, n in nb.items() if k not in na]
-    else:  # names differ (another exporter): the k-th operator of each type, in graph order
-        seen: dict[str, list[Node]] = {}
-        for n in gb.nodes:
-            seen.setdefault(n.op_type, []).append(n)
-        used: dict[str, int] = {}
-        for n in ga.nodes:
-            k = used.get(n.op_type, 0)
-            candidates = seen.get(n.op_type, [])
-            if k < len(candidates):
-                pairs.append((n, candidates[k]))
-                used[n.op_type] = k + 1
-            else:
-                only_a.append(n)
-        for op, nodes in seen.items():
-            only_b.extend(nodes[used.get(op, 0) :])
+    else:  # names differ (another exporter): structure hashes, then type and order
+        pairs, only_a, only_b = _match(ga.nodes, gb.nodes, _structure_hashes)
+        if only_a and only_b:
+            more, only_a, only_b = _match(only_a, only_b, lambda ns: {id(n): n.op_type for n in ns})
+            pairs += more
     changed = []
     for x, y in pairs:
         what = []
@@ -122,7 +112,7 @@ def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
         if what:
             changed.append({"a": x.name, "b": y.name, "changes": what})
     return {
-        "matched_by": "name" if by_name else "op type and order",
+        "matched_by": "name" if by_name else "structure (name-free hashes), then op type",
         "a": len(ga.nodes),
         "b": len(gb.nodes),
         "matched": len(pairs),
@@ -130,6 +120,45 @@ def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
         "only_in_b": [{"name": n.name, "op": n.op_type} for n in only_b],
         "changed": changed,
     }
+
+
+def _structure_hashes(nodes: list[Node]) -> dict[int, str]:
+    """A name-free hash per node: its op type and, per input, the hash of the node producing
+    it (graph inputs, weights and not-yet-seen producers count by position only), so renaming
+    changes nothing. One pass in stored (topological) order, no recursion."""
+    import hashlib
+
+    out: dict[int, str] = {}
+    by_value: dict[str, str] = {}
+    for node in nodes:
+        parts = [node.op_type, str(len(node.outputs))]
+        for i, name in enumerate(node.inputs):
+            parts.append(by_value.get(name, f"in{i}:{'' if name else 'none'}"))
+        digest = hashlib.sha1("|".join(parts).encode()).hexdigest()
+        out[id(node)] = digest
+        for k, o in enumerate(node.outputs):
+            if o:
+                by_value[o] = f"{digest}.{k}"
+    return out
+
+
+def _match(
+    na: list[Node], nb: list[Node], keys: Any
+) -> tuple[list[tuple[Node, Node]], list[Node], list[Node]]:
+    """Pair nodes with equal keys, in graph order; the rest are unmatched."""
+    ka, kb = keys(na), keys(nb)
+    pool: dict[str, list[Node]] = {}
+    for n in nb:
+        pool.setdefault(kb[id(n)], []).append(n)
+    pairs, only_a = [], []
+    for n in na:
+        candidates = pool.get(ka[id(n)])
+        if candidates:
+            pairs.append((n, candidates.pop(0)))
+        else:
+            only_a.append(n)
+    only_b = [n for rest in pool.values() for n in rest]
+    return pairs, only_a, only_b
 
 
 # --------------------------------------------------------------------------- tensors

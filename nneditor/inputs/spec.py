@@ -80,6 +80,8 @@ class InputSpec:
     problem: str | None = None
     #: the first id of a "tokens" input that must start with one (a decoder start token)
     first_token: int | None = None
+    #: (token id, count): a vision-language prompt's image placeholders, at the start
+    image_tokens: tuple[int, int] | None = None
 
     @property
     def ready(self) -> bool:
@@ -277,7 +279,31 @@ def _spec_for(
     first = _decoder_start(doc, name) if role == "tokens" else None
     if first is not None:
         notes.append(f"input {name!r} starts with the decoder start token {first}")
-    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem, first)
+    image = _image_placeholders(doc) if role == "tokens" else None
+    if image is not None and shape is not None:
+        token, count = image
+        if override is None and shape[-1] < count + 1:
+            shape = (*shape[:-1], count + 4)
+            notes.append(f"input {name!r} lengthened to {count + 4} tokens to hold the image")
+        notes.append(
+            f"input {name!r} starts with {count} image placeholder tokens (id {token}), one "
+            "per image feature, then random text tokens (a diagnostic prompt)"
+        )
+    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem, first, image)
+
+
+def _image_placeholders(doc: Document) -> tuple[int, int] | None:
+    """(image token id, placeholders per image) of a LLaVA-style snapshot."""
+    config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
+    if not isinstance(config, Mapping) or config.get("model_type") != "llava":
+        return None
+    token = config.get("image_token_id", config.get("image_token_index"))
+    if not isinstance(token, int):
+        return None
+    vision = config.get("vision_config") or {}
+    patches = (int(vision.get("image_size", 336)) // int(vision.get("patch_size", 14))) ** 2
+    full = config.get("vision_feature_select_strategy") == "full"  # keeps the class token
+    return token, patches + (1 if full else 0)
 
 
 def _decoder_start(doc: Document, name: str) -> int | None:

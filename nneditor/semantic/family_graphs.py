@@ -171,13 +171,18 @@ def unet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
 
 
 def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str] | None:
-    """The graph of a known non-decoder family (UNet, Whisper, CLIP vision), None when the
-    config is none of them."""
+    """The graph of a known non-decoder family (UNet, Whisper, CLIP vision, LLaVA), None when
+    the config is none of them."""
     if is_unet(config):
         return unet_graph(doc, config)
-    model_type = config.get("model_type")
-    if model_type == "whisper":
-        return modality_graphs.whisper_graph(doc, config)
-    if model_type == "clip_vision_model":
-        return modality_graphs.clip_vision_graph(doc, config)
-    return None
+    builders = {
+        "whisper": modality_graphs.whisper_graph,
+        "clip_vision_model": modality_graphs.clip_vision_graph,
+        "llava": modality_graphs.llava_graph,
+    }
+    build = builders.get(str(config.get("model_type") or ""))
+    if build is None:
+        return None
+    graph, _why = build(doc, config)
+    # a config these builders cannot read still gets the generic graph of its tensor names
+    return (graph, "") if graph is not None else None

@@ -206,3 +206,139 @@ def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph |
             "Projection into the shared image-text embedding space.",
         )
     return b.finish(doc, output), ""
+
+
+def image_token_count(config: Mapping[str, Any]) -> int:
+    """Image placeholder tokens a LLaVA prompt holds: one per patch, plus the class token when
+    the feature selection keeps it ("full")."""
+    vision = config.get("vision_config") or {}
+    patches = (int(vision.get("image_size", 336)) // int(vision.get("patch_size", 14))) ** 2
+    return patches + (1 if config.get("vision_feature_select_strategy") == "full" else 0)
+
+
+def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
+    """LLaVA-style vision-language model: CLIP vision tower, feature selection, projector,
+    image/text merge at the placeholder tokens, decoder language model, logits."""
+    vision, text = config.get("vision_config"), config.get("text_config")
+    if not isinstance(vision, Mapping) or not isinstance(text, Mapping):
+        return None, "config.json lacks vision_config or text_config"
+    layer = config.get("vision_feature_layer", -2)
+    if not isinstance(layer, int):
+        return None, "several vision feature layers (a list) are not laid out by NNEditor"
+    try:
+        dv, size, patch = (
+            int(vision["hidden_size"]),
+            int(vision["image_size"]),
+            int(vision["patch_size"]),
+        )
+        v_layers = int(vision["num_hidden_layers"])
+        dt, t_layers = int(text["hidden_size"]), int(text["num_hidden_layers"])
+        vocab = int(text["vocab_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"config.json lacks a LLaVA size ({exc})"
+    tokens = (size // patch) ** 2 + 1
+    n_image = image_token_count(config)
+    chosen = layer % (v_layers + 1)  # hidden_states[0] is the embeddings
+    b = Builder("llava (from config.json)")
+    b.input("pixel_values", (1, int(vision.get("num_channels", 3)), size, size))
+    b.input("input_ids", (1, "seq"), "int64")
+    x = b.node(
+        "vision_tower/embeddings",
+        "PatchEmbedding",
+        ["pixel_values"],
+        "vision.embeddings",
+        (1, tokens, dv),
+        "embedding",
+        f"{patch}x{patch} patches, a class token and learned positions.",
+    )
+    outputs = ["vision.embeddings"]
+    x = b.node(
+        "vision_tower/pre_layrnorm",
+        "LayerNorm",
+        [x],
+        "vision.pre_layrnorm",
+        (1, tokens, dv),
+        "norm",
+        "LayerNorm before the vision encoder.",
+    )
+    for i in range(v_layers):
+        x = b.node(
+            f"vision_tower/layers.{i}",
+            "TransformerEncoderLayer",
+            [x],
+            f"vision.layers.{i}",
+            (1, tokens, dv),
+            "attention",
+            "Vision block.",
+        )
+        outputs.append(f"vision.layers.{i}")
+    strategy = config.get("vision_feature_select_strategy", "default")
+    source = "vision.pre_layrnorm" if chosen == 0 else outputs[chosen]
+    feats = b.node(
+        "feature_select",
+        "FeatureSelect",
+        [source],
+        "image_features",
+        (1, n_image, dv),
+        "embedding",
+        f"Feature selection: hidden state {layer} of the vision tower"
+        + (", class token dropped" if strategy == "default" else "")
+        + ".",
+    )
+    proj = b.node(
+        "multi_modal_projector",
+        "MLP",
+        [feats],
+        "image_embeds",
+        (1, n_image, dt),
+        "ffn",
+        "Projector from vision features to the language model's width.",
+    )
+    table = [n for n in doc.tensors if n.endswith("embed_tokens.weight")][:1]
+    emb = b.node(
+        "language_model/embed_tokens",
+        "Embedding",
+        ["input_ids", *table],
+        "text_embeds",
+        (1, "seq", dt),
+        "embedding",
+        "Token embedding of the prompt.",
+    )
+    x = b.node(
+        "merge",
+        "ImageTextMerge",
+        [emb, proj, "input_ids"],
+        "inputs_embeds",
+        (1, "seq", dt),
+        "embedding",
+        "The projected image features replace the image placeholder tokens' embeddings.",
+    )
+    for i in range(t_layers):
+        x = b.node(
+            f"language_model/layers.{i}",
+            "DecoderLayer",
+            [x],
+            f"language_model.layers.{i}",
+            (1, "seq", dt),
+            "attention",
+            "Language-model block: self-attention and feed-forward.",
+        )
+    x = b.node(
+        "language_model/norm",
+        "RMSNorm",
+        [x],
+        "language_model.norm",
+        (1, "seq", dt),
+        "norm",
+        "Final norm of the language model.",
+    )
+    b.node(
+        "lm_head",
+        "LMHead",
+        [x],
+        "logits",
+        (1, "seq", vocab),
+        "head",
+        "Output projection to the vocabulary.",
+    )
+    return b.finish(doc, "logits"), ""

@@ -219,13 +219,7 @@ def make_plan(
     if device not in prov.DEVICES:
         raise PlanError(f"unknown device {device!r}; choose one of {', '.join(prov.DEVICES)}")
     check_set(detect_inputs(doc), arrays)
-    if capture is not None:
-        values = _graph_values(doc)
-        unknown = [n for n in capture if n not in values]
-        if unknown:
-            raise PlanError(
-                f"the capture selection names values the graph does not have: {unknown[:5]}"
-            )
+    _check_capture(doc, capture)
     resolved, note, choice = _resolve_backend(backend, device)
     version = prov.onnxruntime_version() if resolved == "onnxruntime" else _onnx_version()
     identity = TracerIdentity(resolved, version, code_fingerprint())
@@ -284,12 +278,7 @@ def _checkpoint_plan(
         hint = plugin_hint(doc, device)
         raise PlanError(f"{Path(doc.path).name} cannot be traced: {exc}{hint}") from None
     check_set(detect_inputs(doc), arrays)
-    if capture is not None:
-        unknown = [n for n in capture if n not in _graph_values(doc)]
-        if unknown:
-            raise PlanError(
-                f"the capture selection names values the graph does not have: {unknown[:5]}"
-            )
+    _check_capture(doc, capture)
     tracer = TracerIdentity("numpy", np.__version__, code_fingerprint())
     return TracePlan(
         model=model_identity(doc.path),
@@ -339,12 +328,7 @@ def _plugin_plan(
     if reason:
         raise PlanError(f"tracer {m.id} cannot trace {Path(doc.path).name}: it {reason}")
     check_set(detect_inputs(doc), arrays)
-    if capture is not None:
-        unknown = [n for n in capture if n not in _graph_values(doc)]
-        if unknown:
-            raise PlanError(
-                f"the capture selection names values the graph does not have: {unknown[:5]}"
-            )
+    _check_capture(doc, capture)
     version = f"{m.version} on nneditor {__version__}"
     tracer_id = TracerIdentity(
         f"plugin:{m.id}", version, f"{record.fingerprint[:16]}+{code_fingerprint()}"
@@ -372,6 +356,15 @@ def _plugin_plan(
             "entry_function": m.entry_function,
         },
     )
+
+
+def _check_capture(doc: Document, capture: Sequence[str] | None) -> None:
+    if capture is not None:
+        unknown = [n for n in capture if n not in _graph_values(doc)]
+        if unknown:
+            raise PlanError(
+                f"the capture selection names values the graph does not have: {unknown[:5]}"
+            )
 
 
 def _resolve_backend(backend: str, device: str) -> tuple[str, str, prov.ProviderChoice | None]:

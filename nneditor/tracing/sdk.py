@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,7 +31,14 @@ if TYPE_CHECKING:
     from nneditor.model.graph import Graph
 
 API_VERSION = 1
-__all__ = ["API_VERSION", "TraceContext", "TraceOutcome", "TracePluginError"]
+__all__ = [
+    "API_VERSION",
+    "TraceContext",
+    "TraceOutcome",
+    "TracePluginError",
+    "load_pretrained_exactly",
+    "load_weights_exactly",
+]
 
 
 class TracePluginError(NNEditorError):
@@ -117,3 +125,80 @@ class TraceContext:
         except DecoderUnsupported as exc:
             raise TracePluginError(str(exc)) from None
         return TraceOutcome("numpy", (cfg.describe(), *cfg.notes))
+
+
+def load_weights_exactly(model: Any, folder: Path, what: str, tied: tuple[str, ...] = ()) -> None:
+    """Copy a snapshot's safetensors weights into a torch module, refusing anything that is
+    not exactly its parameters: a stored tensor the module has no place for, a shape the
+    config does not imply, or a parameter the snapshot lacks (``tied``: parameters that share
+    another's storage and are not stored). Pickle weights are never read (they can run
+    code). For plugins whose runtime is PyTorch; torch and safetensors are imported here."""
+    import torch
+    from safetensors import safe_open
+
+    shards = sorted(Path(folder).glob("*.safetensors"))
+    if not shards:
+        raise TracePluginError(
+            f"{Path(folder).name} keeps no safetensors weights; tracer plugins load safetensors "
+            "only (pickle files could run code)"
+        )
+    want = dict(model.state_dict())
+    seen: set[str] = set()
+    for shard in shards:
+        with safe_open(str(shard), framework="pt") as f:
+            for name in f.keys():  # noqa: SIM118 - safe_open has no __iter__
+                if name not in want:
+                    raise TracePluginError(
+                        f"the snapshot's tensor {name!r} has no place in {what}; refusing "
+                        "rather than running different weights"
+                    )
+                tensor = f.get_tensor(name)
+                if tuple(tensor.shape) != tuple(want[name].shape):
+                    raise TracePluginError(
+                        f"tensor {name} has shape {list(tensor.shape)}, the config implies "
+                        f"{list(want[name].shape)}"
+                    )
+                with torch.no_grad():
+                    want[name].copy_(tensor.float())
+                seen.add(name)
+    missing = sorted(set(want) - seen - set(tied))
+    if missing:
+        raise TracePluginError(
+            f"the snapshot lacks {missing[0]}"
+            + (f" and {len(missing) - 1} more weights" if len(missing) > 1 else "")
+            + f" that {what} needs"
+        )
+
+
+def load_pretrained_exactly(model_class: Any, folder: Path) -> Any:
+    """``model_class.from_pretrained`` for a snapshot whose checkpoint names need the
+    library's own key mapping (e.g. LLaVA's legacy names): safetensors only, no remote code,
+    float32, and refused when the library reports a missing, unexpected or mis-shaped
+    weight. Returns the model in eval mode."""
+    import torch
+
+    if not sorted(Path(folder).glob("*.safetensors")):
+        raise TracePluginError(
+            f"{Path(folder).name} keeps no safetensors weights; tracer plugins load safetensors "
+            "only (pickle files could run code)"
+        )
+    model, info = model_class.from_pretrained(
+        str(folder),
+        use_safetensors=True,
+        trust_remote_code=False,
+        dtype=torch.float32,
+        output_loading_info=True,
+    )
+    for key, words in (
+        ("missing_keys", "lacks"),
+        ("unexpected_keys", "holds weights with no place in the model:"),
+        ("mismatched_keys", "holds mis-shaped weights:"),
+    ):
+        bad = sorted(str(k) for k in info.get(key) or [])
+        if bad:
+            raise TracePluginError(
+                f"the snapshot {words} {bad[0]}"
+                + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
+                + f" ({model_class.__name__})"
+            )
+    return model.eval()

@@ -16,9 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.tracing.sdk import TraceContext, TraceOutcome, TracePluginError
-
-from .weights import load_exactly
+from nneditor.tracing.sdk import (
+    TraceContext,
+    TraceOutcome,
+    TracePluginError,
+    load_weights_exactly,
+)
 
 SDXL_INPUTS = ("text_embeds", "time_ids")
 
@@ -47,7 +50,7 @@ def trace(context: TraceContext) -> TraceOutcome:
     model = diffusers.UNet2DConditionModel.from_config(
         {k: v for k, v in config.items() if not k.startswith("_")}
     ).eval()
-    load_exactly(model, Path(doc.path), "UNet2DConditionModel")
+    load_weights_exactly(model, Path(doc.path), "UNet2DConditionModel")
     cap = context.capture
     handles = [
         _hook(model.time_embedding, lambda o: cap("time_embedding", _array(o))),

@@ -14,7 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from nneditor.tracing.sdk import TraceContext, TraceOutcome, TracePluginError
+from nneditor.tracing.sdk import (
+    TraceContext,
+    TraceOutcome,
+    TracePluginError,
+    load_weights_exactly,
+)
 
 from .hooks import publish_output
 
@@ -22,45 +27,12 @@ CLASSES = {"mamba": "MambaForCausalLM", "mamba2": "Mamba2ForCausalLM"}
 
 
 def _model(folder: Path, model_type: str) -> Any:
-    import torch
     import transformers as tf
-    from safetensors import safe_open
 
-    shards = sorted(folder.glob("*.safetensors"))
-    if not shards:
-        raise TracePluginError(
-            f"{folder.name} keeps no safetensors weights; this tracer loads safetensors only "
-            "(pickle shards could run code)"
-        )
     config = tf.AutoConfig.from_pretrained(str(folder), trust_remote_code=False)
     model = getattr(tf, CLASSES[model_type])(config).eval().float()
-    want = dict(model.state_dict())
-    tied = getattr(config, "tie_word_embeddings", False)
-    stored = set()
-    for shard in shards:
-        with safe_open(str(shard), framework="pt") as f:
-            for name in f.keys():  # noqa: SIM118 - safe_open has no __iter__
-                stored.add(name)
-                if name not in want:
-                    raise TracePluginError(
-                        f"the snapshot's tensor {name!r} has no place in {CLASSES[model_type]}; "
-                        "refusing rather than running different weights"
-                    )
-                tensor = f.get_tensor(name)
-                if tuple(tensor.shape) != tuple(want[name].shape):
-                    raise TracePluginError(
-                        f"tensor {name} has shape {list(tensor.shape)}, the config implies "
-                        f"{list(want[name].shape)}"
-                    )
-                with torch.no_grad():
-                    want[name].copy_(tensor.float())
-    missing = sorted(n for n in want if n not in stored and not (tied and "lm_head" in n))
-    if missing:
-        raise TracePluginError(
-            f"the snapshot lacks {missing[0]}"
-            + (f" and {len(missing) - 1} more weights" if len(missing) > 1 else "")
-            + f" that {CLASSES[model_type]} needs"
-        )
+    tied = ("lm_head.weight",) if getattr(config, "tie_word_embeddings", False) else ()
+    load_weights_exactly(model, folder, CLASSES[model_type], tied=tied)
     if tied:
         model.tie_weights()
     return model

@@ -15,9 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.tracing.sdk import TraceContext, TraceOutcome, TracePluginError
-
-from .weights import load_exactly
+from nneditor.tracing.sdk import (
+    TraceContext,
+    TraceOutcome,
+    TracePluginError,
+    load_pretrained_exactly,
+    load_weights_exactly,
+)
 
 
 def _hooks(pairs: list[tuple[Any, str]], capture: Callable[[str, Any], None]) -> list[Any]:
@@ -45,7 +49,9 @@ def _whisper(context: TraceContext, folder: Path) -> str:
 
     config = tf.WhisperConfig.from_pretrained(str(folder))
     model = tf.WhisperForConditionalGeneration(config).eval().float()
-    load_exactly(model, folder, "WhisperForConditionalGeneration", tied=("proj_out.weight",))
+    load_weights_exactly(
+        model, folder, "WhisperForConditionalGeneration", tied=("proj_out.weight",)
+    )
     model.tie_weights()
     enc, dec = model.model.encoder, model.model.decoder
     pairs = [
@@ -80,7 +86,7 @@ def _clip_vision(context: TraceContext, folder: Path) -> str:
     projected = any(str(n).endswith("visual_projection.weight") for n in context.document.tensors)
     cls = tf.CLIPVisionModelWithProjection if projected else tf.CLIPVisionModel
     model = cls(config).eval().float()
-    load_exactly(model, folder, cls.__name__)
+    load_weights_exactly(model, folder, cls.__name__)
     vm = model.vision_model
     pairs = [(vm.embeddings, "embeddings"), (vm.pre_layrnorm, "pre_layrnorm")]
     pairs += [(layer, f"encoder.layers.{i}") for i, layer in enumerate(vm.encoder.layers)]
@@ -98,15 +104,61 @@ def _clip_vision(context: TraceContext, folder: Path) -> str:
     return cls.__name__
 
 
+def _llava(context: TraceContext, folder: Path) -> str:
+    import torch
+    import transformers as tf
+
+    config = tf.LlavaConfig.from_pretrained(str(folder))
+    if not isinstance(config.vision_feature_layer, int):
+        raise TracePluginError("several vision feature layers are not traced by this plugin")
+    # LLaVA checkpoints keep legacy names that transformers maps itself on loading
+    model = load_pretrained_exactly(tf.LlavaForConditionalGeneration, folder)
+    inner = model.model
+    vm = getattr(inner.vision_tower, "vision_model", inner.vision_tower)
+    lm = inner.language_model
+    pairs = [(vm.embeddings, "vision.embeddings"), (vm.pre_layrnorm, "vision.pre_layrnorm")]
+    pairs += [(layer, f"vision.layers.{i}") for i, layer in enumerate(vm.encoder.layers)]
+    pairs += [(inner.multi_modal_projector, "image_embeds"), (lm.embed_tokens, "text_embeds")]
+    pairs += [(layer, f"language_model.layers.{i}") for i, layer in enumerate(lm.layers)]
+    pairs.append((lm.norm, "language_model.norm"))
+    handles = _hooks(pairs, context.capture)
+
+    def projector_input(_m: Any, args: Any) -> None:  # the selected image features
+        context.capture("image_features", args[0].detach().float().numpy())
+
+    def merged(_m: Any, _args: Any, kwargs: Any) -> None:  # text embeddings with the image in
+        context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
+
+    handles.append(inner.multi_modal_projector.register_forward_pre_hook(projector_input))
+    handles.append(lm.register_forward_pre_hook(merged, with_kwargs=True))
+    ids = _tensor(context, "input_ids").long()
+    pixels = _tensor(context, "pixel_values").float()
+    count = int((ids == config.image_token_id).sum())
+    try:
+        with torch.no_grad():
+            out = model(input_ids=ids, pixel_values=pixels, use_cache=False)
+    except ValueError as exc:  # e.g. placeholders and image features do not match
+        raise TracePluginError(
+            f"{exc} (the prompt holds {count} image placeholder tokens)"
+        ) from None
+    finally:
+        for h in handles:
+            h.remove()
+    context.capture("logits", out.logits.float().numpy())
+    return "LlavaForConditionalGeneration"
+
+
 def trace(context: TraceContext) -> TraceOutcome:
     import torch
     import transformers
 
     doc = context.document
     model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
-    runners = {"whisper": _whisper, "clip_vision_model": _clip_vision}
+    runners = {"whisper": _whisper, "clip_vision_model": _clip_vision, "llava": _llava}
     if model_type not in runners:
-        raise TracePluginError(f"this tracer runs Whisper and CLIP vision, not {model_type!r}")
+        raise TracePluginError(
+            f"this tracer runs Whisper, CLIP vision and LLaVA, not {model_type!r}"
+        )
     context.capture_inputs()
     what = runners[model_type](context, Path(doc.path))
     return TraceOutcome(

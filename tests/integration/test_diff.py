@@ -127,3 +127,24 @@ def test_snapshot_and_its_conversion_are_equal_by_canonical_names(zoo_artifact) 
     compared = [t for t in r["tensors"] if "delta" in t]
     assert len(compared) >= 20 and all(t["status"] == "equal" for t in compared)
     assert any("canonical names" in n for n in r["notes"])
+
+
+def test_renamed_operators_match_by_structure(tmp_path: Path) -> None:
+    """Another exporter's names: every operator renamed, one attribute changed; the diff
+    pairs operators by name-free structure hashes and reports exactly that attribute."""
+    model = onnx.load(str(EXAMPLE))
+    for k, node in enumerate(model.graph.node):
+        node.name = f"op_{k}"
+    norm = next(n for n in model.graph.node if n.op_type == "LayerNormalization")
+    for attr in norm.attribute:
+        if attr.name == "epsilon":
+            attr.f = 1e-3
+    renamed = tmp_path / "renamed.onnx"
+    onnx.save(model, str(renamed))
+    r = diff_paths(renamed, EXAMPLE)
+    ops = r["operators"]
+    assert ops["matched_by"].startswith("structure") and ops["matched"] == len(model.graph.node)
+    assert ops["only_in_a"] == [] and ops["only_in_b"] == []
+    (change,) = ops["changed"]
+    assert change["a"] == norm.name and change["b"].endswith("LayerNormalization_1")
+    assert change["changes"][0].startswith("attribute epsilon")

@@ -257,3 +257,72 @@ def test_modalities_tracer_equals_the_native_forward(
         assert want.shape == shape, (n, want.shape, shape)  # the synthesized shapes are right
         rel = float(np.abs(ours[n] - want).max() / max(np.abs(want).max(), 1e-30))
         assert rel < 1e-5, (n, rel)
+
+
+def _llava_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """transformers' own from_pretrained and forward of LLaVA, hooked like a user would."""
+    model = tf.LlavaForConditionalGeneration.from_pretrained(str(folder)).eval()
+    inner = model.model
+    vm = getattr(inner.vision_tower, "vision_model", inner.vision_tower)
+    lm = inner.language_model
+    out: dict[str, np.ndarray] = {}
+
+    def keep(name: str):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            out[name] = (o[0] if isinstance(o, tuple) else o).detach().numpy().copy()
+
+        return fn
+
+    mods = {"vision.embeddings": vm.embeddings, "vision.pre_layrnorm": vm.pre_layrnorm}
+    mods |= {f"vision.layers.{i}": m for i, m in enumerate(vm.encoder.layers)}
+    mods |= {"image_embeds": inner.multi_modal_projector, "text_embeds": lm.embed_tokens}
+    mods |= {f"language_model.layers.{i}": m for i, m in enumerate(lm.layers)}
+    mods["language_model.norm"] = lm.norm
+    hs = [m.register_forward_hook(keep(n)) for n, m in mods.items()]
+    hs.append(
+        inner.multi_modal_projector.register_forward_pre_hook(
+            lambda _m, a: out.__setitem__("image_features", a[0].detach().numpy().copy())
+        )
+    )
+    hs.append(
+        lm.register_forward_pre_hook(
+            lambda _m, _a, kw: out.__setitem__("inputs_embeds", kw["inputs_embeds"].numpy().copy()),
+            with_kwargs=True,
+        )
+    )
+    with torch.no_grad():
+        out["logits"] = model(
+            input_ids=torch.from_numpy(feeds["input_ids"]),
+            pixel_values=torch.from_numpy(feeds["pixel_values"]),
+            use_cache=False,
+        ).logits.numpy()
+    for h in hs:
+        h.remove()
+    return out
+
+
+@pytest.mark.realdata
+def test_llava_tracer_equals_the_native_forward(zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    from nneditor.inputs import automatic, detect_inputs
+
+    folder = zoo_artifact("llava-tiny")
+    with nneditor.open(folder) as doc:
+        specs = detect_inputs(doc).inputs
+        feeds = {s.name: automatic(s) for s in specs}
+        plan = make_plan(doc, feeds, tracer="nneditor.modalities")
+        declared = {k: v.shape for k, v in doc.graph.value_info.items()}
+    ids = feeds["input_ids"]
+    assert ids.shape == (1, 20) and (ids[0, :16] == 299).all() and (ids[0, 16:] != 299).all()
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert result.published, result.message + result.log_tail
+    assert all(v["status"] == "captured" for v in result.manifest["values"])
+    ours = {v["name"]: np.load(tmp_path / "t" / v["file"]) for v in result.manifest["values"]}
+    theirs = _llava_native(folder, feeds)
+    assert set(theirs) == {n for n in ours if n not in feeds} and len(theirs) == 13
+    for n, want in theirs.items():
+        shape = tuple(20 if d == "seq" else d for d in declared[n])
+        assert ours[n].shape == want.shape == shape, (n, want.shape, shape)
+        rel = float(np.abs(ours[n] - want).max() / max(np.abs(want).max(), 1e-30))
+        assert rel < 1e-5, (n, rel)
+    # the merge: the image rows of inputs_embeds are the projected image features
+    np.testing.assert_allclose(ours["inputs_embeds"][0, :16], ours["image_embeds"][0], rtol=1e-6)

@@ -31,7 +31,7 @@ def test_the_wheel_ships_resources_and_plugins(tmp_path: Path) -> None:
         "nneditor/_resources/icons/nneditor.svg",
         "nneditor/_plugins/mamba/nneditor-tracer.json",
         "nneditor/_plugins/diffusion-unet/tracer.py",
-        "nneditor/_plugins/modalities/weights.py",
+        "nneditor/_plugins/modalities/tracer.py",
         "nneditor/py.typed",
     ):
         assert want in names, want
