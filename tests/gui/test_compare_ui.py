@@ -72,6 +72,9 @@ def test_compare_models_and_traces(qtbot, open_model, window, tmp_path: Path) ->
     assert "relative L2 vs b" in colored[0].toolTip()
     pane.session.set_depth(2)  # blocks: block 0 green, block 1 hot
     qtbot.waitUntil(lambda: any(p.drift for p in pane.port_items()), timeout=20000)
+    boxes = pane.workbench.scene.items_by_key.values()
+    heats = {b.spec.label: b.heat.hue() for b in boxes if getattr(b, "heat", None) is not None}
+    assert heats["blocks.0"] > 100 and heats["blocks.1"] < 20, heats  # green, then red
     window.grab().save(str(tmp_path / "compare_traces.png"))
     table = pane.show_drift_table()
     assert table is not None and table.value_table.rowCount() > 20

@@ -62,6 +62,7 @@ class NodeItem(QGraphicsItem):
         self.setPos(x, y)
         self.selected = False
         self.matched = False
+        self.heat: QColor | None = None  # a compared trace's drift (the Traced model pane)
         self._texts: tuple[str, str] | None = None
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, False)
         self.setToolTip(self._tooltip())
@@ -94,6 +95,12 @@ class NodeItem(QGraphicsItem):
     def set_matched(self, on: bool) -> None:
         if self.matched != on:
             self.matched = on
+            self.update()
+
+    def set_heat(self, color: QColor | None) -> None:
+        """A drift colour shown as a strip along the box's right edge (None: no strip)."""
+        if self.heat != color:
+            self.heat = color
             self.update()
 
     # ------------------------------------------------------------------ painting
@@ -133,6 +140,10 @@ class NodeItem(QGraphicsItem):
         painter.drawRoundedRect(r, radius, radius)
         if s.kind not in ("input", "output"):
             self._paint_band(painter, t)
+        if self.heat is not None:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(self.heat)
+            painter.drawRoundedRect(QRectF(r.width() - BAND - 3, 4, BAND, r.height() - 8), 2, 2)
         if lod < LOD_TITLE:
             return
         self._paint_texts(painter, t, lod)

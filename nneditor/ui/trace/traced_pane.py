@@ -181,7 +181,25 @@ class TracedPane(QWidget):
         for p in self.ports:
             if not p.port.more and p.port.value in self.drift:
                 p.drift = self.drift[p.port.value]
+        self._paint_heat()
         self.portsShown.emit()
+
+    def _paint_heat(self) -> None:
+        """The heat strip: each box coloured by the largest drift among its output values."""
+        from nneditor.ui.trace.ports import drift_color
+
+        scene, index = self.workbench.scene, self.index
+        if scene.shown is None or index is None:
+            return
+        level = scene.shown.level
+        for key, box in scene.items_by_key.items():
+            worst = None
+            if self.drift and level.by_key[key].kind not in ("input", "output"):
+                outs = [p for p in item_ports(index, level, level.by_key[key]) if p.side == "out"]
+                found = [self.drift[v] for p in outs for v in p.values if v in self.drift]
+                worst = max(found) if found else None
+            if hasattr(box, "set_heat"):
+                box.set_heat(drift_color(worst) if worst is not None else None)
 
     def compare_with(self, other: Path, threshold: float = 1e-3) -> dict[str, Any]:
         """Diff the shown trace (A) against ``other`` (B) and colour the ports by drift."""
