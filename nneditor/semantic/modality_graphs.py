@@ -148,42 +148,12 @@ def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph |
         layers = int(vision["num_hidden_layers"])
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"config.json lacks a CLIP vision size ({exc})"
-    tokens = (size // patch) ** 2 + 1
     b = Builder("clip vision (from config.json)")
     b.input("pixel_values", (1, int(vision.get("num_channels", 3)), size, size))
-    x = b.node(
-        "embeddings",
-        "PatchEmbedding",
-        ["pixel_values"],
-        "embeddings",
-        (1, tokens, d),
-        "embedding",
-        f"{patch}x{patch} patches, a class token and learned positions.",
+    hidden = _clip_tower(
+        b, "", "", "encoder.layers", "encoder/layers", size, patch, d, layers, last=True
     )
-    x = b.node(
-        "pre_layrnorm",
-        "LayerNorm",
-        [x],
-        "pre_layrnorm",
-        (1, tokens, d),
-        "norm",
-        "LayerNorm before the encoder.",
-    )
-    for i in range(layers):
-        x = b.node(
-            f"encoder/layers.{i}",
-            "TransformerEncoderLayer",
-            [x],
-            f"encoder.layers.{i}",
-            (1, tokens, d),
-            "attention",
-            "Vision block: self-attention and MLP, pre-LayerNorm"
-            + (
-                "; its output is the sequence output (last_hidden_state)."
-                if i == layers - 1
-                else "."
-            ),
-        )
+    x = hidden[-1]
     pooled = b.node(
         "post_layernorm",
         "LayerNorm",
@@ -206,6 +176,56 @@ def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph |
             "Projection into the shared image-text embedding space.",
         )
     return b.finish(doc, output), ""
+
+
+def _clip_tower(
+    b: Builder,
+    scope: str,
+    prefix: str,
+    layer_name: str,
+    layer_scope: str,
+    size: int,
+    patch: int,
+    d: int,
+    layers: int,
+    last: bool = False,
+) -> list[str]:
+    """A CLIP vision tower on ``pixel_values``; returns its hidden states as transformers
+    numbers them: [pre-LayerNorm output, block 0, ..., block n-1]."""
+    tokens = (size // patch) ** 2 + 1
+    x = b.node(
+        f"{scope}embeddings",
+        "PatchEmbedding",
+        ["pixel_values"],
+        f"{prefix}embeddings",
+        (1, tokens, d),
+        "embedding",
+        f"{patch}x{patch} patches, a class token and learned positions.",
+    )
+    x = b.node(
+        f"{scope}pre_layrnorm",
+        "LayerNorm",
+        [x],
+        f"{prefix}pre_layrnorm",
+        (1, tokens, d),
+        "norm",
+        "LayerNorm before the vision encoder.",
+    )
+    hidden = [x]
+    for i in range(layers):
+        tail = "; its output is the sequence output (last_hidden_state)." if last else "."
+        x = b.node(
+            f"{layer_scope}.{i}",
+            "TransformerEncoderLayer",
+            [x],
+            f"{layer_name}.{i}",
+            (1, tokens, d),
+            "attention",
+            "Vision block: self-attention and MLP, pre-LayerNorm"
+            + (tail if i == layers - 1 else "."),
+        )
+        hidden.append(x)
+    return hidden
 
 
 def image_token_count(config: Mapping[str, Any]) -> int:
@@ -236,44 +256,24 @@ def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None,
         vocab = int(text["vocab_size"])
     except (KeyError, TypeError, ValueError) as exc:
         return None, f"config.json lacks a LLaVA size ({exc})"
-    tokens = (size // patch) ** 2 + 1
     n_image = image_token_count(config)
-    chosen = layer % (v_layers + 1)  # hidden_states[0] is the embeddings
+    chosen = layer % (v_layers + 1)  # an index into the tower's hidden states
     b = Builder("llava (from config.json)")
     b.input("pixel_values", (1, int(vision.get("num_channels", 3)), size, size))
     b.input("input_ids", (1, "seq"), "int64")
-    x = b.node(
-        "vision_tower/embeddings",
-        "PatchEmbedding",
-        ["pixel_values"],
-        "vision.embeddings",
-        (1, tokens, dv),
-        "embedding",
-        f"{patch}x{patch} patches, a class token and learned positions.",
+    hidden = _clip_tower(
+        b,
+        "vision_tower/",
+        "vision.",
+        "vision.layers",
+        "vision_tower/layers",
+        size,
+        patch,
+        dv,
+        v_layers,
     )
-    outputs = ["vision.embeddings"]
-    x = b.node(
-        "vision_tower/pre_layrnorm",
-        "LayerNorm",
-        [x],
-        "vision.pre_layrnorm",
-        (1, tokens, dv),
-        "norm",
-        "LayerNorm before the vision encoder.",
-    )
-    for i in range(v_layers):
-        x = b.node(
-            f"vision_tower/layers.{i}",
-            "TransformerEncoderLayer",
-            [x],
-            f"vision.layers.{i}",
-            (1, tokens, dv),
-            "attention",
-            "Vision block.",
-        )
-        outputs.append(f"vision.layers.{i}")
     strategy = config.get("vision_feature_select_strategy", "default")
-    source = "vision.pre_layrnorm" if chosen == 0 else outputs[chosen]
+    source = hidden[chosen]
     feats = b.node(
         "feature_select",
         "FeatureSelect",

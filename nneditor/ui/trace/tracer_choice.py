@@ -59,7 +59,8 @@ class TracerChoice(QWidget):
         lay.addWidget(self.combo)
         lay.addLayout(buttons)
         lay.addWidget(self.note)
-        self.reload()
+        self._discovered = False  # discovery hashes plugin files: not at window start-up
+        self.combo.addItem("NNEditor's built-in tracers", BUILTIN)
 
     def selected(self) -> str:
         """The chosen plugin id, or "" for NNEditor's built-in tracers."""
@@ -67,10 +68,14 @@ class TracerChoice(QWidget):
 
     def set_context(self, doc: Any, device: str) -> None:
         self.doc, self.device = doc, device
-        self._fill()
+        if self._discovered:
+            self._fill()
+        else:
+            self.reload()
 
     def reload(self) -> None:
         self.records = discover()
+        self._discovered = True
         self._fill()
 
     def install_folder(self, folder: Path) -> str:
