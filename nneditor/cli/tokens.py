@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from nneditor.cli.common import CLIError, print_json
+from nneditor.tracing.capture_file import CaptureReadError, read_value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -170,7 +171,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
             raise CLIError(f"the trace has no captured value named {args.value!r}")
     else:
         entry = find_logits(values, tok.vocab_size if tok else None, _outputs(model))
-    logits = np.load(folder / entry["file"], allow_pickle=False)
+    try:
+        logits = np.asarray(read_value(folder, entry, mmap=False))
+    except CaptureReadError as exc:
+        raise CLIError(str(exc)) from None
     result = predict(logits, entry["name"], tok, args.batch, args.position, args.top)
     out = result.as_dict()
     if entry.get("status") == "partial":

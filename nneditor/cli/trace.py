@@ -41,7 +41,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     d = Limits()
     s.add_argument("path")
     s.add_argument("--inputs", help=".npz (inputs by name) or .npy (a single-input model)")
-    s.add_argument("--out", required=True, help="folder for manifest.json and one .npy per value")
+    s.add_argument("--out", required=True, help="folder for manifest.json and values.safetensors")
+    s.add_argument(
+        "--npy-files",
+        action="store_true",
+        help="also write one .npy per value under OUT/values (the manifest still names the "
+        "safetensors file)",
+    )
     s.add_argument("--backend", default="auto", choices=BACKENDS)
     s.add_argument(
         "--tracer",
@@ -104,6 +110,11 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
     approval = approve(plan)
     runner = runner or TraceRunner()
     result = runner.run(plan, approval, args.out, on_event=_progress_printer(args.json))
+    if result.published and result.out_dir is not None and getattr(args, "npy_files", False):
+        from nneditor.tracing.capture import export_npy_files
+
+        files = export_npy_files(result.out_dir, limits.chunk_bytes)
+        print(f"wrote {len(files)} .npy files under {result.out_dir / 'values'}", file=sys.stderr)
     summary = _summary(result)
     if args.json:
         json.dump(summary, sys.stdout, indent=2, allow_nan=False, default=str)

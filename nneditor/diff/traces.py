@@ -1,4 +1,4 @@
-"""Compare two trace folders (``manifest.json`` + one .npy per value): per value the
+"""Compare two trace folders (``manifest.json`` + ``values.safetensors``): per value the
 relative L2 error and cosine similarity of A against B (B is the reference), and the first
 value, in A's graph order, whose error exceeds the threshold — where drift starts."""
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from nneditor.diff.deltas import compare_chunks, flat_chunks
 from nneditor.errors import NNEditorError
+from nneditor.tracing.capture_file import CaptureReadError, read_value
 
 #: the block a value belongs to, from its name or producer: blk.3, layers.3, blocks.3, h.3
 _BLOCK = re.compile(r"(?:^|[/.])((?:blk|layers?|blocks?|h)\.\d+)(?:[/.]|$)")
@@ -40,8 +41,15 @@ def load_value(folder: Path, name: str) -> np.ndarray | None:
     """A captured value of a trace folder (memory-mapped), None when it was not captured."""
     for v in _manifest(folder)["values"]:
         if v.get("name") == name and v.get("status") == "captured" and v.get("file"):
-            return np.load(folder / v["file"], mmap_mode="r", allow_pickle=False)
+            return _read(folder, v)
     return None
+
+
+def _read(folder: Path, rec: dict[str, Any]) -> np.ndarray:
+    try:
+        return read_value(folder, rec)
+    except CaptureReadError as exc:
+        raise TraceDiffError(str(exc)) from None
 
 
 def block_of(value: dict[str, Any]) -> str:
@@ -67,8 +75,7 @@ def diff_traces(a: Path, b: Path, threshold: float = 1e-3) -> dict[str, Any]:
         elif list(v.get("shape") or []) != list(w.get("shape") or []):
             row["status"] = f"shape {v.get('shape')} vs {w.get('shape')}"
         else:
-            x = np.load(a / v["file"], mmap_mode="r", allow_pickle=False)
-            y = np.load(b / w["file"], mmap_mode="r", allow_pickle=False)
+            x, y = _read(a, v), _read(b, w)
             if x.dtype.kind not in "fiub" or y.dtype.kind not in "fiub":
                 row["status"] = f"not numeric ({x.dtype})"
             else:

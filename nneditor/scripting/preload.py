@@ -127,8 +127,9 @@ def _select_agg_backend() -> None:
     matplotlib.use("Agg")
 
 
-def load_tensor(path: Path) -> Any:
-    """A private, writable copy of the array in ``path`` (an ``.npy`` file).
+def load_tensor(path: Path, location: dict[str, Any] | None = None) -> Any:
+    """A private, writable copy of the array in ``path`` (an ``.npy`` file), or of the slice
+    ``location`` (offset, dtype, shape) of it (a trace's capture container).
 
     The header is parsed first and the data size it implies is checked against the file size,
     so a header claiming more data than the file holds is refused before anything is
@@ -138,6 +139,8 @@ def load_tensor(path: Path) -> Any:
 
     if not path.is_file():
         raise TensorLoadError(f"The captured tensor file {path} does not exist.")
+    if location:
+        return _load_slice(path, location)
     _check_magic(path)
     try:
         with open(path, "rb") as f:  # read-only: nothing can write through this handle
@@ -157,6 +160,33 @@ def load_tensor(path: Path) -> Any:
         raise TensorLoadError(f"The captured tensor file {path} is damaged: it ended early.")
     array = flat.reshape(shape, order="F" if fortran else "C")
     return array if array.flags.writeable else array.copy()
+
+
+def _load_slice(path: Path, location: dict[str, Any]) -> Any:
+    import numpy as np
+
+    try:
+        dtype = np.dtype(str(location["dtype"]))
+        shape = tuple(int(d) for d in location["shape"])
+        offset = int(location["offset"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TensorLoadError(f"The tensor's place in {path} is not valid ({exc}).") from None
+    if dtype.hasobject or offset < 0 or any(d < 0 for d in shape):
+        raise TensorLoadError(f"The tensor's place in {path} is not valid.")
+    count = math.prod(shape)
+    try:
+        if offset + count * dtype.itemsize > path.stat().st_size:
+            raise TensorLoadError(
+                f"The capture file {path} is damaged: it is shorter than the trace's manifest says."
+            )
+        with open(path, "rb") as f:  # read-only: nothing can write through this handle
+            f.seek(offset)
+            flat = np.fromfile(f, dtype=dtype, count=count)
+    except OSError as exc:
+        raise TensorLoadError(f"The capture file {path} cannot be read: {exc}.") from None
+    if flat.size != count:
+        raise TensorLoadError(f"The capture file {path} is damaged: it ended early.")
+    return flat.reshape(shape)
 
 
 def _read_header(f: Any, path: Path) -> tuple[tuple[int, ...], bool, Any]:

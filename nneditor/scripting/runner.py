@@ -79,6 +79,7 @@ def run_script(
     cancel: CancelToken | None = None,
     python: str | None = None,
     max_output_chars: int = MAX_OUTPUT_CHARS,
+    tensor_location: dict[str, Any] | None = None,
 ) -> ScriptResult:
     """Run ``code`` on a private copy of the tensor in ``tensor_path``; blocks until it ends.
 
@@ -98,6 +99,7 @@ def run_script(
         cancel=cancel,
         python=python,
         max_output_chars=max_output_chars,
+        tensor_location=tensor_location,
     )
     with process:
         result = process.wait()
@@ -117,8 +119,12 @@ def start_script(
     cancel: CancelToken | None = None,
     python: str | None = None,
     max_output_chars: int = MAX_OUTPUT_CHARS,
+    tensor_location: dict[str, Any] | None = None,
 ) -> ScriptProcess:
-    """Prepare a run folder and start the worker; returns without waiting."""
+    """Prepare a run folder and start the worker; returns without waiting.
+
+    ``tensor_location`` (offset, dtype, shape): the tensor is that slice of ``tensor_path``
+    (a trace's capture container) rather than the whole file as an .npy."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a str, not {type(code).__name__}")
     if timeout_s is not None and not timeout_s > 0:
@@ -131,6 +137,7 @@ def start_script(
         "protocol": PROTOCOL_VERSION,
         "code": code,
         "tensor_path": None if tensor_path is None else str(Path(tensor_path).resolve()),
+        "tensor_location": _plain_location(tensor_location),
         "metadata": plain_metadata,
         "max_ram_mb": int(max_ram_mb),
         "max_output_chars": int(max_output_chars),
@@ -147,6 +154,20 @@ def _make_run_dir(workdir: Path | None) -> Path:
         Path(workdir).mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     return Path(tempfile.mkdtemp(prefix=f"nneditor-script-{stamp}-", dir=workdir)).resolve()
+
+
+def _plain_location(location: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The tensor's place inside a capture container, as JSON the worker checks again."""
+    if not location:
+        return None
+    try:
+        return {
+            "offset": int(location["offset"]),
+            "dtype": str(location["dtype"]),
+            "shape": [int(d) for d in location["shape"]],
+        }
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"tensor_location needs offset, dtype and shape ({exc})") from None
 
 
 def _jsonable_metadata(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -115,7 +115,9 @@ class ScriptWorker:
 
     def _load_tensor(self) -> Any:
         path = self.request.get("tensor_path")
-        return None if path is None else load_tensor(Path(path))
+        if path is None:
+            return None
+        return load_tensor(Path(path), self.request.get("tensor_location"))
 
     def _execute(self, namespace: dict[str, Any]) -> CellOutcome:
         module = types.ModuleType("__main__")

@@ -1,4 +1,5 @@
-"""The capture store: one .npy per value plus manifest.json, within a byte budget.
+"""The capture store: every value in one ``values.safetensors`` (see :mod:`capture_file`) plus
+manifest.json, within a byte budget; ``layout="npy"`` writes one .npy per value instead.
 
 Invariants:
 
@@ -14,6 +15,10 @@ Invariants:
   or dropped and a reason for anything not fully captured.
 - Values numpy cannot store without pickle (ml_dtypes floats, sub-byte ints, strings) are
   widened to float32 / int8 / uint8 / unicode and the record names the original dtype.
+- A record of a value in the container has ``file`` = ``values.safetensors`` and the absolute
+  byte ``offset`` of its data; values the container cannot hold (strings, complex numbers) get
+  their own .npy under ``values/``; a graph input refers to its file under ``inputs/``.
+  Readers go through :func:`capture_file.read_value`.
 """
 
 from __future__ import annotations
@@ -30,6 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from nneditor.tracing.capture_file import CONTAINER, CaptureFile, read_value, st_dtype
+
+LAYOUTS = ("container", "npy")
 VALUES_DIR = "values"
 MANIFEST = "manifest.json"
 SUBGRAPH_REASON = "not captured: inside a subgraph"
@@ -87,8 +95,13 @@ class CaptureStore:
         chunk_bytes: int,
         on_written: Callable[[int, int], None] | None = None,
         writers: int = 2,
+        layout: str = "container",
     ) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown capture layout {layout!r}; expected one of {LAYOUTS}")
         self.root = root
+        self.layout = layout
+        self._container: CaptureFile | None = None
         (root / VALUES_DIR).mkdir(parents=True, exist_ok=True)
         self.budget = int(budget_bytes)
         self.remaining = int(budget_bytes)
@@ -128,9 +141,9 @@ class CaptureStore:
     def write(self, name: str, value: Any, same_as: Path | None = None) -> dict[str, Any]:
         """Store one produced value (honouring the budget) and return its record.
 
-        ``same_as``: a .npy file already holding exactly ``value`` (a graph input's file in
-        the run folder); a full capture is then a hard link to it (a copy where the file
-        system has no links), which skips creating and writing a new file."""
+        ``same_as``: a .npy file in the run folder already holding exactly ``value`` (a graph
+        input's file); a full capture then refers to it (``layout="npy"``: a hard link to it,
+        a copy where the file system has no links) instead of writing the bytes again."""
         rec = self.records.get(name) or self._register_late(name)
         if not isinstance(value, np.ndarray):
             kind = type(value).__name__
@@ -191,20 +204,57 @@ class CaptureStore:
     def _store(
         self, rec: dict[str, Any], arr: np.ndarray, status: str, same_as: Path | None = None
     ) -> None:
+        rec.update(status=status, bytes=int(arr.nbytes))
+        if same_as is not None and self._refer(rec, same_as):
+            return
+        arr = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+        if self.layout == "container" and st_dtype(arr) is not None:
+            if self._container is None:
+                self._container = CaptureFile(self.root / CONTAINER, list(self.records))
+            offset = self._container.allocate(rec["name"], arr)
+            rec.update(file=CONTAINER, offset=offset)
+            self._submit(self._write_at, offset, arr)
+            return
         fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
-        rec.update(status=status, file=fname, bytes=int(arr.nbytes))
-        if same_as is not None:
+        rec["file"] = fname
+        self._submit(self._write, self.root / fname, arr)
+
+    def _refer(self, rec: dict[str, Any], same_as: Path) -> bool:
+        """Point ``rec`` at an existing file of the run instead of writing (False: write)."""
+        if self.layout == "container":
             try:
-                os.link(same_as, self.root / fname)
-                self._progress()
-                return
-            except OSError:
-                pass  # no hard links here: write the value like any other
+                rec["file"] = same_as.resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                return False
+            self._progress()
+            return True
+        fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        try:
+            os.link(same_as, self.root / fname)
+        except OSError:
+            return False  # no hard links here: write the value like any other
+        rec["file"] = fname
+        self._progress()
+        return True
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         if self._pool is None:
-            self._write(self.root / fname, arr)
+            fn(*args)
         else:
             self._slots.acquire()  # bounds the arrays held by pending writes
-            self._futures.append(self._pool.submit(self._write, self.root / fname, arr))
+            self._futures.append(self._pool.submit(fn, *args))
+
+    def _write_at(self, offset: int, arr: np.ndarray) -> None:
+        assert self._container is not None
+        try:
+            t0 = time.perf_counter()
+            self._container.write(offset, arr, self.chunk)
+            with self._lock:
+                self.write_s += time.perf_counter() - t0
+            self._progress()
+        finally:
+            if self._pool is not None:
+                self._slots.release()
 
     def _write(self, path: Path, arr: np.ndarray) -> None:
         try:
@@ -229,12 +279,18 @@ class CaptureStore:
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
+            if self._container is not None:  # no manifest was written: the run failed
+                self._container.abort()
+                self._container = None
 
     def abort(self) -> None:
         """Drop pending writes (the run failed; its folder will be deleted)."""
         self._futures = []
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        if self._container is not None:
+            self._container.abort()
+            self._container = None
 
     def _progress(self) -> None:
         with self._lock:
@@ -257,6 +313,7 @@ class CaptureStore:
         """Write manifest.json (values in registration order plus run info) after every
         pending capture is on disk."""
         self.flush()
+        self._finish_container()
         doc = {
             "format": "nneditor-trace",
             "version": 1,
@@ -267,6 +324,32 @@ class CaptureStore:
             "values": list(self.records.values()),
         }
         return dump_manifest(doc, self.root / MANIFEST)
+
+    def _finish_container(self) -> None:
+        """Write the container's header; shift the offsets if it had to grow."""
+        if self._container is None:
+            return
+        container, self._container = self._container, None
+        shift = container.finish()
+        if shift:
+            for r in self.records.values():
+                if "offset" in r:
+                    r["offset"] += shift
+
+
+def export_npy_files(folder: Path, chunk_bytes: int = 16 * 2**20) -> list[Path]:
+    """Write one .npy per value held in the trace's container under ``folder/values`` (for
+    tools that want a file per value); the manifest keeps pointing at the container."""
+    doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    (folder / VALUES_DIR).mkdir(exist_ok=True)
+    written: list[Path] = []
+    for rec in doc.get("values", []):
+        if rec.get("file") != CONTAINER or rec.get("status") not in ("captured", "partial"):
+            continue
+        path = folder / VALUES_DIR / f"{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        write_npy(path, np.ascontiguousarray(read_value(folder, rec)), chunk_bytes)
+        written.append(path)
+    return written
 
 
 def dump_manifest(doc: dict[str, Any], path: Path) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import safetensors.numpy as safetensors_numpy
 
 pytest.importorskip("PySide6")
 
@@ -72,7 +73,7 @@ def test_trace_panel_runs_and_ports_open_the_overlay(qtbot, open_model, window) 
     _click_port(qtbot, pane, port)
     qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
     overlay = feature.overlays[-1]
-    stored = np.load(run.file("logits"), allow_pickle=False)
+    stored = safetensors_numpy.load_file(str(run.file("logits")))["logits"]  # reference reader
     np.testing.assert_array_equal(np.asarray(overlay.array), stored)
     feed = {n: np.asarray(feature.panel.arrays[n]) for n in feature.panel.arrays}
     sess = ort.InferenceSession(str(EXAMPLE), providers=["CPUExecutionProvider"])
@@ -82,6 +83,8 @@ def test_trace_panel_runs_and_ports_open_the_overlay(qtbot, open_model, window) 
     np.testing.assert_array_equal(panel_ref.read(), stored)
     overlay.show_tab("Python")
     assert overlay.python_tab.tensor_path == run.file("logits")
+    assert overlay.python_tab.tensor_location == run.location("logits")
+    assert "<f4  ·  1×1×96" in overlay.python_tab.header.text()
     overlay.close()
     assert (EXAMPLE.read_bytes(), EXAMPLE.stat().st_mtime_ns) == before
 
@@ -208,7 +211,7 @@ def test_partial_capture_is_labelled_partial(qtbot, open_model, window) -> None:
     assert overlay.metadata["partial"] and overlay.metadata["shape"] == rec["shape"]
     assert overlay.tensor_panel.is_partial
     assert overlay.python_tab.metadata["shape"] == rec["shape"]
-    stored = np.load(run.file(name), allow_pickle=False)
+    stored = safetensors_numpy.load_file(str(run.file(name)))[name]
     assert stored.ndim == 1 and stored.size < np.prod(rec["shape"])
     np.testing.assert_array_equal(np.asarray(overlay.array), stored)
     dropped = [n for n in run.records if run.status(n) == "dropped"]

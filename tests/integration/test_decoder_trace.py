@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nneditor.tracing.capture_file import read_value
+
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
@@ -62,7 +64,7 @@ def test_prompt_trace_predict(form: str, zoo_artifact, tmp_path, unchanged) -> N
     model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
     with torch.no_grad():
         want = model(torch.tensor([ids])).logits.numpy()
-    got = np.load(tmp_path / "t" / values["result_output"]["file"])
+    got = read_value(tmp_path / "t", values["result_output"])
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-4
     pred = cli("predict", tmp_path / "t", "--top", "5", "--json")
     assert pred.returncode == 0, pred.stderr

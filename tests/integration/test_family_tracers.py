@@ -15,6 +15,7 @@ import pytest
 
 import nneditor
 from nneditor.tracing import Limits, TraceRunner, approve, make_plan
+from nneditor.tracing.capture_file import read_value
 from nneditor.tracing.plugins.discovery import PATH_ENV
 
 torch = pytest.importorskip("torch", reason="the SSM tracer's runtime (nneditor[tracer-ssm])")
@@ -54,7 +55,7 @@ def _traced(path: Path, out: Path, tracer: str) -> dict[str, np.ndarray]:
     values = {}
     for v in result.manifest["values"]:
         assert v["status"] == "captured", v
-        values[v["name"]] = np.load(out / v["file"])
+        values[v["name"]] = read_value(out, v)
     return values
 
 
@@ -170,7 +171,7 @@ def test_unet_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_path
     result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
     assert result.published, result.message + result.log_tail
     ours = {
-        v["name"]: np.load(tmp_path / "t" / v["file"])
+        v["name"]: read_value(tmp_path / "t", v)
         for v in result.manifest["values"]
         if v["status"] == "captured"
     }
@@ -247,7 +248,7 @@ def test_modalities_tracer_equals_the_native_forward(
         assert feeds["decoder_input_ids"].max() < 500
     result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
     assert result.published, result.message + result.log_tail
-    ours = {v["name"]: np.load(tmp_path / "t" / v["file"]) for v in result.manifest["values"]}
+    ours = {v["name"]: read_value(tmp_path / "t", v) for v in result.manifest["values"]}
     assert all(v["status"] == "captured" for v in result.manifest["values"])
     theirs = _modality_native(folder, feeds)
     assert set(theirs) == {n for n in ours if n not in feeds}
@@ -316,7 +317,7 @@ def test_llava_tracer_equals_the_native_forward(zoo_artifact, tmp_path: Path) ->
     result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
     assert result.published, result.message + result.log_tail
     assert all(v["status"] == "captured" for v in result.manifest["values"])
-    ours = {v["name"]: np.load(tmp_path / "t" / v["file"]) for v in result.manifest["values"]}
+    ours = {v["name"]: read_value(tmp_path / "t", v) for v in result.manifest["values"]}
     theirs = _llava_native(folder, feeds)
     assert set(theirs) == {n for n in ours if n not in feeds} and len(theirs) == 13
     for n, want in theirs.items():

@@ -18,6 +18,7 @@ import pytest
 import nneditor
 from nneditor.jobs import CancelToken
 from nneditor.tracing import Limits, RunError, TraceRunner, approve, make_plan
+from nneditor.tracing.capture_file import read_value
 from nneditor.tracing.plugins.discovery import PATH_ENV
 from nneditor.tracing.plugins.manifest import MANIFEST
 
@@ -96,11 +97,9 @@ def test_the_llm_template_traces_a_gguf_like_the_built_in_decoder(
     assert {v["name"] for v in plugin["values"]} == names and len(names) == 16  # 2 blocks
     for v in plugin["values"]:
         assert v["status"] == "captured"
-        a = np.load(tmp_path / "plugin" / v["file"])
-        b = np.load(
-            tmp_path
-            / "builtin"
-            / next(w["file"] for w in builtin["values"] if w["name"] == v["name"])
+        a = read_value(tmp_path / "plugin", v)
+        b = read_value(
+            tmp_path / "builtin", next(w for w in builtin["values"] if w["name"] == v["name"])
         )
         np.testing.assert_array_equal(a, b)
 

@@ -175,6 +175,29 @@ def test_partial_capture_shape_comes_from_metadata(tmp_path):
     np.testing.assert_array_equal(np.load(result.result_array_path), full.reshape(-1)[:10])
 
 
+def test_a_value_inside_a_trace_container_is_loaded_by_its_location(tmp_path, unchanged):
+    from safetensors.numpy import save_file  # a container written by the reference library
+
+    a = np.arange(6, dtype=np.uint8)
+    b = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
+    path = tmp_path / "values.safetensors"
+    save_file({"a": a, "b": b}, str(path))
+    check = unchanged(path)
+    header = int.from_bytes(path.read_bytes()[:8], "little")
+    offsets = ast.literal_eval(path.read_bytes()[8 : 8 + header].decode())["b"]["data_offsets"]
+    where = {"offset": 8 + header + offsets[0], "dtype": "float32", "shape": [3, 4]}
+    code = "tensor *= 0\nprint(tensor.shape, tensor.dtype)\nresult = float(tensor.sum())"
+    result = run_script(code, path, {}, workdir=tmp_path, tensor_location=where)
+    assert result.status == "ok", result.error
+    assert result.stdout.strip() == "(3, 4) float32" and result.result_value == 0.0
+    got = run_script("result = tensor", path, {}, workdir=tmp_path, tensor_location=where)
+    np.testing.assert_array_equal(np.load(got.result_array_path), b)
+    check()  # the script changed its private copy only
+    beyond = dict(where, shape=[300, 4])
+    bad = run_script("1", path, {}, workdir=tmp_path, tensor_location=beyond)
+    assert bad.status != "ok" and "shorter than the trace's manifest says" in bad.error
+
+
 def test_array_result_is_saved_as_npy(tmp_path):
     result = run_script("result = np.arange(6).reshape(2, 3)", None, None, workdir=tmp_path)
     assert result.status == "ok", result.error

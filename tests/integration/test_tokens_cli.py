@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from nneditor.tokenize.token_inputs import read_note
+from nneditor.tracing.capture_file import read_value
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
@@ -131,14 +132,13 @@ def test_predict_without_a_vocabulary_gives_ids_and_says_so(tmp_path) -> None:  
     out = run("trace", str(model), "--out", str(trace), "--yes")
     assert out.returncode == 0, out.stderr
     p = ok("predict", str(trace), "--top", "3", "--position", "0")
-    logits = np.load(
-        trace
-        / "values"
-        / next(
-            v["file"].split("/")[-1]
+    logits = read_value(
+        trace,
+        next(
+            v
             for v in json.loads((trace / "manifest.json").read_text())["values"]
             if v["name"] == "logits"
-        )
+        ),
     )
     row = logits.reshape(-1, logits.shape[-1])[0]
     assert p["value"] == "logits" and [t["id"] for t in p["top"]] == list(np.argsort(-row)[:3])

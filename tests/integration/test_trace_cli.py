@@ -12,6 +12,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from nneditor.tracing.capture_file import read_value
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
 ort = pytest.importorskip("onnxruntime")
@@ -70,11 +72,29 @@ def test_trace_prints_the_plan_and_needs_yes(tmp_path):
     expected = ort.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     ).run(["logits"], {"input_ids": np.array([[1, 2, 3]], np.int64)})[0]
-    np.testing.assert_allclose(
-        np.load(tmp_path / "t" / logits["file"]), expected, rtol=1e-5, atol=1e-6
-    )
+    np.testing.assert_allclose(read_value(tmp_path / "t", logits), expected, rtol=1e-5, atol=1e-6)
     assert manifest["run"]["approval"]["digest"] and manifest["run"]["backend"] == "onnxruntime"
     assert summary["counts"]["captured"] == len(manifest["values"])
+
+
+def test_trace_writes_one_safetensors_file_and_npy_files_on_request(tmp_path):
+    from safetensors.numpy import load_file
+
+    ids = tmp_path / "ids.npz"
+    np.savez(ids, input_ids=np.array([[4, 5]], np.int64))
+    out = tmp_path / "t"
+    done = run("trace", EXAMPLE, "--inputs", ids, "--out", out, "--yes", "--npy-files")
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    inside = [v for v in manifest["values"] if v["file"] == "values.safetensors"]
+    assert len(inside) == len(manifest["values"]) - 1  # the input refers to inputs/000.npy
+    loaded = load_file(str(out / "values.safetensors"))  # any safetensors reader opens it
+    npy = sorted((out / "values").glob("*.npy"))
+    assert len(npy) == len(inside) and f"wrote {len(inside)} .npy files" in done.stderr
+    for v in inside:
+        np.testing.assert_array_equal(loaded[v["name"]], read_value(out, v))
+        one = next(p for p in npy if p.name.startswith(f"{v['index']:05d}_"))
+        np.testing.assert_array_equal(np.load(one, allow_pickle=False), loaded[v["name"]])
 
 
 def test_trace_errors_are_one_line(tmp_path):

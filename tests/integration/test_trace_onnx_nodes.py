@@ -17,6 +17,7 @@ import pytest
 from onnx import helper
 
 from nneditor.tracing.capture import write_npy
+from nneditor.tracing.capture_file import read_value
 from nneditor.tracing.worker import execute
 
 ort = pytest.importorskip("onnxruntime")
@@ -53,9 +54,7 @@ def _run(tmp: Path, model: onnx.ModelProto, feeds: dict, backend: str) -> dict[s
     execute(request, lambda *a, **k: None, [])
     manifest = json.loads((run_dir / "manifest.json").read_text())
     return {
-        v["name"]: np.load(run_dir / v["file"])
-        for v in manifest["values"]
-        if v["status"] == "captured"
+        v["name"]: read_value(run_dir, v) for v in manifest["values"] if v["status"] == "captured"
     }
 
 

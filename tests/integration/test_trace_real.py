@@ -14,6 +14,7 @@ import nneditor
 from nneditor.inputs import assign_file, detect_inputs
 from nneditor.tracing import TraceRunner, approve, make_plan
 from nneditor.tracing.capture import BRANCH_REASON, SUBGRAPH_REASON
+from nneditor.tracing.capture_file import read_value
 
 ort = pytest.importorskip("onnxruntime")
 INPUTS = Path(__file__).resolve().parents[2] / "examples" / "trace-inputs"
@@ -66,15 +67,13 @@ def test_real_model_traces(realdata, unchanged, tmp_path, name):
         picked = [produced[i] for i in idx] + [v for v in produced if v["name"] in graph_outputs]
     model = onnx.load(str(path))
     for rec in picked:
-        got = np.load(tmp_path / "ort" / rec["file"], allow_pickle=False)
+        got = read_value(tmp_path / "ort", rec)
         np.testing.assert_array_equal(
             got, _ort_alone(model, rec["name"], feeds), err_msg=rec["name"]
         )
     for rec in values:
         if not rec["producer"]:
-            np.testing.assert_array_equal(
-                np.load(tmp_path / "ort" / rec["file"]), feeds[rec["name"]]
-            )
+            np.testing.assert_array_equal(read_value(tmp_path / "ort", rec), feeds[rec["name"]])
         elif rec["graph"]:
             assert rec["status"] == "dropped" and rec["reason"] == SUBGRAPH_REASON
         else:
@@ -89,8 +88,8 @@ def test_real_model_traces(realdata, unchanged, tmp_path, name):
             if rec["graph"]:  # the reference backend captures If bodies that ran
                 assert other["status"] == "captured" or other["reason"] == BRANCH_REASON
             continue
-        x = np.load(tmp_path / "ort" / rec["file"])
-        y = np.load(tmp_path / "ref" / other["file"])
+        x = read_value(tmp_path / "ort", rec)
+        y = read_value(tmp_path / "ref", other)
         assert x.shape == y.shape and x.dtype == y.dtype, rec["name"]
         if x.dtype == np.float32 and x.size:
             bound = REL * max(float(np.abs(x).max()), 1e-3)

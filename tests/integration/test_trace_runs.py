@@ -21,6 +21,7 @@ import nneditor
 from nneditor.jobs import CancelToken
 from nneditor.tracing import ApprovalError, Limits, RunError, TraceRunner, approve, make_plan
 from nneditor.tracing.capture import BRANCH_REASON, SUBGRAPH_REASON
+from nneditor.tracing.capture_file import read_value
 from nneditor.tracing.providers import ProviderChoice
 
 ort = pytest.importorskip("onnxruntime")
@@ -187,7 +188,7 @@ def test_every_capture_equals_onnxruntime_for_that_value(tmp_path, unchanged):
     assert result.status == "ok" and result.provider == "CPUExecutionProvider"
     assert list(values) == ["x", "h1", "h2", "h3", "logits", "probs", "shape"]
     for name, rec in values.items():
-        got = np.load(result.out_dir / rec["file"], allow_pickle=False)
+        got = read_value(result.out_dir, rec)
         expected = feeds["x"] if name == "x" else ort_value(model, name, feeds)
         assert rec["status"] == "captured" and rec["shape"] == list(expected.shape)
         assert got.dtype == expected.dtype and rec["dtype"] == str(expected.dtype)
@@ -210,8 +211,8 @@ def test_reference_backend_agrees_with_onnxruntime(tmp_path):
     b = manifest_values(result)
     assert result.manifest["run"]["provider"] == "reference" and list(a) == list(b)
     for name in a:
-        x = np.load(tmp_path / "ort" / a[name]["file"])
-        y = np.load(tmp_path / "ref" / b[name]["file"])
+        x = read_value(tmp_path / "ort", a[name])
+        y = read_value(tmp_path / "ref", b[name])
         if x.dtype.kind == "f":
             np.testing.assert_allclose(
                 y, x, rtol=1e-4, atol=1e-6 * float(np.abs(x).max()), err_msg=name
@@ -228,14 +229,14 @@ def test_values_inside_if_branches(tmp_path):
     assert ort_vals["t1"]["status"] == "dropped" and ort_vals["t1"]["reason"] == SUBGRAPH_REASON
     assert ort_vals["t1"]["graph"] == "choose/then_branch"
     np.testing.assert_array_equal(
-        np.load(tmp_path / "ort" / ort_vals["y"]["file"]), ort_value(model, "y", feeds)
+        read_value(tmp_path / "ort", ort_vals["y"]), ort_value(model, "y", feeds)
     )
     ref = manifest_values(trace(model, feeds, tmp_path / "ref", backend="reference"))
-    np.testing.assert_allclose(np.load(tmp_path / "ref" / ref["t1"]["file"]), x + 1)
-    np.testing.assert_allclose(np.load(tmp_path / "ref" / ref["t2"]["file"]), (x + 1) ** 2)
+    np.testing.assert_allclose(read_value(tmp_path / "ref", ref["t1"]), x + 1)
+    np.testing.assert_allclose(read_value(tmp_path / "ref", ref["t2"]), (x + 1) ** 2)
     assert ref["e1"]["status"] == "dropped" and ref["e1"]["reason"] == BRANCH_REASON
     np.testing.assert_array_equal(
-        np.load(tmp_path / "ref" / ref["y"]["file"]), ort_value(model, "y", feeds)
+        read_value(tmp_path / "ref", ref["y"]), ort_value(model, "y", feeds)
     )
 
 
@@ -255,7 +256,7 @@ def test_external_data_models_trace_without_touching_their_folder(tmp_path):
     feeds = {"x": np.ones((1, 8), np.float32)}
     for backend in ("onnxruntime", "reference"):
         values = manifest_values(trace(model, feeds, tmp_path / backend, backend=backend))
-        got = np.load(tmp_path / backend / values["probs"]["file"])
+        got = read_value(tmp_path / backend, values["probs"])
         np.testing.assert_allclose(got, ort_value(embedded, "probs", feeds), rtol=1e-5)
     assert _folder_state(folder) == before
 
@@ -274,7 +275,7 @@ def test_capture_budget_gives_an_honest_partial_trace(tmp_path):
     assert len(partial) == 1
     rec = values[partial[0]]
     full = ort_value(model, partial[0], feeds)
-    prefix = np.load(result.out_dir / rec["file"])
+    prefix = read_value(result.out_dir, rec)
     assert rec["shape"] == list(full.shape) and prefix.ndim == 1 and 0 < prefix.size < full.size
     np.testing.assert_array_equal(prefix, full.reshape(-1)[: prefix.size])
     assert result.manifest["captured_bytes"] <= 9000
@@ -374,9 +375,7 @@ def test_a_killed_worker_is_reported_and_the_caller_carries_on(tmp_path):
     small = {"n": np.array(3, np.int64), "c": np.array(True), "s0": np.zeros(1, np.float32)}
     again = trace(model, small, tmp_path / "t")
     assert again.status == "ok"
-    np.testing.assert_array_equal(
-        np.load(again.out_dir / manifest_values(again)["y"]["file"]), [3.0]
-    )
+    np.testing.assert_array_equal(read_value(again.out_dir, manifest_values(again)["y"]), [3.0])
 
 
 def test_an_interrupted_caller_takes_its_worker_down(tmp_path):
@@ -481,9 +480,7 @@ def test_auto_backend_falls_back_to_reference_when_onnxruntime_refuses(tmp_path)
     assert any("ONNX Runtime refused the model" in n for n in run["notes"])
     expected = ReferenceEvaluator(model).run(None, feeds, intermediate=True)
     for name in ("x", "x_new", "h_new", "y"):
-        np.testing.assert_array_equal(
-            np.load(result.out_dir / values[name]["file"]), expected[name]
-        )
+        np.testing.assert_array_equal(read_value(result.out_dir, values[name]), expected[name])
     explicit = make_plan(nneditor.open(path), feeds, backend="onnxruntime")
     failed = TraceRunner().run(explicit, approve(explicit), tmp_path / "t2")
     assert failed.status == "failed" and "ONNX Runtime refused the model" in failed.message
@@ -517,7 +514,7 @@ def test_capture_selection_and_loop_bodies(tmp_path):
     for backend, reason in (("onnxruntime", SUBGRAPH_REASON), ("reference", LOOP_REASON)):
         values = manifest_values(trace(model, feeds, tmp_path / backend, backend=backend))
         assert values["s_out"]["status"] == "dropped" and values["s_out"]["reason"] == reason
-        np.testing.assert_array_equal(np.load(tmp_path / backend / values["y"]["file"]), [4.0])
+        np.testing.assert_array_equal(read_value(tmp_path / backend, values["y"]), [4.0])
     mlp = _save(mlp_graph(), tmp_path / "mlp.onnx")
     with nneditor.open(mlp) as doc:
         plan = make_plan(doc, {"x": np.ones((1, 8), np.float32)}, capture=["h3", "probs"])

@@ -14,6 +14,8 @@ import pytest
 import zoo
 from zoo_expect import expect
 
+from nneditor.tracing.capture_file import read_value
+
 ROOT = Path(__file__).resolve().parents[2]
 ONNX = [n for n in zoo.names() if n.endswith(".onnx")]
 
@@ -82,7 +84,7 @@ def test_automatic_input_trace_equals_onnxruntime(name: str, zoo_artifact, tmp_p
         feeds = {i.name: npz[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
     for out_name, want in zip(names, session.run(names, feeds), strict=True):
-        got = np.load(tmp_path / "t" / values[out_name]["file"], allow_pickle=False)
+        got = read_value(tmp_path / "t", values[out_name])
         assert got.shape == want.shape and got.dtype == want.dtype, out_name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out_name)
 
@@ -105,6 +107,6 @@ def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) ->
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     values = {v["name"]: v for v in manifest["values"]}
-    logits = np.load(tmp_path / "t" / values["result_output"]["file"], allow_pickle=False)
+    logits = read_value(tmp_path / "t", values["result_output"])
     assert logits.shape[:2] == (1, 4) and np.isfinite(logits).all()
     assert all(v["status"] == "captured" for v in values.values())

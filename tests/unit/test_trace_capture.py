@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from nneditor.tracing.capture import MANIFEST, CaptureStore, storable, write_npy
+from nneditor.tracing.capture_file import CONTAINER, CaptureReadError, read_value
 from nneditor.tracing.protocol import ProtocolError, decode, encode, event, run_request
 
 
@@ -58,10 +59,10 @@ def test_budget_yields_captured_partial_and_dropped(tmp_path):
     assert (
         "capture budget of 0.000953674 MB reached: the first 50 of 100 elements" in part["reason"]
     )
-    prefix = np.load(tmp_path / part["file"], allow_pickle=False)
+    prefix = read_value(tmp_path, part)
     np.testing.assert_array_equal(prefix, values["v2"].reshape(-1)[:50])
     assert recs["v3"]["file"] is None and "reached; not stored" in recs["v3"]["reason"]
-    np.testing.assert_array_equal(np.load(tmp_path / recs["v0"]["file"]), values["v0"])
+    np.testing.assert_array_equal(read_value(tmp_path, recs["v0"]), values["v0"])
     assert manifest["captured_bytes"] == 1000
 
 
@@ -107,20 +108,132 @@ def test_patching_the_manifest_head_keeps_every_value_line(tmp_path):
     assert not (tmp_path / (MANIFEST + ".part")).exists()
 
 
-def test_a_graph_input_capture_is_a_link_to_its_input_file(tmp_path):
+def test_a_graph_input_capture_refers_to_its_input_file(tmp_path):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    run = tmp_path / "run"
+    (run / "inputs").mkdir(parents=True)
+    src = run / "inputs" / "000.npy"
+    write_npy(src, x, 1 << 20)
+    store = CaptureStore(run, budget_bytes=32, chunk_bytes=64)
+    store.register("x")
+    store.register("y")
+    rec = store.write("x", x, same_as=src)
+    assert rec["status"] == "captured" and rec["file"] == "inputs/000.npy"
+    np.testing.assert_array_equal(read_value(run, rec), x)
+    # over the budget: a flat prefix is written, never a reference to the whole input
+    rec = store.write("y", x, same_as=src)
+    store.write_manifest({})
+    assert rec["status"] == "partial" and rec["file"] == CONTAINER
+    np.testing.assert_array_equal(read_value(run, rec), [0.0, 1.0])
+
+
+def test_npy_layout_links_a_graph_input_capture_to_its_input_file(tmp_path):
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     src = tmp_path / "input.npy"
     write_npy(src, x, 1 << 20)
-    store = CaptureStore(tmp_path / "run", budget_bytes=32, chunk_bytes=64)
+    store = CaptureStore(tmp_path / "run", budget_bytes=32, chunk_bytes=64, layout="npy")
     store.register("x")
     store.register("y")
     rec = store.write("x", x, same_as=src)
     path = tmp_path / "run" / rec["file"]
     assert rec["status"] == "captured" and os.stat(path).st_ino == os.stat(src).st_ino
     np.testing.assert_array_equal(np.load(path, allow_pickle=False), x)
-    # over the budget: a flat prefix is written, never a link to the whole input
     rec = store.write("y", x, same_as=src)
     store.close()
     path = tmp_path / "run" / rec["file"]
     assert rec["status"] == "partial" and os.stat(path).st_ino != os.stat(src).st_ino
     np.testing.assert_array_equal(np.load(path, allow_pickle=False), [0.0, 1.0])
+
+
+def _mixed_values() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return {
+        "a/f32": rng.standard_normal((3, 5)).astype(np.float32),
+        "odd bytes": np.arange(7, dtype=np.uint8),  # leaves later values unaligned
+        "f64": rng.standard_normal(4),
+        "i64": np.arange(-3, 9, dtype=np.int64).reshape(3, 4),
+        "empty": np.zeros((0, 3), np.float16),
+        "flags": np.array([True, False, True]),
+        "scalar": np.array(2.5, np.float32),
+        "strided": rng.standard_normal((6, 4)).astype(np.float32)[::2, ::-1],
+    }
+
+
+@pytest.mark.parametrize("writers", [0, 2])
+def test_the_container_is_a_safetensors_file_any_reader_opens(tmp_path, writers):
+    from safetensors.numpy import load_file  # the reference reader
+
+    values = _mixed_values()
+    store = CaptureStore(tmp_path, budget_bytes=10**6, chunk_bytes=16, writers=writers)
+    for name in values:
+        store.register(name)
+    for name, arr in values.items():
+        store.write(name, arr)
+    store.write_manifest({})
+    store.close()
+    loaded = load_file(str(tmp_path / CONTAINER))
+    assert set(loaded) == set(values)
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    for rec in manifest["values"]:
+        want = values[rec["name"]]
+        assert rec["file"] == CONTAINER
+        np.testing.assert_array_equal(loaded[rec["name"]], want)
+        np.testing.assert_array_equal(read_value(tmp_path, rec), want)
+        np.testing.assert_array_equal(read_value(tmp_path, rec, mmap=False), want)
+        assert read_value(tmp_path, rec).dtype == want.dtype
+    assert not list((tmp_path / "values").iterdir())  # no file per value
+
+
+def test_values_the_container_cannot_hold_get_their_own_npy(tmp_path):
+    store = CaptureStore(tmp_path, budget_bytes=10**6, chunk_bytes=64)
+    words = np.array([b"ab", b"cde"], dtype=object)
+    complex_ = np.array([1 + 2j, 3 - 1j], np.complex64)
+    big_endian = np.arange(3, dtype=">i4")
+    for name in ("words", "complex", "be", "ok"):
+        store.register(name)
+    recs = [
+        store.write("words", words),
+        store.write("complex", complex_),
+        store.write("be", big_endian),
+        store.write("ok", np.ones(2, np.float32)),
+    ]
+    store.write_manifest({})
+    assert [r["file"].startswith("values/") for r in recs] == [True, True, True, False]
+    assert list(read_value(tmp_path, recs[0])) == ["ab", "cde"]
+    np.testing.assert_array_equal(read_value(tmp_path, recs[1]), complex_)
+    np.testing.assert_array_equal(read_value(tmp_path, recs[2]), [0, 1, 2])
+
+
+def test_a_header_larger_than_reserved_moves_the_data_once(tmp_path):
+    from safetensors.numpy import load_file
+
+    store = CaptureStore(tmp_path, budget_bytes=10**9, chunk_bytes=64, writers=0)
+    store.register("first")
+    first = np.arange(10, dtype=np.float32)
+    store.write("first", first)  # the container reserves a header for one name
+    late = {f"late_{'x' * 200}_{i}": np.full((1,) * 12, i, np.int32) for i in range(40)}
+    for name, arr in late.items():  # unregistered, long names, 12 dimensions
+        store.write(name, arr)
+    store.write_manifest({})
+    loaded = load_file(str(tmp_path / CONTAINER))
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    recs = {r["name"]: r for r in manifest["values"]}
+    np.testing.assert_array_equal(read_value(tmp_path, recs["first"]), first)
+    np.testing.assert_array_equal(loaded["first"], first)
+    for name, arr in late.items():
+        np.testing.assert_array_equal(read_value(tmp_path, recs[name]), arr)
+        np.testing.assert_array_equal(loaded[name], arr)
+
+
+def test_reading_a_truncated_container_says_so(tmp_path):
+    store = CaptureStore(tmp_path, budget_bytes=10**6, chunk_bytes=64)
+    store.register("v")
+    rec = store.write("v", np.ones(1000, np.float32))
+    store.write_manifest({})
+    with open(tmp_path / CONTAINER, "r+b") as fh:
+        fh.truncate(rec["offset"] + 100)
+    with pytest.raises(CaptureReadError, match="shorter than the manifest says"):
+        read_value(tmp_path, rec)
+    outside = dict(rec, file="../elsewhere.safetensors")
+    with pytest.raises(CaptureReadError, match="outside the trace"):
+        read_value(tmp_path, outside)

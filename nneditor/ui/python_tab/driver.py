@@ -122,6 +122,7 @@ class ScriptDriver(QObject):
         metadata: dict[str, Any],
         timeout_s: float | None,
         max_ram_mb: int,
+        tensor_location: dict[str, Any] | None = None,
     ) -> ScriptProcess:
         """Start a fresh worker (raises ValueError/TypeError/OSError if it cannot start)."""
         if self.running:
@@ -138,6 +139,7 @@ class ScriptDriver(QObject):
             max_ram_mb=max_ram_mb,
             workdir=self.guard.workdir,
             on_event=self._on_event,
+            tensor_location=tensor_location,
         )
         self.guard.process = process
         self.guard.run_dirs.append(process.run_dir)

@@ -131,9 +131,28 @@ def softmax_script(rank: int) -> str:
     return SOFTMAX_TEMPLATE.format(index=index)
 
 
-def default_script(npy_path: Path | None, metadata: dict[str, Any], title: str) -> str:
+def tensor_info(path: Path | None, location: dict[str, Any] | None = None) -> NpyInfo | None:
+    """Shape and dtype of the tensor: from ``location`` (a value inside a trace's capture
+    container) or from the .npy header of ``path``."""
+    if location:
+        import numpy as np  # already loaded by the window; kept out of this module's import
+
+        try:
+            dt = np.dtype(str(location["dtype"]))
+            return NpyInfo(tuple(int(d) for d in location["shape"]), dt.str, dt.kind)
+        except (KeyError, TypeError, ValueError):
+            return None
+    return read_npy_header(path) if path is not None else None
+
+
+def default_script(
+    npy_path: Path | None,
+    metadata: dict[str, Any],
+    title: str,
+    location: dict[str, Any] | None = None,
+) -> str:
     """The example a freshly opened Python tab shows for this tensor."""
-    info = read_npy_header(npy_path) if npy_path is not None else None
+    info = tensor_info(npy_path, location)
     if looks_like_logits(info, metadata, title):
         assert info is not None
         return softmax_script(len(info.shape))

@@ -33,7 +33,7 @@ from nneditor.scripting import ScriptResult
 from nneditor.scripting.protocol import CRASHED, ERROR, MEMORY, OK, STOPPED, TIMEOUT
 from nneditor.ui.python_tab.driver import RunGuard, ScriptDriver, close_on_quit
 from nneditor.ui.python_tab.editor import ScriptEditor
-from nneditor.ui.python_tab.examples import default_script, is_partial, read_npy_header
+from nneditor.ui.python_tab.examples import default_script, is_partial, tensor_info
 from nneditor.ui.python_tab.figures import Figure, FigureStrip
 from nneditor.ui.python_tab.output import ERROR as OUT_ERROR
 from nneditor.ui.python_tab.output import NOTE, RESULT, OutputView, ResultLine, short_repr
@@ -70,6 +70,7 @@ class PythonTab(QWidget):
         super().__init__(parent)
         self.setObjectName("PythonTab")
         self.tensor_path: Path | None = None
+        self.tensor_location: dict[str, Any] | None = None
         self.metadata: dict[str, Any] = {}
         self.title = ""
         self.last_result: ScriptResult | None = None
@@ -170,14 +171,24 @@ class PythonTab(QWidget):
 
     # -- public API ------------------------------------------------------------------------
 
-    def set_tensor(self, npy_path: Path, metadata: dict[str, Any], title: str) -> None:
-        """Show a captured tensor; an unedited example script is replaced by this tensor's."""
+    def set_tensor(
+        self,
+        npy_path: Path,
+        metadata: dict[str, Any],
+        title: str,
+        location: dict[str, Any] | None = None,
+    ) -> None:
+        """Show a captured tensor; an unedited example script is replaced by this tensor's.
+
+        ``location``: offset, dtype and shape of the values inside ``npy_path`` when it is a
+        trace's capture container rather than an .npy file."""
         if self.driver.running:
             self.driver.stop()
         self.tensor_path = Path(npy_path)
+        self.tensor_location = dict(location) if location else None
         self.metadata = dict(metadata or {})
         self.title = title
-        example = default_script(self.tensor_path, self.metadata, title)
+        example = default_script(self.tensor_path, self.metadata, title, self.tensor_location)
         if not self.script().strip() or self.script() == self._default:
             self.set_script(example)
         self._default = example
@@ -210,7 +221,12 @@ class PythonTab(QWidget):
         timeout = self.timeout_spin.value() or None
         try:
             self.driver.start(
-                self.script(), self.tensor_path, self.metadata, timeout, self.ram_spin.value()
+                self.script(),
+                self.tensor_path,
+                self.metadata,
+                timeout,
+                self.ram_spin.value(),
+                self.tensor_location,
             )
         except (ValueError, TypeError, OSError) as exc:
             self.output.append_block(OUT_ERROR, f"The script could not be started: {exc}")
@@ -299,7 +315,7 @@ class PythonTab(QWidget):
         if self.tensor_path is None:
             self.header.setText("No captured tensor: `tensor` is None in scripts.")
             return
-        info = read_npy_header(self.tensor_path)
+        info = tensor_info(self.tensor_path, self.tensor_location)
         name = self.title or self.tensor_path.name
         if info is None:
             self.header.setText(f"tensor = {name}")

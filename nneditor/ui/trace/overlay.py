@@ -145,7 +145,7 @@ class TensorOverlay(QDialog):
         if path is None:
             return None
         tab = PythonTab(self)
-        tab.set_tensor(path, dict(self.metadata), self.name)
+        tab.set_tensor(path, dict(self.metadata), self.name, self.run.location(self.name))
         return tab
 
     def show_tab(self, name: str) -> None:

@@ -1,11 +1,12 @@
 """Trace runs on disk: per-user run folders, their manifests and captured values.
 
 Qt-free. A run folder is what ``TraceRunner`` publishes (``manifest.json`` plus
-``values/*.npy``); desktop runs live under ``data_dir()/traces/<stamp>-<model stem>``.
+``values.safetensors``, older runs ``values/*.npy``); desktop runs live under
+``data_dir()/traces/<stamp>-<model stem>``.
 
 Invariants:
-- Captured values are opened with ``np.load(allow_pickle=False, mmap_mode="r")``; nothing
-  reads a whole capture into memory here.
+- Captured values are memory-mapped through ``capture_file.read_value`` (never unpickled);
+  nothing reads a whole capture into memory here.
 - A partial capture is returned as its stored flat prefix; ``metadata(name)['shape']`` is the
   original shape and ``metadata(name)['partial']`` is True.
 - A folder without a readable ``manifest.json`` of format "nneditor-trace" is refused with a
@@ -25,6 +26,7 @@ import numpy as np
 
 from nneditor.errors import NNEditorError
 from nneditor.platform.dirs import data_dir
+from nneditor.tracing.capture_file import CaptureReadError, read_value
 
 TRACES = "traces"
 MANIFEST = "manifest.json"
@@ -109,18 +111,27 @@ class TraceRun:
             raise TraceStoreError(f"the manifest of {self.path} names a file outside the run")
         return p
 
+    def location(self, name: str) -> dict[str, Any] | None:
+        """Where a value lies inside the run's capture container (offset, stored dtype and
+        shape), None for a value stored as its own .npy file."""
+        rec = self.records.get(name) or {}
+        if "offset" not in rec or self.file(name) is None:
+            return None
+        return {
+            "offset": int(rec["offset"]),
+            "dtype": str(rec.get("stored_dtype") or rec["dtype"]),
+            "shape": [int(d) for d in (rec.get("stored_shape") or rec["shape"])],
+        }
+
     def load(self, name: str) -> np.ndarray:
         """The stored array (memory-mapped; a flat prefix for a partial capture)."""
-        p = self.file(name)
-        if p is None:
-            rec = self.records.get(name) or {}
-            why = rec.get("reason") or "it is not part of this trace"
-            raise TraceStoreError(f"{name!r} has no captured values: {why}")
+        rec = self.records.get(name)
+        if rec is None:
+            raise TraceStoreError(f"{name!r} has no captured values: it is not part of this trace")
         try:
-            arr = np.load(p, allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            raise TraceStoreError(f"the capture file {p} cannot be read ({exc})") from None
-        return np.asarray(arr)
+            return np.asarray(read_value(self.path, rec))
+        except CaptureReadError as exc:
+            raise TraceStoreError(str(exc)) from None
 
     def metadata(self, name: str) -> dict[str, Any]:
         rec = dict(self.records.get(name) or {})
