@@ -126,6 +126,17 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 2, "embedding": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
+    # that CLIP tower as llama.cpp-style GGUF (F32, F16, Q8_0): the same 2 blocks, plus the
+    # sequence output as a graph output of its own
+    **{
+        name: {
+            "format": "gguf",
+            "blocks": 2,
+            "patterns": {"attention": 2, "embedding": 1, "head": 1},
+            "trace": "tracer plugin nneditor.modalities can run it",
+        }
+        for name in ("clip-vision.gguf", "clip-vision-f16.gguf", "clip-vision-q8_0.gguf")
+    },
     "llava-tiny": {
         "format": "huggingface",
         "blocks": 5,

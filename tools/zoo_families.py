@@ -1,12 +1,16 @@
 """Tiny random models of the families the bundled tracer plugins run (besides the decoders of
 zoo_decoders.py): diffusers' conditional UNet in the Stable Diffusion 1.x layout and the SDXL
-layout (pooled text embedding and time ids), written by diffusers' own save_pretrained."""
+layout (pooled text embedding and time ids), written by diffusers' own save_pretrained; Whisper,
+CLIP vision and LLaVA written by transformers, and that CLIP tower as llama.cpp-style GGUF
+(zoo_clip_gguf.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import zoo_clip_gguf
 
 _UNET_COMMON: dict[str, Any] = {
     "sample_size": 8,
@@ -81,7 +85,8 @@ def _whisper(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
-def _clip_vision(path: Path) -> None:
+def _clip_vision_model() -> Any:
+    """The seeded CLIP vision tower of ``clip-vision`` (and the source of its GGUF files)."""
     import torch
     import transformers as tf
 
@@ -97,7 +102,11 @@ def _clip_vision(path: Path) -> None:
     )
     model = tf.CLIPVisionModelWithProjection(config).eval()
     _perturb(model)
-    model.save_pretrained(str(path))
+    return model
+
+
+def _clip_vision(path: Path) -> None:
+    _clip_vision_model().save_pretrained(str(path))
 
 
 def _llava(path: Path) -> None:
@@ -134,6 +143,7 @@ def register(generator: Callable[..., Any]) -> None:
     generator("clip-vision", "transformers save_pretrained", "CLIP vision tower with projection")(
         _clip_vision
     )
+    zoo_clip_gguf.register(generator, _clip_vision_model)
     generator("llava-tiny", "transformers save_pretrained", "LLaVA: CLIP vision + Llama")(_llava)
     for name, extra in UNETS.items():
         generator(name, "diffusers save_pretrained", f"{name}: tiny random UNet2DConditionModel")(

@@ -48,6 +48,11 @@ def _meta_int(meta: Mapping[str, Any], key: str) -> int | None:
 
 
 def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
+    from nneditor.semantic.family_graphs import gguf_family_graph
+
+    family = gguf_family_graph(doc)  # e.g. a CLIP vision tower (no blk.N stack)
+    if family is not None:
+        return family
     meta = doc.metadata
     arch = str(meta.get("general.architecture", "") or "")
     names = list(doc.tensors.keys())

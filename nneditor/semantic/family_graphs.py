@@ -1,5 +1,6 @@
 """Graphs synthesized for model families that are neither decoder stacks nor stored graphs:
-diffusers' conditional UNet (Stable Diffusion 1.x/2.x and SDXL components).
+diffusers' conditional UNet (Stable Diffusion 1.x/2.x and SDXL components); the dispatch to
+Whisper, CLIP vision and LLaVA (modality_graphs.py) and to CLIP vision GGUFs (clip_gguf.py).
 
 The UNet graph follows ``UNet2DConditionModel.forward``: the timestep's sinusoidal projection
 and MLP (plus SDXL's pooled-text/time-id embedding), ``conv_in``, the down blocks (each
@@ -168,6 +169,17 @@ def unet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
         "Output head: GroupNorm, SiLU and a convolution; the predicted noise (from config.json).",
     )
     return b.finish(doc, "conv_out"), ""
+
+
+def gguf_family_graph(doc: Document) -> tuple[Graph | None, str] | None:
+    """The graph of a GGUF that is not a decoder stack (a CLIP vision tower, llama.cpp's
+    ``clip`` architecture), None for the others. A CLIP GGUF NNEditor does not lay out gets
+    (None, the reason)."""
+    from nneditor.semantic import clip_gguf  # gguf-py: a GGUF reader has imported it already
+
+    if clip_gguf.is_clip(doc):
+        return clip_gguf.graph(doc)
+    return None
 
 
 def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str] | None:

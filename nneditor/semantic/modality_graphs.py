@@ -12,7 +12,8 @@ convolutions, before their GELU), ``encoder.embed_positions`` (the sinusoidal ta
 CLIP vision (``clip_vision_model``): input ``pixel_values`` [1, 3, size, size]; values
 ``embeddings`` (patches, class token, positions), ``pre_layrnorm``, ``encoder.layers.{i}``
 (the last is the sequence output), ``pooled_output`` (post-LayerNorm class token) and, with a
-projection, ``image_embeds``.
+projection, ``image_embeds``. The same graph serves CLIP vision GGUFs (clip_gguf.py), which
+also publish the sequence output as ``last_hidden_state``, a graph output of its own.
 """
 
 from __future__ import annotations
@@ -138,22 +139,52 @@ def whisper_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
     return b.finish(doc, "logits"), ""
 
 
-def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
+def clip_vision_graph(
+    doc: Document,
+    config: Mapping[str, Any],
+    source: str = "config.json",
+    sequence_output: bool = False,
+) -> tuple[Graph | None, str]:
+    """``config``: transformers' CLIPVisionConfig fields (from config.json, or read off GGUF
+    metadata by clip_gguf.py: ``source`` names it); ``sequence_output`` adds the sequence
+    output ``last_hidden_state`` as a graph output of its own."""
     vision = config.get("vision_config") if config.get("model_type") == "clip" else config
     if not isinstance(vision, Mapping):
-        return None, "config.json has no CLIP vision_config"
+        return None, f"{source} has no CLIP vision_config"
     try:
         d = int(vision["hidden_size"])
         size, patch = int(vision["image_size"]), int(vision["patch_size"])
         layers = int(vision["num_hidden_layers"])
     except (KeyError, TypeError, ValueError) as exc:
-        return None, f"config.json lacks a CLIP vision size ({exc})"
-    b = Builder("clip vision (from config.json)")
+        return None, f"{source} lacks a CLIP vision size ({exc})"
+    b = Builder(f"clip vision (from {source})")
     b.input("pixel_values", (1, int(vision.get("num_channels", 3)), size, size))
     hidden = _clip_tower(
-        b, "", "", "encoder.layers", "encoder/layers", size, patch, d, layers, last=True
+        b,
+        "",
+        "",
+        "encoder.layers",
+        "encoder/layers",
+        size,
+        patch,
+        d,
+        layers,
+        last=not sequence_output,
     )
     x = hidden[-1]
+    sequence = None
+    if sequence_output:
+        tokens = (size // patch) ** 2 + 1
+        sequence = b.node(
+            "last_hidden_state",
+            "SequenceOutput",
+            [x],
+            "last_hidden_state",
+            (1, tokens, d),
+            "",  # the last block's output, named: no pattern of its own
+            "The sequence output (last_hidden_state): every token after the last block, "
+            "before the final LayerNorm, which only the class token goes through.",
+        )
     pooled = b.node(
         "post_layernorm",
         "LayerNorm",
@@ -175,7 +206,10 @@ def clip_vision_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph |
             "head",
             "Projection into the shared image-text embedding space.",
         )
-    return b.finish(doc, output), ""
+    g = b.finish(doc, output)
+    if sequence is not None:
+        g.outputs.append(g.value_info[sequence])
+    return g, ""
 
 
 def _clip_tower(

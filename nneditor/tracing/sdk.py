@@ -17,7 +17,8 @@ missing weight, an unsupported configuration); its message reaches the user as i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ __all__ = [
     "TraceContext",
     "TraceOutcome",
     "TracePluginError",
+    "load_arrays_exactly",
     "load_pretrained_exactly",
     "load_weights_exactly",
 ]
@@ -133,7 +135,6 @@ def load_weights_exactly(model: Any, folder: Path, what: str, tied: tuple[str, .
     config does not imply, or a parameter the snapshot lacks (``tied``: parameters that share
     another's storage and are not stored). Pickle weights are never read (they can run
     code). For plugins whose runtime is PyTorch; torch and safetensors are imported here."""
-    import torch
     from safetensors import safe_open
 
     shards = sorted(Path(folder).glob("*.safetensors"))
@@ -142,29 +143,67 @@ def load_weights_exactly(model: Any, folder: Path, what: str, tied: tuple[str, .
             f"{Path(folder).name} keeps no safetensors weights; tracer plugins load safetensors "
             "only (pickle files could run code)"
         )
+
+    def stored() -> Iterator[tuple[str, Callable[[], Any]]]:
+        for shard in shards:  # each tensor is read while its shard is open
+            with safe_open(str(shard), framework="pt") as f:
+                for name in f.keys():  # noqa: SIM118 - safe_open has no __iter__
+                    yield name, functools.partial(f.get_tensor, name)
+
+    _copy_exactly(model, stored(), what, "the snapshot", {}, tied)
+
+
+def load_arrays_exactly(
+    model: Any,
+    arrays: Mapping[str, Callable[[], Any]],
+    what: str,
+    source: str,
+    stored_names: Mapping[str, str] | None = None,
+    tied: tuple[str, ...] = (),
+) -> None:
+    """:func:`load_weights_exactly` for weights a plugin reads itself (a GGUF's tensors,
+    decoded by NNEditor's readers): ``arrays`` maps each module parameter name to a function
+    returning its array (numpy or torch; called one at a time, so one decoded tensor is held
+    beside the model); a name the module lacks, a shape the config does not imply and a
+    parameter without an array are refused. ``source`` says where the weights come from in
+    the sentences ("the GGUF") and ``stored_names`` the name each parameter has there, so a
+    refusal names the tensor the user can find in the file."""
+    _copy_exactly(model, iter(arrays.items()), what, source, stored_names or {}, tied)
+
+
+def _copy_exactly(
+    model: Any,
+    items: Iterator[tuple[str, Callable[[], Any]]],
+    what: str,
+    source: str,
+    stored: Mapping[str, str],
+    tied: tuple[str, ...],
+) -> None:
+    import torch
+
     want = dict(model.state_dict())
     seen: set[str] = set()
-    for shard in shards:
-        with safe_open(str(shard), framework="pt") as f:
-            for name in f.keys():  # noqa: SIM118 - safe_open has no __iter__
-                if name not in want:
-                    raise TracePluginError(
-                        f"the snapshot's tensor {name!r} has no place in {what}; refusing "
-                        "rather than running different weights"
-                    )
-                tensor = f.get_tensor(name)
-                if tuple(tensor.shape) != tuple(want[name].shape):
-                    raise TracePluginError(
-                        f"tensor {name} has shape {list(tensor.shape)}, the config implies "
-                        f"{list(want[name].shape)}"
-                    )
-                with torch.no_grad():
-                    want[name].copy_(tensor.float())
-                seen.add(name)
+    for name, read in items:
+        label = stored.get(name, name)
+        if name not in want:
+            raise TracePluginError(
+                f"{source}'s tensor {label!r} has no place in {what}; refusing rather than "
+                "running different weights"
+            )
+        value = read()
+        tensor = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))
+        if tuple(tensor.shape) != tuple(want[name].shape):
+            raise TracePluginError(
+                f"tensor {label} has shape {list(tensor.shape)}, the config implies "
+                f"{list(want[name].shape)}"
+            )
+        with torch.no_grad():
+            want[name].copy_(tensor.float())
+        seen.add(name)
     missing = sorted(set(want) - seen - set(tied))
     if missing:
         raise TracePluginError(
-            f"the snapshot lacks {missing[0]}"
+            f"{source} lacks {stored.get(missing[0], missing[0])}"
             + (f" and {len(missing) - 1} more weights" if len(missing) > 1 else "")
             + f" that {what} needs"
         )

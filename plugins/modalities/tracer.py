@@ -1,10 +1,12 @@
-"""Whisper and CLIP vision tracer: transformers' own modules are the runtime.
+"""Whisper, CLIP vision and LLaVA tracer: transformers' own modules are the runtime.
 
 Built from config.json, weights loaded exactly from safetensors (float32, CPU), one forward
 pass; forward hooks publish each module's output under the synthesized graph's names
 (nneditor/semantic/modality_graphs.py). Whisper runs the encoder once and the decoder once
 over the given ids (no autoregressive transcription); CLIP runs the vision tower on the given
-pixels. Automatic inputs are diagnostic values, never real audio or images.
+pixels. CLIP vision GGUFs (llama.cpp's clip architecture) run the same CLIP module, built from
+the GGUF metadata with the tensors NNEditor decodes (nneditor/semantic/clip_gguf.py names
+them). Automatic inputs are diagnostic values, never real audio or images.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from nneditor.tracing.sdk import (
     TraceContext,
     TraceOutcome,
     TracePluginError,
+    load_arrays_exactly,
     load_pretrained_exactly,
     load_weights_exactly,
 )
@@ -79,15 +82,71 @@ def _whisper(context: TraceContext, folder: Path) -> str:
 
 
 def _clip_vision(context: TraceContext, folder: Path) -> str:
-    import torch
     import transformers as tf
 
-    config = tf.CLIPVisionConfig.from_pretrained(str(folder))
     projected = any(str(n).endswith("visual_projection.weight") for n in context.document.tensors)
     cls = tf.CLIPVisionModelWithProjection if projected else tf.CLIPVisionModel
-    model = cls(config).eval().float()
-    load_weights_exactly(model, folder, cls.__name__)
-    vm = model.vision_model
+    # The library's own loader (still strict: missing, extra and mis-shaped weights refuse):
+    # snapshots saved by transformers 4 name the tower's weights vision_model.*, version 5's
+    # CLIPVisionModel has no such prefix, and from_pretrained maps one onto the other.
+    model = load_pretrained_exactly(cls, folder)
+    _clip_capture(context, model, projected)
+    return cls.__name__
+
+
+def _clip_gguf(context: TraceContext) -> str:
+    """A CLIP vision GGUF (llama.cpp's clip architecture): the config from its metadata, its
+    tensors decoded by NNEditor's readers (F32, F16 and the quantized types they decode) under
+    transformers' names, then the snapshot's capture."""
+    import transformers as tf
+
+    from nneditor.semantic import clip_gguf
+
+    doc = context.document
+    fields, reason = clip_gguf.vision_config(doc)
+    if fields is None:
+        raise TracePluginError(reason)
+    projected = clip_gguf.PROJECTION in doc.tensors
+    cls = tf.CLIPVisionModelWithProjection if projected else tf.CLIPVisionModel
+    model = cls(tf.CLIPVisionConfig(**fields)).eval().float()
+    names = clip_gguf.transformers_names(doc, fields["num_hidden_layers"])
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    # transformers 5's CLIPVisionModel is the tower itself: its names have no vision_model.
+    if not any(k.startswith("vision_model.") for k in shapes):
+        names = {g: h.removeprefix("vision_model.") for g, h in names.items()}
+    arrays = {
+        names.get(stored, stored): _gguf_reader(doc.tensors[stored], shapes.get(names.get(stored)))
+        for stored in doc.tensors
+    }
+    what = f"{cls.__name__} (from the GGUF metadata)"
+    stored_names = {hf: stored for stored, hf in names.items()}
+    load_arrays_exactly(model, arrays, what, "the GGUF", stored_names)
+    _clip_capture(context, model, projected)
+    return f"{cls.__name__} from GGUF"
+
+
+def _gguf_reader(ref: Any, shape: tuple[int, ...] | None) -> Callable[[], np.ndarray]:
+    """Reads one GGUF tensor (decoded to float). Converters differ in how they store the
+    class embedding and the positions ([1, d] or [1, 1, d] for transformers' [d]); the same
+    values in other unit dimensions are reshaped, anything else is left for the loader to
+    refuse by name."""
+
+    def read() -> np.ndarray:
+        arr = np.asarray(ref.read())
+        if shape is None or arr.shape == shape:
+            return arr
+        squeezed = [d for d in arr.shape if d != 1] == [d for d in shape if d != 1]
+        return arr.reshape(shape) if squeezed else arr
+
+    return read
+
+
+def _clip_capture(context: TraceContext, model: Any, projected: bool) -> None:
+    """One forward pass of a transformers CLIP vision model on ``pixel_values``, published
+    under the CLIP vision graph's names (plus ``last_hidden_state`` where the graph has it)."""
+    import torch
+
+    vm = getattr(model, "vision_model", model)  # transformers 5's CLIPVisionModel is the tower
     pairs = [(vm.embeddings, "embeddings"), (vm.pre_layrnorm, "pre_layrnorm")]
     pairs += [(layer, f"encoder.layers.{i}") for i, layer in enumerate(vm.encoder.layers)]
     pairs.append((vm.post_layernorm, "pooled_output"))
@@ -101,7 +160,8 @@ def _clip_vision(context: TraceContext, folder: Path) -> str:
             h.remove()
     if projected:
         context.capture("image_embeds", out.image_embeds.float().numpy())
-    return cls.__name__
+    if "last_hidden_state" in context.main_graph.value_info:
+        context.capture("last_hidden_state", out.last_hidden_state.float().numpy())
 
 
 def _llava(context: TraceContext, folder: Path) -> str:
@@ -153,14 +213,21 @@ def trace(context: TraceContext) -> TraceOutcome:
     import transformers
 
     doc = context.document
-    model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
-    runners = {"whisper": _whisper, "clip_vision_model": _clip_vision, "llava": _llava}
-    if model_type not in runners:
-        raise TracePluginError(
-            f"this tracer runs Whisper, CLIP vision and LLaVA, not {model_type!r}"
-        )
-    context.capture_inputs()
-    what = runners[model_type](context, Path(doc.path))
+    if doc.format == "gguf":
+        arch = str(doc.metadata.get("general.architecture") or "")
+        if arch != "clip":
+            raise TracePluginError(f"this tracer runs CLIP vision GGUFs, not {arch!r} ones")
+        context.capture_inputs()
+        what = _clip_gguf(context)
+    else:
+        model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
+        runners = {"whisper": _whisper, "clip_vision_model": _clip_vision, "llava": _llava}
+        if model_type not in runners:
+            raise TracePluginError(
+                f"this tracer runs Whisper, CLIP vision and LLaVA, not {model_type!r}"
+            )
+        context.capture_inputs()
+        what = runners[model_type](context, Path(doc.path))
     return TraceOutcome(
         provider="transformers",
         notes=(

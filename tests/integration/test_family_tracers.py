@@ -327,3 +327,42 @@ def test_llava_tracer_equals_the_native_forward(zoo_artifact, tmp_path: Path) ->
         assert rel < 1e-5, (n, rel)
     # the merge: the image rows of inputs_embeds are the projected image features
     np.testing.assert_allclose(ours["inputs_embeds"][0, :16], ours["image_embeds"][0], rtol=1e-6)
+
+
+@pytest.mark.realdata
+def test_a_clip_vision_snapshot_saved_by_transformers_4_traces(tmp_path: Path) -> None:
+    """transformers 4 saved CLIPVisionModel weights as vision_model.*; version 5's class has
+    no such prefix. from_pretrained maps them, and so must the tracer (this failed with
+    "has no place in CLIPVisionModel" while only the newer naming was handled)."""
+    from safetensors.numpy import load_file, save_file
+
+    from nneditor.inputs import automatic, detect_inputs
+
+    torch.manual_seed(0)
+    config = tf.CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        image_size=32,
+        patch_size=8,
+    )
+    folder = tmp_path / "clip-v4"
+    tf.CLIPVisionModel(config).save_pretrained(str(folder))
+    weights = folder / "model.safetensors"
+    stored = load_file(str(weights))
+    if not next(iter(stored)).startswith("vision_model."):
+        stored = {f"vision_model.{k}": v for k, v in stored.items()}
+        save_file(stored, str(weights), metadata={"format": "pt"})
+    with nneditor.open(folder) as doc:
+        feeds = {s.name: automatic(s) for s in detect_inputs(doc, {}).inputs}
+        plan = make_plan(doc, feeds, tracer="nneditor.modalities")
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert result.published, result.message + result.log_tail
+    ours = {v["name"]: read_value(tmp_path / "t", v) for v in result.manifest["values"]}
+    model = tf.CLIPVisionModel.from_pretrained(str(folder)).eval()  # the reference
+    with torch.no_grad():
+        want = model(pixel_values=torch.from_numpy(feeds["pixel_values"]))
+    np.testing.assert_allclose(ours["pooled_output"], want.pooler_output.numpy(), rtol=1e-5)
+    last = ours["encoder.layers.1"]
+    np.testing.assert_allclose(last, want.last_hidden_state.numpy(), rtol=1e-5, atol=1e-6)

@@ -27,6 +27,8 @@ def architecture(doc: Document) -> str:
         model_type = str(config.get("model_type") or "")
         if not model_type:  # diffusers components name their class instead
             return str(config.get("_class_name") or "").lower()
+        if model_type == "clip":  # transformers' text-and-vision CLIPModel; llama.cpp's
+            return "clip_model"  # "clip" names vision-encoder GGUFs, another model
         return (llama_cpp_arch(model_type) or model_type).lower()
     return ""
 
