@@ -24,6 +24,18 @@ from nneditor.model.tensor import TensorRef
 
 
 @dataclass
+class OperatorMatch:
+    """Which operators of A and B are the same, as indices into each graph's ``nodes``."""
+
+    by_name: bool
+    pairs: list[tuple[int, int]] = field(default_factory=list)
+    only_a: list[int] = field(default_factory=list)
+    only_b: list[int] = field(default_factory=list)
+    #: the pairs whose op type, attributes or input/output counts differ (set by the diff)
+    changed: list[tuple[int, int]] = field(default_factory=list)
+
+
+@dataclass
 class ModelDiff:
     a: str
     b: str
@@ -31,6 +43,9 @@ class ModelDiff:
     operators: dict[str, Any] = field(default_factory=dict)
     tensors: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the operator pairing behind ``operators`` (for views that align the two graphs; it is
+    #: not part of ``as_dict``, whose JSON stays one row per difference)
+    operator_match: OperatorMatch | None = None
 
     def as_dict(self) -> dict[str, Any]:
         changed = [t for t in self.tensors if t.get("status") == "changed"]
@@ -57,7 +72,8 @@ class ModelDiff:
 def diff_documents(a: Document, b: Document, tolerance: float = 0.0) -> ModelDiff:
     out = ModelDiff(str(a.path), str(b.path), (a.format, b.format))
     if a.graph is not None and b.graph is not None:
-        out.operators = _diff_operators(a.graph, b.graph)
+        out.operator_match = match_operators(a.graph, b.graph)
+        out.operators = _diff_operators(a.graph, b.graph, out.operator_match)
     else:
         missing = [d for d in (a, b) if d.graph is None]
         out.notes.append(
@@ -81,25 +97,42 @@ def _attrs(node: Node) -> dict[str, str]:
         return {}
 
 
-def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
-    na = {n.name: n for n in ga.nodes if n.name}
-    nb = {n.name: n for n in gb.nodes if n.name}
+def match_operators(ga: Graph, gb: Graph) -> OperatorMatch:
+    """Pair operators by name when at least half of the smaller graph's names are shared;
+    otherwise (another exporter) by name-free structure hashes, then by op type in order."""
+    na = {n.name: i for i, n in enumerate(ga.nodes) if n.name}
+    nb = {n.name: i for i, n in enumerate(gb.nodes) if n.name}
     shared = set(na) & set(nb)
     by_name = len(shared) >= 0.5 * max(1, min(len(na), len(nb)))
-    pairs: list[tuple[Node, Node]] = []
-    only_a: list[Node] = []
-    only_b: list[Node] = []
     if by_name:
-        pairs = [(na[k], nb[k]) for k in na if k in nb]
-        only_a = [n for k, n in na.items() if k not in nb]
-        only_b = [n for k, n in nb.items() if k not in na]
-    else:  # names differ (another exporter): structure hashes, then type and order
-        pairs, only_a, only_b = _match(ga.nodes, gb.nodes, _structure_hashes)
-        if only_a and only_b:
-            more, only_a, only_b = _match(only_a, only_b, lambda ns: {id(n): n.op_type for n in ns})
-            pairs += more
+        return OperatorMatch(
+            True,
+            [(na[k], nb[k]) for k in na if k in nb],
+            [i for k, i in na.items() if k not in nb],
+            [i for k, i in nb.items() if k not in na],
+        )
+    index_a = {id(n): i for i, n in enumerate(ga.nodes)}
+    index_b = {id(n): i for i, n in enumerate(gb.nodes)}
+    pairs, only_a, only_b = _match(ga.nodes, gb.nodes, _structure_hashes)
+    if only_a and only_b:
+        more, only_a, only_b = _match(only_a, only_b, lambda ns: {id(n): n.op_type for n in ns})
+        pairs += more
+    return OperatorMatch(
+        False,
+        [(index_a[id(x)], index_b[id(y)]) for x, y in pairs],
+        [index_a[id(n)] for n in only_a],
+        [index_b[id(n)] for n in only_b],
+    )
+
+
+def _diff_operators(ga: Graph, gb: Graph, match: OperatorMatch) -> dict[str, Any]:
+    pairs = [(ga.nodes[i], gb.nodes[j]) for i, j in match.pairs]
+    only_a = [ga.nodes[i] for i in match.only_a]
+    only_b = [gb.nodes[j] for j in match.only_b]
+    by_name = match.by_name
     changed = []
-    for x, y in pairs:
+    match.changed = []
+    for (x, y), indices in zip(pairs, match.pairs, strict=True):
         what = []
         if x.op_type != y.op_type:
             what.append(f"op {x.op_type} -> {y.op_type}")
@@ -111,6 +144,7 @@ def _diff_operators(ga: Graph, gb: Graph) -> dict[str, Any]:
             what.append("input/output count")
         if what:
             changed.append({"a": x.name, "b": y.name, "changes": what})
+            match.changed.append(indices)
     return {
         "matched_by": "name" if by_name else "structure (name-free hashes), then op type",
         "a": len(ga.nodes),

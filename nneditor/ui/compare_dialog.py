@@ -1,12 +1,18 @@
-"""A diff shown as tables (nneditor/diff): for two models, operator changes and per-tensor
-weight deltas (largest relative L2 first; double-click opens A's tensor); for two traces,
-per-value drift in graph order with where it starts."""
+"""A diff shown in one window (nneditor/diff): for two models, a side-by-side view of both
+graphs (nneditor/ui/compare), operator changes and per-tensor weight deltas (largest relative
+L2 first; double-click opens A, B and A − B); for two traces, per-value drift in graph order
+with where it starts.
+
+The side-by-side view is a tab here rather than a window of its own: it, the tables and every
+tensor triple opened from them share B's open document, which lives exactly as long as this
+dialog (closing it closes B), and one comparison stays one window to find again.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -18,8 +24,12 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from shiboken6 import isValid
 
 from nneditor.ui.trace.ports import drift_color
+
+if TYPE_CHECKING:
+    from nneditor.ui.compare.comparison import Comparison
 
 
 def _table(parent: QWidget, headers: list[str], rows: list[list[Any]]) -> QTableWidget:
@@ -45,9 +55,13 @@ class CompareDialog(QDialog):
         result: dict[str, Any],
         open_tensor: Callable[[str], None] | None = None,
         parent: QWidget | None = None,
+        comparison: Comparison | None = None,
     ) -> None:
         super().__init__(parent)
         self.diff = result
+        self.comparison = comparison
+        self.side_by_side: Any = None
+        self.pair_dialogs: list[Any] = []
         self.setWindowTitle(f"Compare {Path(result['a']).name} with {Path(result['b']).name}")
         self.summary = QLabel("", self)
         self.summary.setWordWrap(True)
@@ -59,8 +73,63 @@ class CompareDialog(QDialog):
         if result["kind"] == "traces":
             self._traces(result)
         else:
+            if comparison is not None:
+                self.tabs.addTab(self._side_by_side(comparison), "Side by side")
             self._models(result, open_tensor)
-        self.resize(900, 600)
+        if comparison is not None:
+            self.resize(1400, 900)
+        else:
+            self.resize(900, 600)
+
+    def _side_by_side(self, comparison: Comparison) -> QWidget:
+        """Both graphs aligned; for a tensors-only artifact, the tensor pairs and why."""
+        reason = comparison.no_graph_reason()
+        if not reason:
+            from nneditor.ui.compare.canvas import SideBySide
+
+            self.side_by_side = SideBySide(comparison, self)
+            self.side_by_side.pairRequested.connect(self.open_pair)
+            return self.side_by_side
+        from nneditor.ui.compare.details import PairTable
+
+        page = QWidget(self)
+        lay = QVBoxLayout(page)
+        note = QLabel(
+            f"No side-by-side graph: {reason}. The tensors are compared by name instead; "
+            "double-click a pair to see A, B and A − B.",
+            page,
+        )
+        note.setWordWrap(True)
+        self.no_graph_note = note
+        self.pair_table = PairTable(page)
+        self.pair_table.set_rows(self.diff["tensors"])
+        self.pair_table.pairActivated.connect(self.open_pair)
+        lay.addWidget(note)
+        lay.addWidget(self.pair_table, 1)
+        return page
+
+    def open_pair(self, row: dict[str, Any]) -> QDialog | None:
+        """A, B and A − B of one tensor row, side by side (needs both documents open)."""
+        if self.comparison is None:
+            return None
+        from nneditor.ui.compare.tensors import TensorTripleDialog
+
+        dialog = TensorTripleDialog(self.comparison.doc_a, self.comparison.doc_b, row, self)
+        self.pair_dialogs = [d for d in self.pair_dialogs if isValid(d)] + [dialog]
+        dialog.show()
+        return dialog
+
+    def done(self, code: int) -> None:  # Qt override: closing (or Escape) releases B
+        for dialog in self.pair_dialogs:
+            if isValid(dialog):  # a closed triple deletes itself
+                dialog.close()
+        self.pair_dialogs = []
+        if self.side_by_side is not None:
+            self.side_by_side.shutdown()
+        if self.comparison is not None:
+            self.comparison.close()
+            self.comparison = None
+        super().done(code)
 
     def _models(self, r: dict[str, Any], open_tensor: Callable[[str], None] | None) -> None:
         s, ops = r["summary"], r["operators"]
@@ -95,7 +164,11 @@ class CompareDialog(QDialog):
         ]
         headers = ["Tensor in A", "In B", "Status", "Rel. L2", "Max abs", "Cosine", "Storage"]
         self.tensor_table = _table(self, headers, rows)
-        if open_tensor is not None:
+        if self.comparison is not None:
+            self.tensor_table.cellDoubleClicked.connect(
+                lambda row, _c: self.open_pair(tensors[row])
+            )
+        elif open_tensor is not None:
             self.tensor_table.cellDoubleClicked.connect(
                 lambda row, _c: open_tensor(tensors[row]["a"]) if tensors[row]["a"] else None
             )

@@ -414,6 +414,7 @@ class MainWindow(QMainWindow):
     def _close_model(self, emit: bool = True) -> None:
         if self.index is None or self.source_index is None:
             return
+        self._close_compare()
         self.edit.detach()
         self.edit_panel.set_index(None)
         self.workbench.set_session(None)
@@ -502,18 +503,17 @@ class MainWindow(QMainWindow):
 
     def compare_with(self, other: str) -> int:
         """Diff the open model (A) against ``other`` (B) in the background, then show it."""
+        from nneditor.ui.compare.comparison import compare_job
+
         assert self.index is not None
-        mine = self.index.doc
-
-        def job(handle: Any) -> dict[str, Any]:
-            import nneditor
-            from nneditor.diff.models import diff_documents
-
-            with nneditor.open(other) as doc:
-                return diff_documents(mine, doc).as_dict()
-
         self._set_busy(True, f"Comparing with {Path(other).name}…")
-        return self.runner.submit(job, self._compared, channel="compare", label="Compare")
+        return self.runner.submit(
+            compare_job(self.index, other),
+            self._compared,
+            channel="compare",
+            on_discard=lambda c: c.close(),
+            label="Compare",
+        )
 
     def _compared(self, result: JobResult[Any]) -> None:
         from nneditor.ui.compare_dialog import CompareDialog
@@ -524,10 +524,20 @@ class MainWindow(QMainWindow):
         if result.error is not None:
             self.report_error("Cannot compare these models", error_text(result.error))
             return
-        assert isinstance(result.value, dict)
-        self.status_label.setText(f"Compared with {Path(result.value['b']).name}.")
-        self.compare_dialog = CompareDialog(result.value, self.show_tensor, self)
+        comparison = result.value
+        assert comparison is not None
+        self.status_label.setText(f"Compared with {Path(comparison.result['b']).name}.")
+        self._close_compare()
+        self.compare_dialog = CompareDialog(
+            comparison.result, self.show_tensor, self, comparison=comparison
+        )
         self.compare_dialog.show()
+
+    def _close_compare(self) -> None:
+        """The comparison reads the open model: it closes with it (and closes its B)."""
+        if self.compare_dialog is not None:
+            self.compare_dialog.close()
+            self.compare_dialog = None
 
     def explain_file_types(self) -> None:
         from nneditor.ui.file_types_dialog import FileTypesDialog
