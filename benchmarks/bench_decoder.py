@@ -4,8 +4,10 @@ against transformers' CPU forward of the same model in the same run.
 
 The anchor is ``LlamaForCausalLM`` in fp32 holding the GGUF's weights as gguf-py dequantizes
 them, loaded with ``from_pretrained`` from a safetensors snapshot written (untimed) before the
-runs. Each side runs in a fresh interpreter, best of ``--repeat``; peak RSS is the process's
-VmHWM (imports included: torch for the anchor, numpy + nneditor for ours).
+runs. Each side runs in a fresh interpreter, best of ``--repeat``, its imports untimed (torch
+and transformers for the anchor; numpy, nneditor's readers and gguf-py for ours); peak RSS is
+the process's VmHWM (imports included). The decoder rows time opening the file too; the
+anchor's forward row has its model loaded already (its load + forward row has not).
 
 Rows: the decoder's forward on the GGUF (dequantizing every block as it goes) and on the fp32
 snapshot; the whole ``nneditor trace`` command (worker start, capture of all 184 values);
@@ -45,8 +47,10 @@ def main() -> int:
     ids = [(i * 7919) % 49152 for i in range(1, args.tokens + 1)]
     with tempfile.TemporaryDirectory() as tmp:
         snap = llama_snapshot(gguf_path, Path(tmp) / "snapshot")
-        ours_setup = (
+        ours_setup = (  # imports untimed, as torch + transformers are for the anchor
             "import numpy as np, nneditor\n"
+            "import nneditor.api, nneditor.artifacts.gguf.reader, nneditor.artifacts.huggingface\n"
+            "import nneditor.tensors.ggml, nneditor.tensors.ggml_fast\n"
             "from nneditor.decoder import decoder_config, run_forward\n"
             f"ids = np.array([{ids}])"
         )

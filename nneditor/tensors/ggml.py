@@ -27,7 +27,7 @@ import numpy as np
 
 from nneditor.io.source import ByteSource
 from nneditor.tensors.dtypes import numpy_dtype
-from nneditor.tensors.ggml_fast import FAST_DECODERS
+from nneditor.tensors.ggml_fast import FAST_DECODERS, INTO_DECODERS
 from nneditor.tensors.ggml_ternary import DECODERS as OWN_DECODERS
 from nneditor.tensors.loaders import TensorLoader, UnavailableLoader
 from nneditor.tensors.slicing import Key, key_shape
@@ -184,6 +184,8 @@ class GGMLLoader(TensorLoader):
         self.type = t
         self.shape = shape
         self._decode = self._pick_decoder()
+        f32 = numpy_dtype(t.dtype) == np.float32
+        self._into = INTO_DECODERS.get(ggml_type) if f32 else None
 
     def _pick_decoder(self) -> Callable[[np.ndarray], np.ndarray]:
         """(..., row_bytes) uint8 rows -> (..., ne0) values."""
@@ -240,8 +242,17 @@ class GGMLLoader(TensorLoader):
         step = max(1, CHUNK_BYTES // per_index)
         starts = range(0, lead[0], step)
 
+        into = self._into if _whole(col, out.shape[-1]) else None
+
         def one(i: int) -> None:
-            out[i : i + step] = self._decode_rows(sub[i : i + step])[..., col]
+            dest = out[i : i + step]
+            if into is not None and dest.flags.c_contiguous and sub[i : i + step].size:
+                blocks = np.ascontiguousarray(sub[i : i + step])
+                into(
+                    blocks.reshape(-1, self.type.type_size), dest.reshape(-1, self.type.block_size)
+                )
+                return
+            dest[...] = self._decode_rows(sub[i : i + step])[..., col]
 
         pool = _decode_pool() if len(starts) > 1 else None
         if pool is None:
@@ -260,6 +271,16 @@ def _decode_pool() -> ThreadPoolExecutor | None:
     """Threads that decode chunks of one large tensor side by side (None on one core)."""
     n = min(4, os.cpu_count() or 1)
     return ThreadPoolExecutor(n, thread_name_prefix="ggml-decode") if n > 1 else None
+
+
+def _whole(col: slice | int, width: int) -> bool:
+    """Whether ``col`` (relative to the first block) selects every column of a ``width`` row."""
+    return (
+        isinstance(col, slice)
+        and (col.start or 0) == 0
+        and col.stop == width
+        and (col.step or 1) == 1
+    )
 
 
 def _column_blocks(k: slice | int, block_size: int) -> tuple[int, int, slice | int]:

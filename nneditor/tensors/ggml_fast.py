@@ -32,16 +32,16 @@ def _nibbles(qs: np.ndarray, out: np.ndarray) -> None:
     np.right_shift(qs, 4, out=out[..., half:], casting="unsafe")
 
 
-def _q4_0(b: np.ndarray) -> np.ndarray:
-    out = np.empty((b.shape[0], 32), F32)
+def _q4_0(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    out = np.empty((b.shape[0], 32), F32) if out is None else out
     _nibbles(b[:, 2:], out)
     out -= F32(8)
     out *= _f16(b, 0)
     return out
 
 
-def _q4_1(b: np.ndarray) -> np.ndarray:
-    out = np.empty((b.shape[0], 32), F32)
+def _q4_1(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    out = np.empty((b.shape[0], 32), F32) if out is None else out
     _nibbles(b[:, 4:], out)
     out *= _f16(b, 0)
     out += _f16(b, 2)
@@ -75,8 +75,11 @@ def _q5_1(b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _q8_0(b: np.ndarray) -> np.ndarray:
-    out = b[:, 2:].view(np.int8).astype(F32)
+def _q8_0(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    if out is None:
+        out = b[:, 2:].view(np.int8).astype(F32)
+    else:
+        np.copyto(out, b[:, 2:].view(np.int8), casting="unsafe")
     out *= _f16(b, 0)
     return out
 
@@ -122,6 +125,14 @@ def _q6_k(b: np.ndarray) -> np.ndarray:
     out *= d
     return out.reshape(n, 256)
 
+
+#: ggml type id -> decoder that can write into a given (n, block_size) float32 array (saves a
+#: copy of every decoded weight when a whole tensor is read, as the NumPy decoder does)
+INTO_DECODERS: dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    2: _q4_0,
+    3: _q4_1,
+    8: _q8_0,
+}
 
 #: ggml type id -> decoder
 FAST_DECODERS: dict[int, Callable[[np.ndarray], np.ndarray]] = {

@@ -42,10 +42,11 @@ def test_bit_identical_to_gguf_py(type_id: int) -> None:
     assert np.array_equal(got.view(np.uint32), np.asarray(want, np.float32).view(np.uint32))
 
 
-def test_the_loader_uses_them_across_threads(tmp_path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("type_id", [2, 3, 8, 12])  # decoding in place (Q4_0/Q4_1/Q8_0) or not
+def test_the_loader_uses_them_across_threads(tmp_path, type_id: int) -> None:  # noqa: ANN001
     import nneditor
 
-    qt = gguf.GGMLQuantizationType.Q4_K
+    qt = gguf.GGMLQuantizationType(type_id)
     q = _blocks(int(qt), rows=2048, cols=2048)  # 2.3 MB: more than one decode chunk
     assert q.nbytes > ggml.CHUNK_BYTES
     w = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "llama")
@@ -59,5 +60,19 @@ def test_the_loader_uses_them_across_threads(tmp_path) -> None:  # noqa: ANN001
         got = doc.tensors["w"].read()
         rows = doc.tensors["w"].read("100:1900, 7:2000:3")
     want = gguf.quants.dequantize(q, qt)
-    assert np.array_equal(got, want)
+    assert np.array_equal(got.view(np.uint32), np.asarray(want, np.float32).view(np.uint32))
     assert np.array_equal(rows, want[100:1900, 7:2000:3])
+    with nneditor.open(tmp_path / "q.gguf") as doc:  # whole rows of a block-aligned range
+        assert np.array_equal(doc.tensors["w"].read("5:2000, :"), want[5:2000])
+
+
+def test_in_place_decoders_equal_the_allocating_ones() -> None:
+    from nneditor.tensors.ggml_fast import INTO_DECODERS
+
+    for type_id, into in INTO_DECODERS.items():
+        q = _blocks(type_id, rows=8, cols=256)
+        size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(type_id)][1]
+        want = FAST_DECODERS[type_id](q.reshape(-1, size))
+        out = np.full(want.shape, np.nan, np.float32)
+        assert into(q.reshape(-1, size), out) is out
+        assert np.array_equal(out.view(np.uint32), want.view(np.uint32)), type_id
