@@ -242,7 +242,8 @@ class GGMLLoader(TensorLoader):
         step = max(1, CHUNK_BYTES // per_index)
         starts = range(0, lead[0], step)
 
-        into = self._into if _whole(col, out.shape[-1]) else None
+        covered = sub.shape[-2] * self.type.block_size  # the columns the blocks decode to
+        into = self._into if covered == out.shape[-1] and _whole(col, covered) else None
 
         def one(i: int) -> None:
             dest = out[i : i + step]

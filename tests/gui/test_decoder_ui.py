@@ -55,7 +55,7 @@ def test_gguf_prompt_trace_and_next_token(qtbot, open_model, window, realdata, t
     result = tab.inspect_predictions()
     assert result is not None and result["position"] == 4 and result["complete"]
     assert result["top"][0]["text"] == " Paris"
-    logits = np.load(run.file("result_output"), allow_pickle=False)
+    logits = run.load("result_output")
     assert result["top"][0]["id"] == int(logits[0, -1].argmax()) == 7042
     refs = json.loads((ROOT / "tests" / "data" / "llama_cpp_logit_refs.json").read_text("utf-8"))
     assert refs[SMOL][0]["top1"][-1] == 7042  # llama.cpp's next token too
@@ -98,6 +98,6 @@ def test_prism_hybrid_gguf_traces_with_ports_on_every_mixer_part(
     ported = {v for p in pane.port_items() for v in p.port.values}
     want = {"blk.0.ssm_conv", "blk.0.ssm_delta", "blk.0.ssm_gated_norm", "blk.1.attn_gated"}
     assert want <= ported, sorted(ported)
-    delta = np.load(runs[0].file("blk.0.ssm_delta"), allow_pickle=False)
+    delta = runs[0].load("blk.0.ssm_delta")
     assert delta.shape == (1, 5, 4 * 96) and np.isfinite(delta).all()
     window.grab().save(str(tmp_path / "hybrid_traced.png"))

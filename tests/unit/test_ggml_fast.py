@@ -64,6 +64,9 @@ def test_the_loader_uses_them_across_threads(tmp_path, type_id: int) -> None:  #
     assert np.array_equal(rows, want[100:1900, 7:2000:3])
     with nneditor.open(tmp_path / "q.gguf") as doc:  # whole rows of a block-aligned range
         assert np.array_equal(doc.tensors["w"].read("5:2000, :"), want[5:2000])
+        # columns inside whole blocks but not all of them, and block-aligned column ranges
+        assert np.array_equal(doc.tensors["w"].read("3:9, 64:200"), want[3:9, 64:200])
+        assert np.array_equal(doc.tensors["w"].read("3:9, 256:512"), want[3:9, 256:512])
 
 
 def test_in_place_decoders_equal_the_allocating_ones() -> None:
