@@ -213,11 +213,13 @@ class CaptureStore:
                 self._container = CaptureFile(self.root / CONTAINER, list(self.records))
             offset = self._container.allocate(rec["name"], arr)
             rec.update(file=CONTAINER, offset=offset)
-            self._submit(self._write_at, offset, arr)
+            container = self._container
+            self._submit(lambda: container.write(offset, arr, self.chunk))
             return
         fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
         rec["file"] = fname
-        self._submit(self._write, self.root / fname, arr)
+        path = self.root / fname
+        self._submit(lambda: write_npy(path, arr, self.chunk))
 
     def _refer(self, rec: dict[str, Any], same_as: Path) -> bool:
         """Point ``rec`` at an existing file of the run instead of writing (False: write)."""
@@ -237,29 +239,17 @@ class CaptureStore:
         self._progress()
         return True
 
-    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+    def _submit(self, write: Callable[[], None]) -> None:
         if self._pool is None:
-            fn(*args)
+            self._timed(write)
         else:
             self._slots.acquire()  # bounds the arrays held by pending writes
-            self._futures.append(self._pool.submit(fn, *args))
+            self._futures.append(self._pool.submit(self._timed, write))
 
-    def _write_at(self, offset: int, arr: np.ndarray) -> None:
-        assert self._container is not None
+    def _timed(self, write: Callable[[], None]) -> None:
         try:
             t0 = time.perf_counter()
-            self._container.write(offset, arr, self.chunk)
-            with self._lock:
-                self.write_s += time.perf_counter() - t0
-            self._progress()
-        finally:
-            if self._pool is not None:
-                self._slots.release()
-
-    def _write(self, path: Path, arr: np.ndarray) -> None:
-        try:
-            t0 = time.perf_counter()
-            write_npy(path, arr, self.chunk)
+            write()
             with self._lock:
                 self.write_s += time.perf_counter() - t0
             self._progress()
