@@ -269,3 +269,42 @@ def test_raw_block_toggle_lists_fields(panel: TensorPanel, gguf_doc) -> None:  #
     assert vt.blocks.rowCount() == 3 and vt.blocks.item(0, 0).text() == "2"
     panel.set_tensor(doc.tensors["norm"], source=doc.sources[0])
     assert vt.blocks_toggle.isHidden()
+
+
+def test_a_small_range_heatmap_labels_its_colour_bar(panel: TensorPanel) -> None:
+    import pyqtgraph as pg
+
+    from nneditor.ui.tensor.viz_data import bar_ticks
+
+    diff = (RNG.standard_normal((32, 64)) * 4e-4).astype(np.float32)  # an A - B of a weight
+    panel.set_array(diff, "a_minus_b")
+    panel.show_tab("Visualization")
+    assert panel.viz.kind == "heatmap"
+    bars = [i for i in panel.viz.plot_area.ci.items if isinstance(i, pg.ColorBarItem)]
+    assert len(bars) == 1
+    labels = [text for level in bars[0].getAxis("right")._tickLevels for _v, text in level]
+    assert len(labels) >= 3 and "0" in labels and any(t.startswith("-") for t in labels)
+    assert labels == [t for _v, t in bar_ticks(*bars[0].levels())]
+    # pyqtgraph clips away labels wider than the axis (this left only "0" on screen)
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    axis = bars[0].getAxis("right")
+    metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+    assert axis.width() >= max(metrics.horizontalAdvance(t) for t in labels) + 10
+
+
+def test_bar_ticks_are_round_and_inside_the_range() -> None:
+    from nneditor.ui.tensor.viz_data import bar_ticks
+
+    assert [t for _v, t in bar_ticks(-0.001092, 0.001092)] == [
+        "-0.001",
+        "-0.0005",
+        "0",
+        "0.0005",
+        "0.001",
+    ]
+    assert [t for _v, t in bar_ticks(0.0, 1.0)] == ["0", "0.2", "0.4", "0.6", "0.8", "1"]
+    assert bar_ticks(3.0, 3.0) == [(3.0, "3")]
+    for lo, hi in [(-7.3, 123.0), (1e-9, 5e-9), (-2e6, -1e6)]:
+        values = [v for v, _t in bar_ticks(lo, hi)]
+        assert 3 <= len(values) <= 10 and lo <= values[0] and values[-1] <= hi

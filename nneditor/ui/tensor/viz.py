@@ -16,7 +16,7 @@ os.environ.setdefault("PYQTGRAPH_QT_LIB", "PySide6")
 
 import numpy as np  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
-from PySide6.QtGui import QColor, QShowEvent  # noqa: E402
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QShowEvent  # noqa: E402
 from PySide6.QtWidgets import (  # noqa: E402
     QCheckBox,
     QComboBox,
@@ -324,7 +324,13 @@ class VizTab(QWidget):
             values=(levels.low, levels.high), colorMap=cmap, interactive=False, width=16
         )
         bar.setImageItem(img)
-        bar.getAxis("right").setTextPen(pg.mkPen(theme.current().muted))
+        axis = bar.getAxis("right")
+        axis.setTextPen(pg.mkPen(theme.current().muted))
+        ticks = vd.bar_ticks(float(levels.low), float(levels.high))
+        axis.setTicks([ticks])
+        # room for the longest label: pyqtgraph clips labels wider than the axis away
+        metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+        axis.setWidth(max(40, max(metrics.horizontalAdvance(t) for _v, t in ticks) + 20))
         self.plot_area.addItem(bar, row=0, col=1)
         return levels
 

@@ -235,3 +235,21 @@ def color_levels(values: np.ndarray) -> ColorScale:
         plo, phi = lo, hi
     clipped = plo > lo + (hi - lo) * 1e-3 or phi < hi - (hi - lo) * 1e-3
     return ColorScale(plo, phi, False, clipped, lo, hi)
+
+
+def bar_ticks(low: float, high: float, count: int = 8) -> list[tuple[float, str]]:
+    """Round values inside [low, high] (a step of about a ``count``-th of it) with their labels,
+    for a colour bar: pyqtgraph's own ticks leave a range like ±0.0011 with only its "0"
+    labelled (the ±0.001 labels sit at the bar's ends and are clipped)."""
+    span = high - low
+    if not math.isfinite(span) or span <= 0:
+        return [(low, f"{low:.4g}")]
+    raw = span / max(count, 1)
+    power = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+    first, last = math.ceil(low / step - 1e-9), math.floor(high / step + 1e-9)
+    ticks = []
+    for k in range(first, last + 1):
+        value = float(f"{k * step:.12g}")  # 0.6, not 0.6000000000000001
+        ticks.append((value, f"{value:.4g}"))
+    return ticks
