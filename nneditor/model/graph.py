@@ -112,7 +112,11 @@ class Graph:
 
     @property
     def node_count(self) -> int:
-        return sum(1 for _ in self.walk())
+        """Nodes of this graph and of its nested subgraphs (what :meth:`walk` yields)."""
+        nodes = self.nodes
+        return len(nodes) + sum(
+            sub.node_count for node in nodes if node.subgraphs for sub in node.subgraphs.values()
+        )
 
     def value_type(self, name: str) -> ValueInfo | None:
         for vi in self.inputs:
