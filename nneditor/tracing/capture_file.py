@@ -12,7 +12,8 @@ writer threads, and must not be held in memory, hence this writer:
 
 - The header's size is reserved before the first value (from the registered names, generously;
   safetensors allows the header to be padded with spaces). Values are appended in the order
-  they are allocated, with no holes (the layout forbids them), and written with ``os.pwrite``
+  they are allocated, with no holes (the layout forbids them), and written with ``os.pwrite`` (seek + write under a lock where
+  there is none: Windows)
   at their own offsets, so threads write in parallel without sharing a file position.
 - :meth:`CaptureFile.finish` writes the header. If it outgrew the reservation (late values with
   long names or many dimensions), the data is moved once behind a larger header; the offsets
@@ -66,6 +67,7 @@ def st_dtype(arr: np.ndarray) -> str | None:
 
 
 _LITTLE = np.little_endian
+_HAS_PWRITE = hasattr(os, "pwrite") and hasattr(os, "pread")
 
 
 class CaptureFile:
@@ -76,10 +78,13 @@ class CaptureFile:
         reserve = sum(len(json.dumps(n)) + _ENTRY_RESERVE for n in names)
         reserve = max(_MIN_RESERVE, reserve + reserve // 4)
         self.reserve = (reserve + 63) // 64 * 64 - 8  # data starts 64-byte aligned
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        # O_BINARY: Windows would translate newlines in a file opened without it
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+        self._fd = os.open(path, flags, 0o644)
         self._end = 0  # data bytes allocated so far
         self._entries: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._io_lock = threading.Lock()
 
     @property
     def data_start(self) -> int:
@@ -111,7 +116,7 @@ class CaptureFile:
             part = raw[start : start + step]
             done = 0
             while done < len(part):  # pwrite may write less than asked (signals, quotas)
-                done += os.pwrite(self._fd, part[done:], offset + start + done)
+                done += self._pwrite(part[done:], offset + start + done)
 
     def finish(self) -> int:
         """Write the header and close; returns how far every offset moved (0 normally)."""
@@ -121,13 +126,33 @@ class CaptureFile:
         text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         try:
             if len(text) <= self.reserve:
-                os.pwrite(self._fd, struct.pack("<Q", self.reserve), 0)
-                os.pwrite(self._fd, text.ljust(self.reserve, b" "), 8)
+                self._pwrite_all(
+                    struct.pack("<Q", self.reserve) + text.ljust(self.reserve, b" "), 0
+                )
                 os.ftruncate(self._fd, self.data_start + self._end)
                 return 0
             return self._grow(text)
         finally:
             os.close(self._fd)
+
+    def _pwrite(self, data: memoryview | bytes, offset: int) -> int:
+        if _HAS_PWRITE:
+            return os.pwrite(self._fd, data, offset)
+        with self._io_lock:  # Windows has no pwrite: seek and write under one lock
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.write(self._fd, data)
+
+    def _pwrite_all(self, data: bytes, offset: int) -> None:
+        done = 0
+        while done < len(data):
+            done += self._pwrite(memoryview(data)[done:], offset + done)
+
+    def _pread(self, size: int, offset: int) -> bytes:
+        if _HAS_PWRITE:
+            return os.pread(self._fd, size, offset)
+        with self._io_lock:
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.read(self._fd, size)
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):
@@ -142,7 +167,7 @@ class CaptureFile:
             out.write(text.ljust(size, b" "))
             pos, end, step = self.data_start, self.data_start + self._end, 16 * 2**20
             while pos < end:
-                block = os.pread(self._fd, min(step, end - pos), pos)
+                block = self._pread(min(step, end - pos), pos)
                 if not block:
                     raise OSError(f"{self.path} ended early while its header was rewritten")
                 out.write(block)

@@ -159,9 +159,15 @@ def _mixed_values() -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("writers", [0, 2])
-def test_the_container_is_a_safetensors_file_any_reader_opens(tmp_path, writers):
+@pytest.mark.parametrize(("writers", "pwrite"), [(0, True), (2, True), (2, False)])
+def test_the_container_is_a_safetensors_file_any_reader_opens(
+    tmp_path, writers, pwrite, monkeypatch
+):
     from safetensors.numpy import load_file  # the reference reader
+
+    from nneditor.tracing import capture_file
+
+    monkeypatch.setattr(capture_file, "_HAS_PWRITE", pwrite)  # False: the Windows path
 
     values = _mixed_values()
     store = CaptureStore(tmp_path, budget_bytes=10**6, chunk_bytes=16, writers=writers)
@@ -204,8 +210,13 @@ def test_values_the_container_cannot_hold_get_their_own_npy(tmp_path):
     np.testing.assert_array_equal(read_value(tmp_path, recs[2]), [0, 1, 2])
 
 
-def test_a_header_larger_than_reserved_moves_the_data_once(tmp_path):
+@pytest.mark.parametrize("pwrite", [True, False])
+def test_a_header_larger_than_reserved_moves_the_data_once(tmp_path, pwrite, monkeypatch):
     from safetensors.numpy import load_file
+
+    from nneditor.tracing import capture_file
+
+    monkeypatch.setattr(capture_file, "_HAS_PWRITE", pwrite)
 
     store = CaptureStore(tmp_path, budget_bytes=10**9, chunk_bytes=64, writers=0)
     store.register("first")
