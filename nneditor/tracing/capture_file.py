@@ -133,7 +133,7 @@ class CaptureFile:
                 return 0
             return self._grow(text)
         finally:
-            os.close(self._fd)
+            self.abort()
 
     def _pwrite(self, data: memoryview | bytes, offset: int) -> int:
         if _HAS_PWRITE:
@@ -155,8 +155,10 @@ class CaptureFile:
             return os.read(self._fd, size)
 
     def abort(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def _grow(self, text: bytes) -> int:
         """Move the data behind a header larger than the reservation (rare: one extra copy)."""
@@ -172,6 +174,7 @@ class CaptureFile:
                     raise OSError(f"{self.path} ended early while its header was rewritten")
                 out.write(block)
                 pos += len(block)
+        self.abort()  # closed first: Windows cannot replace a file that is open
         os.replace(tmp, self.path)
         return size - self.reserve
 
