@@ -327,18 +327,30 @@ class CaptureStore:
                     r["offset"] += shift
 
 
-def export_npy_files(folder: Path, chunk_bytes: int = 16 * 2**20) -> list[Path]:
-    """Write one .npy per value held in the trace's container under ``folder/values`` (for
-    tools that want a file per value); the manifest keeps pointing at the container."""
+def export_npy_files(
+    folder: Path,
+    chunk_bytes: int = 16 * 2**20,
+    dest: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Path]:
+    """Write one .npy per stored value of the trace in ``folder`` (for tools that want a file
+    per value) into ``dest`` (default ``folder/values``), named ``NNNNN_<name>.npy`` by manifest
+    index; a partial capture is its stored flat prefix. Files already in ``dest`` (values the
+    container cannot hold) are left as they are; the manifest is not changed. ``progress(done,
+    total)`` after each value."""
     doc = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    (folder / VALUES_DIR).mkdir(exist_ok=True)
+    dest = folder / VALUES_DIR if dest is None else dest
+    dest.mkdir(parents=True, exist_ok=True)
+    stored = [r for r in doc.get("values", []) if r.get("status") in ("captured", "partial")]
     written: list[Path] = []
-    for rec in doc.get("values", []):
-        if rec.get("file") != CONTAINER or rec.get("status") not in ("captured", "partial"):
-            continue
-        path = folder / VALUES_DIR / f"{rec['index']:05d}_{_safe(rec['name'])}.npy"
-        write_npy(path, np.ascontiguousarray(read_value(folder, rec)), chunk_bytes)
+    for n, rec in enumerate(stored, 1):
+        path = dest / f"{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        source = (folder / str(rec.get("file") or "")).resolve()
+        if source != path.resolve():
+            write_npy(path, np.ascontiguousarray(read_value(folder, rec)), chunk_bytes)
         written.append(path)
+        if progress is not None:
+            progress(n, len(stored))
     return written
 
 

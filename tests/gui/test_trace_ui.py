@@ -241,3 +241,25 @@ def test_the_trace_view_prestarts_the_worker_its_run_uses(qtbot, open_model, win
     assert not psutil.pid_exists(idle.proc.pid) or (
         psutil.Process(idle.proc.pid).status() == psutil.STATUS_ZOMBIE
     )
+
+
+def test_the_traced_pane_exports_every_capture_as_npy(qtbot, open_model, window, tmp_path) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    pane = window.trace.traced
+    assert not pane.export_button.isEnabled()  # no trace yet
+    feature, run = _traced(window, qtbot)
+    assert pane.export_button.isEnabled() and pane.export_button.isVisible()
+    dest = tmp_path / "npy"
+    assert pane.export_npy(dest)
+    qtbot.waitUntil(lambda: bool(pane.export_note), timeout=20000)
+    stored = [n for n in run.records if run.status(n) in ("captured", "partial")]
+    files = sorted(dest.glob("*.npy"))
+    assert pane.export_note == f"Exported {len(stored)} .npy files to {dest}"
+    assert len(files) == len(stored) and pane.drift_label.text() == pane.export_note
+    values = safetensors_numpy.load_file(str(run.path / "values.safetensors"))
+    for name in stored:
+        rec = run.record(name)
+        assert rec is not None
+        (path,) = [f for f in files if f.name.startswith(f"{rec['index']:05d}_")]
+        want = values[name] if name in values else np.load(run.path / rec["file"])
+        np.testing.assert_array_equal(np.load(path, allow_pickle=False), want)

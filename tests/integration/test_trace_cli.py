@@ -90,11 +90,14 @@ def test_trace_writes_one_safetensors_file_and_npy_files_on_request(tmp_path):
     assert len(inside) == len(manifest["values"]) - 1  # the input refers to inputs/000.npy
     loaded = load_file(str(out / "values.safetensors"))  # any safetensors reader opens it
     npy = sorted((out / "values").glob("*.npy"))
-    assert len(npy) == len(inside) and f"wrote {len(inside)} .npy files" in done.stderr
+    total = len(manifest["values"])
+    assert len(npy) == total and f"wrote {total} .npy files" in done.stderr
     for v in inside:
         np.testing.assert_array_equal(loaded[v["name"]], read_value(out, v))
         one = next(p for p in npy if p.name.startswith(f"{v['index']:05d}_"))
         np.testing.assert_array_equal(np.load(one, allow_pickle=False), loaded[v["name"]])
+    ids_file = next(p for p in npy if p.name.startswith("00000_"))  # the input, copied too
+    np.testing.assert_array_equal(np.load(ids_file), [[4, 5]])
 
 
 def test_trace_errors_are_one_line(tmp_path):

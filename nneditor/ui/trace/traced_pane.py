@@ -83,6 +83,14 @@ class TracedPane(QWidget):
         self.compare_menu = QMenu(self.compare_button)
         self.compare_menu.aboutToShow.connect(self._fill_compare_menu)
         self.compare_button.setMenu(self.compare_menu)
+        self.export_button = QToolButton(bar)
+        self.export_button.setText("Export .npy files…")
+        self.export_button.setToolTip(
+            "Write every captured value of this trace as its own .npy file into a folder "
+            "(the trace keeps its single values.safetensors)"
+        )
+        self.export_button.clicked.connect(self._ask_export_folder)
+        self.export_note = ""
         self.drift_label = QLabel("", self)
         self.drift_label.setObjectName("Muted")
         self.drift_label.setContentsMargins(12, 2, 12, 0)
@@ -92,6 +100,8 @@ class TracedPane(QWidget):
         row.addWidget(self.picker, 1)
         row.addWidget(self.summary)
         row.addWidget(self.compare_button)
+        row.addWidget(self.export_button)
+        self.runner = runner
         self.workbench = Workbench(runner, self)
         self.empty = QLabel(
             "No trace yet. Open Trace, review the plan and choose Approve & run trace; the "
@@ -123,6 +133,7 @@ class TracedPane(QWidget):
         self.workbench.set_session(self.session, "This artifact has no graph to trace.")
         if old is not None:
             old.deleteLater()
+        self.export_button.setEnabled(False)
         self.refresh_runs()
         self._show_empty(True)
 
@@ -144,6 +155,7 @@ class TracedPane(QWidget):
             self.drift_label.setText("")
             self.drift_label.hide()
         self.run = run
+        self.export_button.setEnabled(run is not None)
         self.refresh_runs()
         self._show_empty(run is None or self.session is None)
         if run is not None:
@@ -217,6 +229,36 @@ class TracedPane(QWidget):
         self.drift_label.setText("")
         self.drift_label.hide()
         self._rebuild_ports()
+
+    def _ask_export_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Export the captured values as .npy files")
+        if folder:
+            self.export_npy(Path(folder))
+
+    def export_npy(self, dest: Path) -> int:
+        """Write the shown trace's values as one .npy each into ``dest`` on the job runner;
+        the result is said in the label under the bar. Returns the job id (0: no trace)."""
+        from nneditor.tracing.capture import export_npy_files
+
+        if self.run is None:
+            return 0
+        folder = Path(self.run.path)
+
+        def job(handle: Any) -> list[Path]:
+            return export_npy_files(folder, dest=dest, progress=lambda d, t: handle.progress(d, t))
+
+        def done(result: Any) -> None:
+            if result.error is not None:
+                text = f"Not exported: {result.error}"
+            elif result.cancelled:
+                text = "Export cancelled; files written so far stay in the folder."
+            else:
+                text = f"Exported {len(result.value)} .npy files to {dest}"
+            self.export_note = text
+            self.drift_label.setText(text)
+            self.drift_label.setVisible(True)
+
+        return self.runner.submit(job, done, channel="trace-export", label="Export .npy files")
 
     def _fill_compare_menu(self) -> None:
         m = self.compare_menu
