@@ -216,7 +216,7 @@ class CaptureStore:
             container = self._container
             self._submit(lambda: container.write(offset, arr, self.chunk))
             return
-        fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        fname = f"{VALUES_DIR}/{npy_name(rec)}"
         rec["file"] = fname
         path = self.root / fname
         self._submit(lambda: write_npy(path, arr, self.chunk))
@@ -230,7 +230,7 @@ class CaptureStore:
                 return False
             self._progress()
             return True
-        fname = f"{VALUES_DIR}/{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        fname = f"{VALUES_DIR}/{npy_name(rec)}"
         try:
             os.link(same_as, self.root / fname)
         except OSError:
@@ -344,7 +344,7 @@ def export_npy_files(
     stored = [r for r in doc.get("values", []) if r.get("status") in ("captured", "partial")]
     written: list[Path] = []
     for n, rec in enumerate(stored, 1):
-        path = dest / f"{rec['index']:05d}_{_safe(rec['name'])}.npy"
+        path = dest / npy_name(rec)
         source = (folder / str(rec.get("file") or "")).resolve()
         if source != path.resolve():
             write_npy(path, np.ascontiguousarray(read_value(folder, rec)), chunk_bytes)
@@ -385,6 +385,11 @@ def _replace_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".part")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def npy_name(rec: dict[str, Any]) -> str:
+    """The file name of a value's own .npy: manifest index, then a file-safe form of its name."""
+    return f"{rec['index']:05d}_{_safe(rec['name'])}.npy"
 
 
 def _safe(name: str) -> str:
