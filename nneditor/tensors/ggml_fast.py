@@ -20,9 +20,15 @@ import numpy as np
 F32 = np.float32
 
 
-def _f16(b: np.ndarray, start: int) -> np.ndarray:
-    """The float16 at byte ``start`` of every block, as float32 [n, 1]."""
-    return b[:, start : start + 2].copy().view(np.float16).astype(F32)
+def _f16(b: np.ndarray, start: int, count: int = 1) -> np.ndarray:
+    """The ``count`` float16s from byte ``start`` of every block, as float32 [n, count].
+
+    Blocks of an even size are read through one uint16 view (no strided byte copy); the
+    scale and the minimum of a block come back together from one conversion."""
+    if b.flags.c_contiguous and b.shape[-1] % 2 == 0 and start % 2 == 0 and b.size:
+        halves = b.view(np.uint16)[:, start // 2 : start // 2 + count]
+        return halves.view(np.float16).astype(F32)
+    return b[:, start : start + 2 * count].copy().view(np.float16).astype(F32)
 
 
 def _nibbles(qs: np.ndarray, out: np.ndarray) -> None:
@@ -43,8 +49,9 @@ def _q4_0(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
 def _q4_1(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     out = np.empty((b.shape[0], 32), F32) if out is None else out
     _nibbles(b[:, 4:], out)
-    out *= _f16(b, 0)
-    out += _f16(b, 2)
+    dm = _f16(b, 0, 2)
+    out *= dm[:, :1]
+    out += dm[:, 1:]
     return out
 
 
@@ -70,8 +77,9 @@ def _q5_1(b: np.ndarray) -> np.ndarray:
     _nibbles(b[:, 8:], q)
     q |= _high_bits(b[:, 4:8])
     out = q.astype(F32)
-    out *= _f16(b, 0)
-    out += _f16(b, 2)
+    dm = _f16(b, 0, 2)
+    out *= dm[:, :1]
+    out += dm[:, 1:]
     return out
 
 

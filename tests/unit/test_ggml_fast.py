@@ -79,3 +79,18 @@ def test_in_place_decoders_equal_the_allocating_ones() -> None:
         out = np.full(want.shape, np.nan, np.float32)
         assert into(q.reshape(-1, size), out) is out
         assert np.array_equal(out.view(np.uint32), want.view(np.uint32)), type_id
+
+
+@pytest.mark.parametrize("type_id", TYPES)
+def test_strided_blocks_decode_like_contiguous_ones(type_id: int) -> None:
+    """The block scales are read through a uint16 view when the blocks are contiguous and
+    through a byte copy otherwise; both give the same values."""
+    qt = gguf.GGMLQuantizationType(type_id)
+    size = gguf.GGML_QUANT_SIZES[qt][1]
+    blocks = _blocks(type_id).reshape(-1, size)
+    padded = np.zeros((blocks.shape[0], size + 1), np.uint8)
+    padded[:, :size] = blocks
+    strided = padded[:, :size]  # same bytes, rows size + 1 apart
+    assert not strided.flags.c_contiguous
+    want = FAST_DECODERS[type_id](blocks)
+    np.testing.assert_array_equal(FAST_DECODERS[type_id](strided), want)
