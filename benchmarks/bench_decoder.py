@@ -4,7 +4,10 @@ against transformers' CPU forward of the same model in the same run.
 
 The anchor is ``LlamaForCausalLM`` in fp32 holding the GGUF's weights as gguf-py dequantizes
 them, loaded with ``from_pretrained`` from a safetensors snapshot written (untimed) before the
-runs. Each side runs in a fresh interpreter, best of ``--repeat``, its imports untimed (torch
+runs. Each side runs in a fresh interpreter, best of ``--repeat`` rounds (the decoder rows and
+the anchor's forward take turns, one run each per round, and the median of the per-round speed
+ratios is printed beside the best-of ratio: this VM's speed drifts by tens of percent between
+minutes), its imports untimed (torch
 and transformers for the anchor; numpy, nneditor's readers and gguf-py for ours); peak RSS is
 the process's VmHWM (imports included). The decoder rows time opening the file too; the
 anchor's forward row has its model loaded already (its load + forward row has not).
@@ -14,6 +17,10 @@ snapshot; the whole ``nneditor trace`` command (worker start, capture of all 184
 transformers' forward alone and load + forward. Target (issue #17): at least 0.5x the
 anchor's speed with at most 1/4 of its memory.
 
+Imports stay out of the timed body on both sides, including the ones ours would otherwise do
+lazily inside it (the graph synthesizer that ``nneditor.open`` attaches to a GGUF, the hybrid
+decoder module ``run_forward`` imports), as the anchor's lazy imports happen in its untimed load.
+
 Usage: python benchmarks/bench_decoder.py [--repeat N] [--tokens N]
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +40,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import testdata  # noqa: E402
-from _measure import measure  # noqa: E402
+from _measure import measure, measure_rounds  # noqa: E402
 from gguf_reference import llama_snapshot  # noqa: E402
 
 NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -51,6 +59,7 @@ def main() -> int:
             "import numpy as np, nneditor\n"
             "import nneditor.api, nneditor.artifacts.gguf.reader, nneditor.artifacts.huggingface\n"
             "import nneditor.tensors.ggml, nneditor.tensors.ggml_fast\n"
+            "import nneditor.semantic.checkpoint_graphs, nneditor.decoder.qwen35\n"
             "from nneditor.decoder import decoder_config, run_forward\n"
             f"ids = np.array([{ids}])"
         )
@@ -59,18 +68,21 @@ def main() -> int:
             "run_forward(doc, decoder_config(doc), ids, lambda n, a: None)\n"
             "doc.close()"
         )
-        rows = {}
-        for label, path in (("decoder, Q4_1 GGUF", gguf_path), ("decoder, fp32 snapshot", snap)):
-            rows[label] = measure(
-                ours_body.replace("PATH", repr(str(path))), ours_setup, args.repeat
-            )
         anchor_setup = (
             "import torch, transformers as tf\n"
             "torch.set_grad_enabled(False)\n"
             f"ids = torch.tensor([{ids}])"
         )
         load = f"m = tf.AutoModelForCausalLM.from_pretrained({str(snap)!r}, dtype=torch.float32)"
-        rows["transformers, forward"] = measure("m(ids)", anchor_setup + "\n" + load, args.repeat)
+        samples = measure_rounds(
+            {
+                "decoder, Q4_1 GGUF": (ours_body.replace("PATH", repr(str(gguf_path))), ours_setup),
+                "decoder, fp32 snapshot": (ours_body.replace("PATH", repr(str(snap))), ours_setup),
+                "transformers, forward": ("m(ids)", anchor_setup + "\n" + load),
+            },
+            args.repeat,
+        )
+        rows = {label: min(runs, key=lambda r: r["seconds"]) for label, runs in samples.items()}
         rows["transformers, load + forward"] = measure(load + "\nm(ids)", anchor_setup, args.repeat)
         np_ids = Path(tmp) / "p.npz"
         import numpy as np
@@ -106,9 +118,20 @@ def main() -> int:
     ours = rows["decoder, Q4_1 GGUF"]
     speed = anchor["seconds"] / ours["seconds"]
     memory = ours["peak_rss"] / anchor["peak_rss"]
+    per_round = sorted(
+        a["seconds"] / o["seconds"]
+        for a, o in zip(
+            samples["transformers, forward"], samples["decoder, Q4_1 GGUF"], strict=True
+        )
+    )
+    median = statistics.median(per_round)
     print(
-        f"target: speed >= 0.5x: {speed:.2f} ({speed >= 0.5}); memory <= 0.25x: {memory:.2f} "
-        f"({memory <= 0.25})"
+        f"speed ratio per round (Q4_1 GGUF / anchor, {len(per_round)} rounds): median "
+        f"{median:.2f}, range {per_round[0]:.2f}-{per_round[-1]:.2f}"
+    )
+    print(
+        f"target: speed >= 0.5x: best-of {speed:.2f}, round median {median:.2f} "
+        f"({min(speed, median) >= 0.5}); memory <= 0.25x: {memory:.2f} ({memory <= 0.25})"
     )
     return 0
 
