@@ -35,13 +35,18 @@ def _no_dialogs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_open_and_index_failures_are_reported(qtbot, window, monkeypatch, stage):  # noqa: ANN001
     shown = _no_dialogs(monkeypatch)
     target = "nneditor.ui.main_window." + ("api.open" if stage == "open" else "index_document")
+    import nneditor.ui.main_window as main_window
+
+    original = main_window.api.open if stage == "open" else main_window.index_document
     monkeypatch.setattr(target, _boom)
     with qtbot.waitSignal(window.openFailed, timeout=10000) as sig:
         window.open_path(str(EXAMPLE))
     assert "injected failure" in sig.args[0] and "Traceback" not in sig.args[0]
     assert shown == [sig.args[0]]
     assert window.central_widget is window.start and window.index is None
-    monkeypatch.undo()
+    # restore only this patch: undo() would also drop the per-test home of conftest.py and
+    # let the real user folders (their edit journals) into the test
+    monkeypatch.setattr(target, original)
     with qtbot.waitSignal(window.firstFrame, timeout=30000):
         window.open_path(str(EXAMPLE))
 
@@ -62,11 +67,17 @@ def _shows_failure(window, phrase: str) -> None:  # noqa: ANN001
     ],
 )
 def test_level_failures_show_on_the_canvas(qtbot, window, monkeypatch, stage, phrase):  # noqa: ANN001
+    import nneditor.layout.cache
+    import nneditor.ui.session
+
     _no_dialogs(monkeypatch)
-    if stage == "build":
-        monkeypatch.setattr("nneditor.ui.session.build_level", _boom)
-    else:
-        monkeypatch.setattr("nneditor.layout.cache.layered_layout", _boom)
+    module, name = (
+        (nneditor.ui.session, "build_level")
+        if stage == "build"
+        else (nneditor.layout.cache, "layered_layout")
+    )
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, _boom)
     with qtbot.waitSignal(window.viewFailed, timeout=10000) as sig:
         window.open_path(str(EXAMPLE))
     assert sig.args[0].startswith(phrase)
@@ -74,7 +85,7 @@ def test_level_failures_show_on_the_canvas(qtbot, window, monkeypatch, stage, ph
     # the rest of the window works: the structure tree, the inspector, another level
     assert window.index is not None and window.left_dock.isVisible()
     assert window.tree.tree.model().rowCount() > 0
-    monkeypatch.undo()
+    monkeypatch.setattr(module, name, original)  # only this patch (see above)
     with qtbot.waitSignal(window.workbench.levelShown, timeout=10000):
         window.session.set_depth(3)
     assert window.workbench.stack.currentWidget() is window.workbench.view
