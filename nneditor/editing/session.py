@@ -167,6 +167,30 @@ class EditSession:
             self.journal.record_saved(self.chain)
         return report
 
+    def write_copy(  # noqa: ANN201
+        self, dest: Path, handle: JobHandle | None = None, revision: str | None = None
+    ):
+        """Write the current revision to ``dest`` for NNEditor's own use (a trace of an
+        edited revision): the same staged, validated writer as :meth:`export`, but nothing is
+        marked saved and the runtime check is left to whoever runs the copy. With
+        ``revision``, refuses (writing nothing) when the current revision is another one by
+        then (an undo while a background job started the copy)."""
+        from nneditor.export.onnx_writer import export_revision, provenance_for
+
+        state = self.state()
+        if revision is not None and self.chain.current_id != revision:
+            raise NNEditorError(
+                f"the current revision changed from {revision} to {self.chain.current_id} "
+                "while its copy was being prepared; nothing was written"
+            )
+        return export_revision(
+            state,
+            dest,
+            provenance_for(self.chain.summary()[: self.chain.cursor], self.sha256),
+            handle,
+            runtime_check=False,
+        )
+
 
 def _output_types(model: Any) -> dict[str, str]:
     from onnx import helper

@@ -101,6 +101,9 @@ class TracePlan:
     ort_optimization: str = "disabled"
     #: a tracer plugin: id, name, version, folder, fingerprint, entry_file, entry_function
     plugin: dict[str, str] | None = None
+    #: for an edited revision: the file its edits apply to (``model`` is then a private copy
+    #: of the revision written for this trace)
+    edits_of: str = ""
 
     @property
     def model_path(self) -> str:
@@ -127,7 +130,16 @@ class TracePlan:
 
     def describe(self) -> list[str]:
         """Human-readable lines: backend, device, inputs, capture, limits, tracer."""
-        lines = [f"model: {self.model.path} (revision {self.revision}, {self.model.size:,} bytes)"]
+        if self.edits_of:
+            lines = [
+                f"model: the edited revision {self.revision} of {self.edits_of} (your edits; the "
+                "file on disk is not traced and not changed)",
+                f"  traced from a private copy: {self.model.path} ({self.model.size:,} bytes)",
+            ]
+        else:
+            lines = [
+                f"model: {self.model.path} (revision {self.revision}, {self.model.size:,} bytes)"
+            ]
         lines.append(f"backend: {_backend_text(self)}")
         lines.append(f"device: {_device_text(self)}")
         lines.append(f"inputs (digest {self.inputs.digest[:16]}…):")

@@ -113,6 +113,7 @@ def build_request(
         "run_dir": str(run_dir),
         "model": plan.model.path,
         "revision": plan.revision,
+        "edits_of": plan.edits_of,
         "inputs": inputs,
         "inputs_digest": plan.inputs.digest,
         "backend": plan.backend,

@@ -241,6 +241,7 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         "approval": request.get("approval"),
         "model": str(model_path),
         "revision": request.get("revision", "source"),
+        "edits_of": str(request.get("edits_of") or ""),
         "inputs_digest": request.get("inputs_digest"),
         "inputs": dict(request["inputs"]),
         "load_s": round(load_s, 6),

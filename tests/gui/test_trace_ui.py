@@ -263,3 +263,30 @@ def test_the_traced_pane_exports_every_capture_as_npy(qtbot, open_model, window,
         (path,) = [f for f in files if f.name.startswith(f"{rec['index']:05d}_")]
         want = values[name] if name in values else np.load(run.path / rec["file"])
         np.testing.assert_array_equal(np.load(path, allow_pickle=False), want)
+
+
+def test_operators_and_connections_open_their_traced_values(qtbot, open_model, window) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    feature, run = _traced(window, qtbot)
+    pane = feature.traced
+    pane.session.set_depth(4)  # operators
+    qtbot.waitUntil(lambda: bool(pane.port_items()), timeout=10000)
+    level = pane.session.level
+    graph = pane.index.graph
+    gelu = next(
+        it for it in level.items if it.kind == "node" and graph.nodes[it.node].op_type == "Gelu"
+    )
+    value = graph.nodes[gelu.node].outputs[0]
+    pane.workbench.view.itemClicked.emit(gelu.key)  # what a click on the operator sends
+    qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
+    np.testing.assert_array_equal(np.asarray(feature.overlays[-1].array), run.load(value))
+    feature.overlays[-1].close()
+    qtbot.waitUntil(lambda: not feature.overlays, timeout=5000)
+    k = next(i for i, e in enumerate(level.edges) if e.values == [value])
+    pane.workbench.view.edgeClicked.emit(k)  # the connection out of the Gelu carries it
+    qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
+    assert feature.overlays[-1].name == value
+    # a value the run does not have is said, not opened
+    before = len(feature.overlays)
+    pane.open_values(["not-a-value"])
+    assert len(feature.overlays) == before and "not captured" in pane.summary.text()

@@ -4,8 +4,9 @@ pane, the tensor overlay, the view switcher in the top bar and the device indica
 ``TraceFeature(window)`` installs everything through public hooks: two pages of the central
 stack, a switcher widget in the top bar, and the window's documentOpened/documentClosed
 signals. Invariants:
-- The Trace and Traced model pages follow the open *source* document; closing the model
-  clears them and cancels a running trace.
+- The Trace and Traced model pages follow the open document; after an edit the Trace page
+  plans the current revision (a private copy, see revision_trace.py), never silently the
+  source. Closing the model clears them and cancels a running trace.
 - The device indicator shows the provider that completed the latest published trace.
 """
 
@@ -29,6 +30,7 @@ from nneditor.errors import NNEditorError
 from nneditor.tracing.plan import CHECKPOINT_FORMATS
 from nneditor.ui.trace.inputs_panel import InputsPanel
 from nneditor.ui.trace.overlay import TensorOverlay
+from nneditor.ui.trace.revision_trace import RevisionTracing
 from nneditor.ui.trace.store import TraceRun, load_run
 from nneditor.ui.trace.trace_panel import TracePanel
 from nneditor.ui.trace.traced_pane import TracedPane
@@ -77,10 +79,13 @@ class TraceFeature(QObject):
         window.central.currentChanged.connect(self._sync_switcher)
         window.central.currentChanged.connect(self._plan_if_shown)
         self._unplanned: tuple[Any] | None = None  # the opened document, not planned yet
+        self.revisions = RevisionTracing(window, self.inputs, self.panel, self._replan)
+        self.traced.index_for = self.revisions.index_for
         window.documentOpened.connect(self._opened)
         window.documentClosed.connect(self._closed)
         self.inputs.assigned.connect(self.panel.set_inputs)
         self.panel.traceFinished.connect(self.show_run)
+        self.panel.idle.connect(self._plan_if_shown)
         self.traced.portClicked.connect(self.open_overlay)
         window.installEventFilter(self)
 
@@ -108,6 +113,7 @@ class TraceFeature(QObject):
         """Detecting inputs and planning walk the whole graph (about 0.4 s for 100k operators),
         so they wait until the Trace view is shown instead of delaying the first frame."""
         index = self.window.source_index
+        self.revisions.reset()
         self._unplanned = (index.doc if index is not None else None,)
         self.inputs.set_document(None)
         self.panel.set_document(None)
@@ -118,14 +124,24 @@ class TraceFeature(QObject):
     def _plan_if_shown(self, *_: object) -> None:
         if self._unplanned is None or self.window.central.currentWidget() is not self.page:
             return
+        if self.panel.running:  # an edit during a run: plan the new revision when it ends
+            return
         (doc,) = self._unplanned
         self._unplanned = None
-        self.inputs.set_document(doc)
         traceable = doc is not None and doc.format in ("onnx", *CHECKPOINT_FORMATS)
-        self.panel.set_document(doc if traceable else None)
+        self.revisions.plan(doc, traceable)
+
+    def _replan(self) -> None:
+        """The current revision changed (an edit, undo or redo): plan it when shown."""
+        index = self.window.source_index
+        if index is None:
+            return
+        self._unplanned = (index.doc,)
+        self._plan_if_shown()
 
     def _closed(self) -> None:
         self._unplanned = None
+        self.revisions.reset()
         self.panel.set_document(None)
         self.inputs.set_document(None)
         self.traced.set_index(None)

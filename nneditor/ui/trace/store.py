@@ -72,6 +72,16 @@ class TraceRun:
         return str(self.run.get("model", ""))
 
     @property
+    def revision(self) -> str:
+        """The traced revision: "source" for the file as stored, else an edited revision's id."""
+        return str(self.run.get("revision") or "source")
+
+    @property
+    def edits_of(self) -> str:
+        """For a traced edited revision, the file its edits apply to ("" otherwise)."""
+        return str(self.run.get("edits_of") or "")
+
+    @property
     def partial(self) -> bool:
         return bool(self.manifest.get("partial"))
 
@@ -158,8 +168,9 @@ class TraceRun:
         inputs = ", ".join(self.run.get("inputs", {}) or []) or "no inputs"
         c = self.counts
         state = "partial" if self.partial else "complete"
+        edited = f"edited revision {self.revision} · " if self.edits_of else ""
         return (
-            f"{when} · {inputs} · {self.run.get('backend', '?')}/{self.provider_name} · "
+            f"{when} · {edited}{inputs} · {self.run.get('backend', '?')}/{self.provider_name} · "
             f"{state} ({c.get('captured', 0)} captured, {c.get('partial', 0)} partial, "
             f"{c.get('dropped', 0)} dropped)"
         )
@@ -186,7 +197,8 @@ def load_run(path: str | Path) -> TraceRun:
 
 
 def list_runs(model: str | Path | None = None, root: Path | None = None) -> list[TraceRun]:
-    """Published runs under ``root`` (newest first), only those of ``model`` when given."""
+    """Published runs under ``root`` (newest first), only those of ``model`` when given
+    (including the runs of its edited revisions, which trace private copies)."""
     base = root or traces_root()
     want = str(Path(model).resolve()) if model is not None else None
     runs = []
@@ -197,7 +209,8 @@ def list_runs(model: str | Path | None = None, root: Path | None = None) -> list
             run = load_run(d)
         except TraceStoreError:
             continue
-        if want is None or str(Path(run.model).resolve()) == want:
+        of = run.edits_of or run.model
+        if want is None or str(Path(of).resolve()) == want:
             runs.append(run)
     runs.sort(key=lambda r: r.created, reverse=True)
     return runs

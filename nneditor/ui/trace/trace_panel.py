@@ -38,7 +38,7 @@ from nneditor.errors import NNEditorError
 from nneditor.jobs.protocol import JobHandle, JobResult
 from nneditor.tracing.approval import Approval, approve
 from nneditor.tracing.limits import Limits
-from nneditor.tracing.plan import BACKENDS, TracePlan, make_plan
+from nneditor.tracing.plan import BACKENDS, REVISION_SOURCE, TracePlan, make_plan
 from nneditor.tracing.providers import DEVICES
 from nneditor.tracing.runner import TraceResult, TraceRunner
 from nneditor.ui.jobs import QtJobRunner
@@ -57,6 +57,7 @@ class TracePanel(QWidget):
     traceFinished = Signal(object)  # TraceRun
     traceFailed = Signal(str)
     planChanged = Signal()
+    idle = Signal()  # a run ended (published, failed or cancelled)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -66,6 +67,9 @@ class TracePanel(QWidget):
         # started when the panel is shown with a traceable model, and stopped with the model.
         self.trace_runner = TraceRunner(keep_warm=True)
         self.doc: Any = None
+        self.revision = REVISION_SOURCE  # of the shown document (see set_document)
+        self.edits_of = ""
+        self.waiting = ""  # why there is no document yet (a revision copy being written)
         self.arrays: dict[str, np.ndarray] | None = None
         self.inputs_text = ""
         self.plan: TracePlan | None = None
@@ -154,9 +158,14 @@ class TracePanel(QWidget):
 
     # ------------------------------------------------------------------ state
 
-    def set_document(self, doc: Any) -> None:
+    def set_document(
+        self, doc: Any, revision: str = REVISION_SOURCE, edits_of: str = "", waiting: str = ""
+    ) -> None:
+        """Plan for ``doc``; an edited revision comes as its private copy with the revision id
+        and the file its edits apply to. ``waiting`` explains a missing document."""
         self.cancel()
         self.doc, self.arrays, self.inputs_text = doc, None, ""
+        self.revision, self.edits_of, self.waiting = revision, edits_of, waiting
         self.outcome.setText("")
         self.tracer.set_context(doc, self.device.currentText())
         self.replan()
@@ -193,7 +202,8 @@ class TracePanel(QWidget):
         self.plan = None
         if self.doc is None:
             self.plan_text.setPlainText(
-                "Open an ONNX model, a GGUF file or a Hugging Face snapshot to plan a trace."
+                self.waiting
+                or "Open an ONNX model, a GGUF file or a Hugging Face snapshot to plan a trace."
             )
             self.run_button.setEnabled(False)
             self.planChanged.emit()
@@ -208,8 +218,10 @@ class TracePanel(QWidget):
                 self.backend.currentText(),
                 self.device.currentText(),
                 self.current_limits(),
+                revision=self.revision,
                 tracer=plugin,
             )
+            plan.edits_of = self.edits_of
             plan.notes.append(note)
         except (NNEditorError, OSError, ValueError) as exc:
             self.plan_text.setPlainText(f"This trace cannot run as set up: {exc}")
@@ -348,6 +360,7 @@ class TracePanel(QWidget):
             else:
                 self.traceFinished.emit(run)
         self.replan()
+        self.idle.emit()
 
     def _fail(self, text: str) -> None:
         self.outcome.setStyleSheet("color: #b91c1c;")

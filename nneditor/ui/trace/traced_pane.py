@@ -10,6 +10,9 @@ Invariants:
 - A click on a port never reaches the canvas (no selection change, no pan): it emits
   ``portClicked(value)``; a "+" port opens a chooser listing every tensor of that side.
 - A single click on a block opens it; Parent block goes up through the same hierarchy.
+- A click on an operator, a graph input/output or a connection opens the traced value it
+  produces or carries (a chooser when there are several; the status bar says why when none
+  of them was captured).
 - The pane shows the trace it was given; runs of the open model are listed in the picker
   (newest first) and picking one replaces the ports' statuses.
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
-from PySide6.QtGui import QMouseEvent
+from PySide6.QtGui import QCursor, QMouseEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -50,6 +53,11 @@ class TracedPane(QWidget):
     def __init__(self, runner: QtJobRunner, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.index: ModelIndex | None = None
+        #: the graph a run is shown on, and whether it is the graph the run traced (set by
+        #: the feature: a traced edited revision is shown on its own graph when it is known)
+        self.index_for: Callable[[TraceRun], tuple[ModelIndex | None, bool]] | None = None
+        self.on_own_graph = True
+        self.counts_text = ""
         self.session: ModelSession | None = None
         self.run: TraceRun | None = None
         self.runs: list[TraceRun] = []
@@ -120,6 +128,7 @@ class TracedPane(QWidget):
         lay.addWidget(self.empty, 1)
         self.workbench.levelShown.connect(self._rebuild_ports)
         self.workbench.view.itemClicked.connect(self._open_block)
+        self.workbench.view.edgeClicked.connect(self._open_edge)
         self.workbench.view.viewport().installEventFilter(self)
         self._show_empty(True)
 
@@ -150,6 +159,11 @@ class TracedPane(QWidget):
             self.picker.setCurrentIndex(k)
 
     def show_run(self, run: TraceRun | None) -> None:
+        self.on_own_graph = True
+        if run is not None and self.index_for is not None:
+            index, self.on_own_graph = self.index_for(run)
+            if index is not None and index is not self.index:
+                self.set_index(index)
         if self.compared is not None and (run is None or str(run.path) != self.compared["a"]):
             self.compared, self.drift = None, {}  # the comparison belonged to another run
             self.drift_label.setText("")
@@ -160,10 +174,18 @@ class TracedPane(QWidget):
         self._show_empty(run is None or self.session is None)
         if run is not None:
             c = run.counts
-            self.summary.setText(
+            where = ""
+            if run.edits_of:
+                where = f" · edited revision {run.revision}"
+                if not self.on_own_graph:
+                    where += " (its graph is not open: ports shown on the graph as opened)"
+            self.counts_text = (
                 f"{c.get('captured', 0)} captured · {c.get('partial', 0)} partial · "
-                f"{c.get('dropped', 0)} not captured" + (" · PARTIAL TRACE" if run.partial else "")
+                f"{c.get('dropped', 0)} not captured"
+                + (" · PARTIAL TRACE" if run.partial else "")
+                + where
             )
+            self.summary.setText(self.counts_text)
         self._rebuild_ports()
         self.runChanged.emit(run)
 
@@ -383,5 +405,40 @@ class TracedPane(QWidget):
         if s is None or not key:
             return
         item = s.level.by_key.get(key)
-        if item is not None and item.openable:
+        if item is None:
+            return
+        if item.openable:
             s.open_item(item)
+        elif item.kind == "node" and self.index is not None and self.index.graph is not None:
+            self.open_values(list(self.index.graph.nodes[item.node].outputs))
+        elif item.kind in ("input", "output") and item.value:
+            self.open_values([item.value])
+
+    def _open_edge(self, k: int) -> None:
+        if self.workbench.scene.shown is not None:
+            self.open_values(self.workbench.scene.edge_values(k)[2])
+
+    def open_values(self, values: list[str]) -> None:
+        """Open the traced value among ``values`` (operator outputs, a connection's values):
+        at once when one was captured, through a chooser when several were."""
+        run = self.run
+        if run is None:
+            return
+        names = [v for v in values if v]
+        shown = [v for v in names if run.status(v) not in ("absent", "dropped")]
+        if len(shown) == 1:
+            self.portClicked.emit(shown[0])
+        elif shown:
+            menu = QMenu(self)
+            for v in shown:
+                act = menu.addAction(f"{v}   [{STATUS_TEXT.get(run.status(v), '?')}]")
+                act.triggered.connect(lambda _c=False, name=v: self.portClicked.emit(name))
+            menu.popup(QCursor.pos())
+            self.chooser = menu
+        elif names:
+            reasons = {str((run.record(v) or {}).get("reason", "")) for v in names} - {""}
+            self.summary.setText(
+                f"{self.counts_text} — {', '.join(names[:3])}{' …' if len(names) > 3 else ''}: "
+                "not captured in this trace"
+                + (f" ({'; '.join(sorted(reasons))})" if reasons else "")
+            )
