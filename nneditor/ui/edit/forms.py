@@ -58,7 +58,7 @@ def _completer(
     return c
 
 
-def _hint(parent: QWidget) -> QLabel:
+def hint_label(parent: QWidget) -> QLabel:
     label = QLabel("", parent)
     label.setObjectName("Muted")
     label.setWordWrap(True)
@@ -194,7 +194,7 @@ class SetAttributeForm(OpForm):
         self.node = self.line("Node", "select a node or type its name")
         self.attr = self.combo("Attribute")
         self.value = self.line("Value")
-        self.info = _hint(self)
+        self.info = hint_label(self)
         self.form.addRow(self.info)
         self._attr_for = ""
 
@@ -258,7 +258,7 @@ class ReplaceOpForm(OpForm):
         self.node = self.line("Node", "select a node or type its name")
         self.op = self.line("New operator", "e.g. LeakyRelu")
         self.op.setCompleter(_completer(self, standard_op_names()))
-        self.info = _hint(self)
+        self.info = hint_label(self)
         self.form.addRow(self.info)
 
     def install_completers(self) -> None:
@@ -374,7 +374,7 @@ class PatchTensorForm(OpForm):
         self.tensor = self.line("Tensor", "an initializer name")
         self.offset = self.line("Byte offset", "0")
         self.hex = self.line("Bytes (hex)", "e.g. 0000803f")
-        self.info = _hint(self)
+        self.info = hint_label(self)
         self.form.addRow(self.info)
 
     def install_completers(self) -> None:

@@ -4,6 +4,8 @@ Invariants:
 - Commit is enabled only while the shown preview succeeded for exactly the form's current
   parameters on the current revision; editing a field or moving in the history disables it.
 - A refused preview shows the core's sentence in red and changes nothing.
+- Quantization and pruning forms also show their numbers (computed on the displayed revision
+  on the job runner); Commit waits for them as it waits for the validation.
 - The panel never edits the session itself: it calls the :class:`EditController`.
 - For documents without graph editing it shows the capability's reason and, where the
   ``export_weights`` capability is available, the weights-only export (labelled "weights
@@ -13,6 +15,7 @@ Invariants:
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from PySide6.QtCore import QStringListModel
 from PySide6.QtGui import QBrush, QFont, QShowEvent
@@ -34,6 +37,7 @@ from nneditor.ui import theme
 from nneditor.ui.edit.context import EditContext
 from nneditor.ui.edit.controller import EditController, PreviewResult, unsaved_count
 from nneditor.ui.edit.forms import FORMS, FormError, OpForm, completion_models
+from nneditor.ui.edit.optimize_forms import OPTIMIZE_FORMS, OptimizeForm
 from nneditor.ui.model_index import ModelIndex
 from nneditor.ui.targets import Target
 
@@ -63,6 +67,9 @@ class EditPanel(QWidget):
         self.selection: Target | None = None
         self.result: PreviewResult | None = None
         self._pending: list[dict[str, object]] | None = None
+        #: an optimization form's numbers: (the changes they are for, HTML, ok) — HTML None
+        #: while they are computed
+        self.numbers: tuple[list[dict[str, object]], str | None, bool] | None = None
         self.pages = QStackedWidget(self)
         self.message_page = self._build_message_page()
         self.editor_page = self._build_editor_page()
@@ -105,7 +112,7 @@ class EditPanel(QWidget):
         col.setContentsMargins(0, 0, 0, 0)
         col.setSpacing(6)
         self.op = QComboBox(page)
-        self.forms: list[OpForm] = [cls(page) for cls in FORMS]
+        self.forms: list[OpForm] = [cls(page) for cls in (*FORMS, *OPTIMIZE_FORMS)]
         self.form_stack = QStackedWidget(page)
         for form in self.forms:
             self.op.addItem(form.title)
@@ -304,9 +311,39 @@ class EditPanel(QWidget):
             return
         self.result = None
         self._pending = changes
+        self.numbers = None
         self.result_view.setHtml(self._css() + '<p class="muted">Validating…</p>')
         self.controller.preview(changes, lambda r, err: self._previewed(changes, r, err))
+        form = self.form
+        if isinstance(form, OptimizeForm) and self.ctx is not None:
+            self._analyse(form, changes)
         self._sync()
+
+    def _analyse(self, form: OptimizeForm, changes: list[dict[str, object]]) -> None:
+        """Compute the form's numbers on the displayed revision (job runner)."""
+        assert self.ctx is not None
+        doc, spec = self.ctx.index.doc, dict(changes[0]["plan"])  # type: ignore[call-overload]
+        self.numbers = (changes, None, False)
+
+        def done(r: Any) -> None:
+            if self.numbers is None or self.numbers[0] is not changes or r.cancelled:
+                return
+            if r.error is not None:
+                text = str(r.error)
+                text = text[:1].upper() + text[1:]
+                self.numbers = (changes, f'<p class="err">{escape(text)}</p>', False)
+            else:
+                self.numbers = (changes, str(r.value), True)
+            if self.result is not None:
+                self._show_diff(self.result)
+            self._sync()
+
+        self.controller.runner.submit(
+            lambda h: type(form).analyse(doc, spec, h),
+            done,
+            channel="edit-numbers",
+            label="Preview numbers",
+        )
 
     def _previewed(
         self, changes: list[dict[str, object]], r: PreviewResult | None, err: str
@@ -349,6 +386,10 @@ class EditPanel(QWidget):
         if r is None or c.session is None or c.exporting or not r.preview.ok:
             return False
         chain = c.session.chain
+        if isinstance(self.form, OptimizeForm) and not (
+            self.numbers is not None and self.numbers[2] and self.numbers[0] == r.preview.changes
+        ):
+            return False  # the numbers are not shown (yet, or they failed)
         return r.base == (chain.cursor, chain.current_id) and self._matches(r)
 
     def _sync(self) -> None:
@@ -387,8 +428,13 @@ class EditPanel(QWidget):
             f"<tr><td><code>{escape(name)}</code></td><td>{escape(t)}</td></tr>"
             for name, t in p.output_types.items()
         )
+        numbers = ""
+        if isinstance(self.form, OptimizeForm):
+            html = self.numbers[1] if self.numbers is not None else None
+            numbers = html if html is not None else '<p class="muted">Computing the numbers…</p>'
         self.result_view.setHtml(
             self._css()
+            + numbers
             + '<p class="ok">Valid — checked by onnx.checker and strict shape inference.</p>'
             + f'<ul style="margin-left: -20px">{lines}</ul>'
             + (
