@@ -63,6 +63,7 @@ class NodeItem(QGraphicsItem):
         self.selected = False
         self.matched = False
         self.heat: QColor | None = None  # a compared trace's drift (the Traced model pane)
+        self.picker = False  # a graph input's tensor-picker button (assigns a trace input)
         self._texts: tuple[str, str] | None = None
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemUsesExtendedStyleOption, False)
         self.setToolTip(self._tooltip())
@@ -85,7 +86,22 @@ class NodeItem(QGraphicsItem):
             return self._rect.adjusted(0, -10, 8, 8)
         if self.spec.kind == "node" and self.spec.marked:
             return self._rect.adjusted(0, -16, 0, 0)  # room for the pattern label
+        if self.picker:
+            return self._rect.adjusted(0, 0, 26, 0)
         return self._rect
+
+    def picker_rect(self) -> QRectF:
+        """The tensor-picker button, just right of a graph input's pill (the pill is sized for
+        its text)."""
+        r = self._rect
+        side = min(18.0, r.height() - 4)
+        return QRectF(r.width() + 4, (r.height() - side) / 2, side, side)
+
+    def set_picker(self, on: bool) -> None:
+        if on != self.picker:
+            self.prepareGeometryChange()  # the bounding rect grows by the button
+            self.picker = on
+            self.update()
 
     def set_selected(self, on: bool) -> None:
         if self.selected != on:
@@ -147,10 +163,21 @@ class NodeItem(QGraphicsItem):
         if lod < LOD_TITLE:
             return
         self._paint_texts(painter, t, lod)
+        if self.picker:
+            self._paint_picker(painter, t)
         if lod >= LOD_DETAIL and s.kind not in ("input", "output"):
             self._paint_ports(painter, t)
         if lod >= LOD_LABEL and s.kind == "node" and s.marked and (s.anchor or self.selected):
             self._paint_category(painter, t)
+
+    def _paint_picker(self, painter: QPainter, t: theme.Theme) -> None:
+        b = self.picker_rect()
+        painter.setPen(t.border_pen)
+        painter.setBrush(t.surface)
+        painter.drawRoundedRect(b, 3, 3)
+        painter.setPen(t.accent)
+        painter.setFont(t.detail_font)
+        painter.drawText(b, Qt.AlignmentFlag.AlignCenter, "…")
 
     def _paint_band(self, painter: QPainter, t: theme.Theme) -> None:
         s = self.spec

@@ -48,12 +48,29 @@ class GraphScene(QGraphicsScene):
         self.shown: ShownLevel | None = None
         self.items_by_key: dict[str, NodeItem] = {}
         self.edges_item: EdgesItem | None = None
+        #: graph inputs whose node shows a tensor-picker button (set by the Trace feature)
+        self.pickers: frozenset[str] = frozenset()
         self._selected: list[str] = []
         self._matched: set[str] = set()
         self.setItemIndexMethod(QGraphicsScene.ItemIndexMethod.BspTreeIndex)
         self.setBackgroundBrush(theme.current().canvas)
 
     # ------------------------------------------------------------------ content
+
+    def set_pickers(self, names: frozenset[str]) -> None:
+        """Show the tensor-picker button on the nodes of these graph inputs (now and on every
+        level built later)."""
+        self.pickers = names
+        for item in self.items_by_key.values():
+            self._set_picker(item)
+
+    def _set_picker(self, item: NodeItem) -> None:
+        on = item.spec.kind == "input" and item.spec.value in self.pickers
+        if on != item.picker:
+            item.set_picker(on)
+            tip = "Click … to pick a .npy/.npz tensor for this input (the next trace uses it)"
+            base = item.toolTip().replace("\n" + tip, "")
+            item.setToolTip(base + ("\n" + tip if on else ""))
 
     def paint_failed(self, exc: BaseException) -> None:
         """Called by an item whose paint() raised: reported once per level, after the paint."""
@@ -73,6 +90,7 @@ class GraphScene(QGraphicsScene):
         for it in shown.level.items:
             x, y = lay.positions[it.key]
             item = NodeItem(it, x, y)
+            self._set_picker(item)
             self.addItem(item)
             self.items_by_key[it.key] = item
         routes = [(str(r.src), str(r.dst), r.points) for r in lay.edges]

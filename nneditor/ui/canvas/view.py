@@ -31,6 +31,7 @@ _KEYS = {
 class GraphView(QGraphicsView):
     itemClicked = Signal(str)  # item key ("" = background)
     edgeClicked = Signal(int)  # index into the level's edges
+    pickerClicked = Signal(str)  # a graph input's tensor-picker button (the input's name)
     itemActivated = Signal(str)  # double-click / Enter on an item
     navigate = Signal(str)  # up | down | left | right
     goUp = Signal()  # Backspace / Alt+Up
@@ -149,6 +150,12 @@ class GraphView(QGraphicsView):
             self.click_at(pos)
 
     def click_at(self, pos: QPoint) -> None:
+        for item in self.items(pos):
+            if isinstance(item, NodeItem) and item.picker:
+                if item.picker_rect().contains(item.mapFromScene(self.mapToScene(pos))):
+                    self.pickerClicked.emit(item.spec.value)
+                    return
+                break
         key = self.key_at(pos)
         if key:
             self.itemClicked.emit(key)

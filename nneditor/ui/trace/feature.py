@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QScrollArea,
@@ -86,6 +87,9 @@ class TraceFeature(QObject):
         self.inputs.assigned.connect(self.panel.set_inputs)
         self.panel.traceFinished.connect(self.show_run)
         self.panel.idle.connect(self._plan_if_shown)
+        self.panel.planChanged.connect(self._apply_pick)
+        window.workbench.view.pickerClicked.connect(self.pick_input_file)
+        self._pick: tuple[str, str] | None = None  # a picked tensor waiting for the input plan
         self.traced.portClicked.connect(self.open_overlay)
         window.installEventFilter(self)
 
@@ -114,6 +118,15 @@ class TraceFeature(QObject):
         so they wait until the Trace view is shown instead of delaying the first frame."""
         index = self.window.source_index
         self.revisions.reset()
+        self._pick = None
+        doc = index.doc if index is not None else None
+        traceable = doc is not None and doc.format in ("onnx", *CHECKPOINT_FORMATS)
+        graph = doc.graph if doc is not None else None
+        self.window.workbench.scene.set_pickers(
+            frozenset(vi.name for vi in graph.inputs if vi.name not in graph.initializers)
+            if traceable and graph is not None
+            else frozenset()
+        )
         self._unplanned = (index.doc if index is not None else None,)
         self.inputs.set_document(None)
         self.panel.set_document(None)
@@ -139,8 +152,36 @@ class TraceFeature(QObject):
         self._unplanned = (index.doc,)
         self._plan_if_shown()
 
+    def pick_input_file(self, name: str, path: str | None = None) -> None:
+        """The tensor-picker button of input ``name``: assign a .npy/.npz to it for the next
+        trace and show the Trace page with the assignment (the plan is made if it was not)."""
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(
+                self.window.as_widget(), f"Tensor for input {name}", "", "NumPy (*.npy *.npz)"
+            )
+            if not path:
+                return
+        self._pick = (name, path)
+        self.show_view("Trace")  # plans the inputs when they were not planned yet
+        self._apply_pick()
+
+    def _apply_pick(self) -> None:
+        pick, plan = self._pick, self.inputs.plan
+        if pick is None or plan is None:
+            return  # the plan (an edited revision's copy) is still being made
+        self._pick = None
+        name, path = pick
+        if name not in plan.names():
+            self.window.status_label.setText(f"{name} is not an input of the traced model.")
+            return
+        self.inputs.set_source(name, "tensor", path)
+        if self.inputs.generate_and_assign():
+            self.window.status_label.setText(f"Assigned {Path(path).name} to input {name}.")
+
     def _closed(self) -> None:
         self._unplanned = None
+        self._pick = None
+        self.window.workbench.scene.set_pickers(frozenset())
         self.revisions.reset()
         self.panel.set_document(None)
         self.inputs.set_document(None)
