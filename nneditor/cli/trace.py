@@ -67,6 +67,19 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+def _token_notes(path: str | None) -> dict[str, dict[str, Any]]:
+    """The tokenizer note of a token .npz given with --inputs, by input name."""
+    from nneditor.errors import NNEditorError
+    from nneditor.tokenize.token_inputs import read_note
+
+    try:
+        file = _input_file(path) if path else ""
+        note = read_note(file) if file.endswith(".npz") else None
+    except (OSError, ValueError, NNEditorError):
+        return {}
+    return {str(note.get("input", "")): note} if note else {}
+
+
 def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = None) -> int:
     from nneditor.inputs.assign import build_inputs
     from nneditor.inputs.picker import assign_file, check_set
@@ -95,6 +108,7 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
     )
     tracer = getattr(args, "tracer", "")
     plan = make_plan(doc, arrays, args.backend, args.device, limits, args.capture, tracer=tracer)
+    plan.inputs.notes = _token_notes(args.inputs)
     plan.notes.append(source)
     if not args.inputs:
         plan.notes.extend(input_plan.assumptions)

@@ -42,6 +42,17 @@ def write_token_npz(
     return out
 
 
+def note_tokenizer(note: dict[str, Any]) -> TextTokenizer | None:
+    """The smoke-test codebook a note names (ids it made decode only through it), or None
+    for the model's own tokenizer."""
+    name = str(note.get("codebook", ""))
+    if not name.startswith("codebook:"):
+        return None
+    from nneditor.tokenize.codebooks import codebook
+
+    return codebook(name.split(":", 1)[1], int(note.get("vocab_size") or 256))
+
+
 def read_note(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The tokenizer note of a token .npz (None when it has none)."""
     with np.load(path, allow_pickle=False) as npz:

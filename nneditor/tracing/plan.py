@@ -52,6 +52,9 @@ class TraceInputs:
 
     arrays: dict[str, np.ndarray]
     digest: str = ""
+    #: per input: the note of the tokenizer that made its ids (which codebook, how faithful,
+    #: the text); recorded with the run so decoding can say what the ids can give back
+    notes: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.arrays = {k: _native(v) for k, v in self.arrays.items()}

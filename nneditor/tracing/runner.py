@@ -116,6 +116,7 @@ def build_request(
         "edits_of": plan.edits_of,
         "inputs": inputs,
         "inputs_digest": plan.inputs.digest,
+        "input_notes": plan.inputs.notes,
         "backend": plan.backend,
         "backend_request": plan.backend_request,
         "device": plan.device,

@@ -244,6 +244,7 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         "edits_of": str(request.get("edits_of") or ""),
         "inputs_digest": request.get("inputs_digest"),
         "inputs": dict(request["inputs"]),
+        "input_notes": dict(request.get("input_notes") or {}),
         "load_s": round(load_s, 6),
         "write_busy_s": round(store.write_s, 6),
         "worker_s": round(time.perf_counter() - t0, 6),

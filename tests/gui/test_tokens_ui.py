@@ -147,3 +147,38 @@ def test_gguf_prompts_use_the_embedded_vocabulary(qtbot, open_model, window, rea
     inputs.prompt.setCurrentText(text)
     ids, tok = inputs._token_ids()
     assert ids == refs["vocabs"][name]["plain"][3] and tok.name == "gguf:smollm"
+
+
+@pytest.mark.parametrize("name", ["hashed-words", "bytes"])
+def test_smoke_test_ids_decode_only_through_their_codebook(
+    qtbot, open_model, window, tmp_path, name: str
+) -> None:  # noqa: ANN001
+    """A trace records the note of the codebook that made its token ids; decoding them says
+    so, uses that codebook (never the model's vocabulary), and for hashed words says the text
+    cannot come back (showing the prompt recorded with the run)."""
+    from nneditor.cli import main as cli_main
+    from nneditor.tokenize.codebooks import codebook
+    from nneditor.tokenize.token_inputs import write_token_npz
+
+    example = ROOT / "examples" / "tiny_transformer.onnx"
+    book = codebook(name, 96)
+    prompt = "hi there friend"
+    ids = book.encode(prompt)
+    npz = write_token_npz(tmp_path / "ids.npz", "input_ids", ids, book, prompt)
+    out = tmp_path / "run"
+    args = ["trace", str(example), "--inputs", str(npz), "--out", str(out), "--yes"]
+    assert cli_main(args) == 0
+    open_model(example)
+    window.trace.open_trace_folder(out)
+    overlay = window.trace.open_overlay("input_ids")
+    assert overlay is not None and overlay.tokens_tab is not None
+    tab = overlay.tokens_tab
+    decoded = tab.decode_tokens()
+    summary = tab.summary.text()
+    assert f"made by the {name} smoke-test codebook" in summary
+    if name == "hashed-words":
+        assert decoded is None and "cannot be recovered" in summary and prompt in summary
+        assert tab.text.toPlainText() == " ".join(map(str, ids))
+    else:
+        assert decoded is not None and tab.text.toPlainText() == book.decode(ids)
+    overlay.close()

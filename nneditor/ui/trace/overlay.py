@@ -136,7 +136,9 @@ class TensorOverlay(QDialog):
         producer = str(self.metadata.get("producer") or "")
         if self.metadata.get("partial") or not tokens_kind(self.array, self.name, producer):
             return None
-        return TokensTab(self.array, self.name, self.run.model, producer, self)
+        notes = self.run.run.get("input_notes") or {}
+        note = notes.get(self.name) if isinstance(notes, dict) else None
+        return TokensTab(self.array, self.name, self.run.model, producer, self, note)
 
     def _python_tab(self) -> QWidget | None:
         from nneditor.ui.python_tab import PythonTab

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from nneditor.errors import NNEditorError
 from nneditor.tokenize import TextTokenizer, load_tokenizer
 from nneditor.tokenize.predictions import LOGIT_NAMES, decode_captured, predict
+from nneditor.tokenize.token_inputs import note_tokenizer
 
 _IDS = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$|argmax|topk", re.IGNORECASE)
 
@@ -57,10 +58,13 @@ class TokensTab(QWidget):
         model: str,
         producer: str = "",
         parent: QWidget | None = None,
+        note: dict[str, Any] | None = None,
     ):
         super().__init__(parent)
         self.array = array
         self.name = name
+        #: the tokenizer note recorded with the run for this input (smoke-test codebooks)
+        self.note = note or {}
         self.kind = tokens_kind(array, name, producer) or (
             "ids" if np.issubdtype(array.dtype, np.integer) else "logits"
         )
@@ -129,6 +133,9 @@ class TokensTab(QWidget):
         (self.text if self.kind == "logits" else self.table).hide()
 
     def decode_tokens(self) -> dict[str, Any] | None:
+        codebook = note_tokenizer(self.note) if self.note else None
+        if codebook is not None:  # smoke-test ids: only their own codebook reads them
+            return self._decode_smoke_test(codebook)
         if self.tokenizer is None:
             ids = np.asarray(self.array)
             row = ids[self.batch.value()] if ids.ndim == 2 else ids
@@ -143,6 +150,34 @@ class TokensTab(QWidget):
             self.summary.setText(str(exc))
             return None
         self.summary.setText(f"{len(out['ids'])} tokens; pieces: " + " | ".join(out["pieces"]))
+        self.text.setPlainText(out["text"])
+        return out
+
+    def _decode_smoke_test(self, codebook: TextTokenizer) -> dict[str, Any] | None:
+        name = codebook.name.split(":", 1)[-1]
+        prompt = str(self.note.get("text", ""))
+        recorded = f" The prompt recorded with the trace: {prompt!r}." if prompt else ""
+        if name == "hashed-words":
+            self.summary.setText(
+                "These ids were made by the hashed-words smoke-test codebook, not the model's "
+                "tokenizer: a hash cannot be turned back into words, so the text cannot be "
+                f"recovered from them.{recorded}"
+            )
+            ids = np.asarray(self.array)
+            row = ids[self.batch.value()] if ids.ndim == 2 else ids.reshape(-1)
+            self.text.setPlainText(" ".join(str(int(i)) for i in row))
+            return None
+        try:
+            out = decode_captured(
+                self.array, codebook, self.batch.value(), self.keep_special.isChecked()
+            )
+        except NNEditorError as exc:
+            self.summary.setText(str(exc))
+            return None
+        self.summary.setText(
+            f"These ids were made by the {name} smoke-test codebook, not the model's tokenizer; "
+            f"decoded with that codebook ({len(out['ids'])} tokens).{recorded}"
+        )
         self.text.setPlainText(out["text"])
         return out
 

@@ -68,6 +68,7 @@ class TracePanel(QWidget):
         self.trace_runner = TraceRunner(keep_warm=True)
         self.doc: Any = None
         self.revision = REVISION_SOURCE  # of the shown document (see set_document)
+        self.input_notes: dict[str, dict[str, Any]] = {}
         self.edits_of = ""
         self.waiting = ""  # why there is no document yet (a revision copy being written)
         self.arrays: dict[str, np.ndarray] | None = None
@@ -165,6 +166,7 @@ class TracePanel(QWidget):
         and the file its edits apply to. ``waiting`` explains a missing document."""
         self.cancel()
         self.doc, self.arrays, self.inputs_text = doc, None, ""
+        self.input_notes = {}
         self.revision, self.edits_of, self.waiting = revision, edits_of, waiting
         self.outcome.setText("")
         self.tracer.set_context(doc, self.device.currentText())
@@ -181,9 +183,16 @@ class TracePanel(QWidget):
         if self.plan is not None and self.isVisible():
             self.trace_runner.prestart_soon()
 
-    def set_inputs(self, arrays: dict[str, np.ndarray] | None, text: str = "") -> None:
+    def set_inputs(
+        self,
+        arrays: dict[str, np.ndarray] | None,
+        text: str = "",
+        notes: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """The assigned input set; ``notes``: the tokenizer note of each token input."""
         self.arrays = dict(arrays) if arrays is not None else None
         self.inputs_text = text
+        self.input_notes = dict(notes or {})
         self.replan()
 
     def current_limits(self) -> Limits:
@@ -222,6 +231,8 @@ class TracePanel(QWidget):
                 tracer=plugin,
             )
             plan.edits_of = self.edits_of
+            if self.arrays is not None:
+                plan.inputs.notes = dict(self.input_notes)
             plan.notes.append(note)
         except (NNEditorError, OSError, ValueError) as exc:
             self.plan_text.setPlainText(f"This trace cannot run as set up: {exc}")
