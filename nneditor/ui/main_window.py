@@ -137,6 +137,9 @@ class MainWindow(QMainWindow):
         self._build_actions()
         self._connect()
         self.trace = TraceFeature(self)  # Trace page, Traced model pane, tensor overlays
+        # the inspector's Latest trace section: opens captures, follows the shown run
+        self.inspector.traceValueRequested.connect(self.trace.open_overlay)
+        self.trace.traced.runChanged.connect(self._refresh_inspector)
         self.start.set_recents(recents.load())
         self._show_docks(False)
 
@@ -464,10 +467,22 @@ class MainWindow(QMainWindow):
         if g is not None and (g.children or g.nodes):
             self.session.open_group(g)
 
+    def _refresh_inspector(self, *_: object) -> None:
+        """The shown trace changed: redraw the inspector only (forms and tree keep theirs)."""
+        if self.session is not None:
+            self._inspect(self.session.selection)
+
     def _on_selection(self, target: Target | None) -> None:
-        s = self.session
-        if s is None:
+        if self.session is None:
             return
+        self._inspect(target)
+        self.edit_panel.set_selection(target)
+        if target is None or target.kind in ("group", "node", "repeat"):
+            self.tree.select_target(target)
+
+    def _inspect(self, target: Target | None) -> None:
+        s = self.session
+        assert s is not None
         extra: dict[str, Any] = {}
         if target is not None and target.kind == "repeat":
             item = s.level.by_key.get(f"r:{target.ref}")
@@ -481,10 +496,9 @@ class MainWindow(QMainWindow):
             item = s.level.by_key.get(str(target.ref))
             if item is not None:
                 extra["group"] = s.chunk(item)
+        trace = getattr(self, "trace", None)
+        extra["run"] = trace.traced.run if trace is not None else None
         self.inspector.show_target(target, extra)
-        self.edit_panel.set_selection(target)
-        if target is None or target.kind in ("group", "node", "repeat"):
-            self.tree.select_target(target)
 
     def show_tensor(self, name: str) -> None:
         if self.index is None or name not in self.index.doc.tensors:

@@ -17,7 +17,7 @@ import safetensors.numpy as safetensors_numpy
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtCore import QPoint, Qt  # noqa: E402
+from PySide6.QtCore import QPoint, Qt, QUrl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
@@ -290,3 +290,27 @@ def test_operators_and_connections_open_their_traced_values(qtbot, open_model, w
     before = len(feature.overlays)
     pane.open_values(["not-a-value"])
     assert len(feature.overlays) == before and "not captured" in pane.summary.text()
+
+
+def test_the_model_graph_inspector_lists_and_opens_the_latest_trace(
+    qtbot, open_model, window
+) -> None:  # noqa: ANN001
+    from nneditor.ui.targets import Target
+
+    open_model(EXAMPLE)
+    graph = window.index.graph
+    i = next(k for k, n in enumerate(graph.nodes) if n.op_type == "Gelu")
+    value = graph.nodes[i].outputs[0]
+    window.session.select(Target.node(i))
+    assert "Latest trace" not in window.inspector.toPlainText()  # nothing traced yet
+    feature, run = _traced(window, qtbot)
+    feature.show_view("Model graph")
+    window.session.select(Target.node(i))
+    text = window.inspector.toPlainText().replace("\u200b", "")
+    shape = "[" + ", ".join(map(str, run.record(value)["shape"])) + "]"
+    section = text.split("Latest trace", 1)[1].split("Click a value", 1)[0]
+    assert value.rsplit("/", 1)[-1] in section and "captured" in section and shape in section
+    window.inspector.anchorClicked.emit(QUrl(f"trace:{value}"))  # the value's link
+    qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
+    assert feature.overlays[-1].name == value
+    np.testing.assert_array_equal(np.asarray(feature.overlays[-1].array), run.load(value))

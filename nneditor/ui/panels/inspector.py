@@ -23,6 +23,7 @@ class Inspector(QTextBrowser):
     tensorRequested = Signal(str)
     targetRequested = Signal(object)
     actionRequested = Signal(str)  # a capability's action link, e.g. "export_weights"
+    traceValueRequested = Signal(str)  # a captured value of the latest trace
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,6 +57,8 @@ class Inspector(QTextBrowser):
             self.tensorRequested.emit(unquote(rest))
         elif scheme == "action":
             self.actionRequested.emit(rest)
+        elif scheme == "trace":
+            self.traceValueRequested.emit(unquote(rest))
         elif scheme == "select":
             kind, _, ref = rest.partition(":")
             ref = unquote(ref)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import math
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
@@ -407,8 +408,47 @@ def capabilities_html(ix: ModelIndex) -> str:
     return _section("What you can do with this file") + _table(rows)
 
 
+def traced_values(ix: ModelIndex, target: Target | None) -> list[str]:
+    """The values a trace may hold for ``target``: an operator's outputs, a value, the values
+    crossing a connection."""
+    if target is None:
+        return []
+    if target.kind == "node" and ix.graph is not None:
+        return [v for v in ix.graph.nodes[int(target.ref)].outputs if v]  # type: ignore[call-overload]
+    if target.kind == "value":
+        return [str(target.ref)]
+    if target.kind == "edge":
+        return [str(v) for v in target.values]
+    return []
+
+
+def trace_html(run: Any, values: list[str]) -> str:
+    """The latest trace's captures of ``values`` (links open the captured tensor), or ""."""
+    rows = []
+    for v in values[:MAX_ROWS]:
+        status = run.status(v)
+        if status == "absent":
+            continue
+        rec = run.record(v) or {}
+        link = (
+            f'<a href="trace:{quote(v, safe="")}">{breakable(short_name(v))}</a>'
+            if status in ("captured", "partial", "preview")
+            else breakable(short_name(v))
+        )
+        rows.append([link, esc(status), esc(shape_text(rec.get("shape")))])
+    if not rows:
+        return ""
+    when = time.strftime("%H:%M:%S", time.localtime(run.created))
+    return (
+        _section(f"Latest trace ({when}, {run.provider_name})")
+        + _table(rows, ["value", "status", "shape"])
+        + '<p class="muted">Click a value to open its captured tensor.</p>'
+    )
+
+
 def target_html(ix: ModelIndex, target: Target | None, extra: dict[str, Any] | None = None) -> str:
-    """The inspector page for ``target`` (the document summary when None)."""
+    """The inspector page for ``target`` (the document summary when None); ``extra["run"]``:
+    the latest trace, whose captures of the target's values get their own section."""
     extra = extra or {}
     if target is None:
         body = document_html(ix)
@@ -435,4 +475,6 @@ def target_html(ix: ModelIndex, target: Target | None, extra: dict[str, Any] | N
         )
     else:
         body = document_html(ix)
-    return body + capabilities_html(ix)
+    run = extra.get("run")
+    traced = trace_html(run, traced_values(ix, target)) if run is not None else ""
+    return body + traced + capabilities_html(ix)
