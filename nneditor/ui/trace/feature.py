@@ -141,8 +141,9 @@ class TraceFeature(QObject):
             return
         (doc,) = self._unplanned
         self._unplanned = None
-        traceable = doc is not None and doc.format in ("onnx", *CHECKPOINT_FORMATS)
-        self.revisions.plan(doc, traceable)
+        # every document is planned: the built-in tracers run ONNX models and checkpoints, a
+        # tracer plugin may run any other kind, and otherwise the plan says why not
+        self.revisions.plan(doc, doc is not None)
 
     def _replan(self) -> None:
         """The current revision changed (an edit, undo or redo): plan it when shown."""
