@@ -121,6 +121,11 @@ class Document:
     sources: list[ByteSource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def main_graph(self) -> Graph | None:
+        """The entry graph (the name tracer plugins use: ``context.document.main_graph``)."""
+        return self.graph
+
     def close(self) -> None:
         for src in self.sources:
             src.close()

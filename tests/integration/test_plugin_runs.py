@@ -115,7 +115,7 @@ def trace(context):
     context.capture("result_output", np.zeros((1, 4, vocab), np.float32))
     return TraceOutcome(provider="zeros", notes=("a test runtime",))
 """
-HELPER = "def width(context):\n    return context.main_graph.value_info['result_output'].shape[2]\n"
+HELPER = "def width(context):\n    return context.document.main_graph.value_info['result_output'].shape[2]\n"
 
 
 @pytest.mark.realdata
