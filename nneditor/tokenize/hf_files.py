@@ -1,9 +1,10 @@
 """Hugging Face tokenizer files through the ``tokenizers`` library (exact: the same library
 ``transformers`` uses for its fast tokenizers).
 
-``tokenizer.json`` is read as is; a folder with ``vocab.json`` + ``merges.txt`` (GPT-2 style)
-becomes a byte-level BPE. The file's post-processor adds what the model expects (BOS/EOS);
-special-token text in the input is plain text unless ``special`` is asked for.
+``tokenizer.json`` is read as is; a folder with ``vocab.json`` + ``merges.txt`` (GPT-2 style),
+or either file of that pair, becomes a byte-level BPE. The file's post-processor adds what the
+model expects (BOS/EOS); special-token text in the input is plain text unless ``special`` is
+asked for.
 """
 
 from __future__ import annotations
@@ -14,30 +15,37 @@ from typing import Any
 
 from nneditor.tokenize.base import EXACT_HF, TextTokenizer, TokenizerError
 
+#: the two files of a GPT-2 style tokenizer; picking either one means the pair in its folder
+BPE_PAIR = ("vocab.json", "merges.txt")
+
 
 def is_tokenizer_file(path: Path) -> bool:
     return path.is_file() and path.suffix == ".json" and path.name.endswith("tokenizer.json")
 
 
 def hf_tokenizer(path: Path) -> TextTokenizer:
-    """From a tokenizer.json, or a folder holding one (or vocab.json + merges.txt)."""
+    """From a tokenizer.json, a folder holding one (or vocab.json + merges.txt), or a picked
+    vocab.json or merges.txt (the pair in its folder)."""
     from tokenizers import Tokenizer
 
     folder = path if path.is_dir() else path.parent
-    file = path if path.is_file() else folder / "tokenizer.json"
+    # a picked half of the pair is only usable with its other half beside it
+    pair = not path.is_dir() and path.name in BPE_PAIR
+    if pair:
+        missing = [n for n in BPE_PAIR if not (folder / n).is_file()]
+        if missing:
+            raise TokenizerError(
+                f"{folder} has no {missing[0]}; a GPT-2 style tokenizer needs vocab.json and "
+                "merges.txt side by side in one folder"
+            )
+    file = path if path.is_file() and not pair else folder / "tokenizer.json"
     try:
-        if file.is_file():
+        if not pair and file.is_file():
             tok = Tokenizer.from_file(str(file))
             source = file
-        elif (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
-            from tokenizers import decoders, models, pre_tokenizers
-
-            bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
-            tok = Tokenizer(bpe)
-            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-            tok.decoder = decoders.ByteLevel()
-            tok.add_special_tokens(_declared_specials(folder, tok))
-            source = folder / "vocab.json"
+        elif pair or all((folder / n).is_file() for n in BPE_PAIR):
+            file = source = folder / "vocab.json"
+            tok = _bpe_pair(folder)
         else:
             raise TokenizerError(
                 f"{folder} has no tokenizer.json (nor vocab.json + merges.txt); give a tokenizer "
@@ -79,6 +87,18 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
         pad_id=_token_id(tok, config.get("pad_token")),
         framed=True,
     )
+
+
+def _bpe_pair(folder: Path) -> Any:
+    """GPT-2's byte-level BPE from the vocab.json + merges.txt in ``folder``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    tok = Tokenizer(bpe)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(_declared_specials(folder, tok))
+    return tok
 
 
 def _config(folder: Path) -> dict[str, Any]:

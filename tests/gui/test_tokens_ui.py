@@ -182,3 +182,35 @@ def test_smoke_test_ids_decode_only_through_their_codebook(
     else:
         assert decoded is not None and tab.text.toPlainText() == book.decode(ids)
     overlay.close()
+
+
+def test_window_traces_record_the_codebook_of_their_token_ids(
+    qtbot, open_model, window, tmp_path
+) -> None:  # noqa: ANN001
+    """Text tokens made with a smoke-test codebook in the window: the trace's manifest keeps
+    the note (through Generate & assign and through the picked .npz), and decoding the
+    captured ids says the hashed words cannot be recovered."""
+    open_model(EXAMPLE)
+    inputs = _box(window)
+    inputs.tokenizer_choice.setCurrentIndex(inputs.tokenizer_choice.findData("hashed-words"))
+    inputs.prompt.setCurrentText("hello small world")
+    inputs.folder.setText(str(tmp_path / "set"))
+    assert inputs.generate_text_tokens(), inputs.status.text()  # assigns the written .npz
+    panel = window.trace.panel
+    assert panel.input_notes["input_ids"]["codebook"] == "codebook:hashed-words"
+    inputs.set_source("input_ids", "text")
+    assert inputs.generate_and_assign(), inputs.status.text()  # the whole set, text source
+    assert panel.input_notes["input_ids"]["text"] == "hello small world"
+    runs: list = []
+    panel.traceFinished.connect(runs.append)
+    assert panel.approve_and_run(), panel.plan_text.toPlainText()
+    qtbot.waitUntil(lambda: not panel.running, timeout=90000)
+    assert runs, panel.outcome.text()
+    note = runs[0].run["input_notes"]["input_ids"]
+    assert note["codebook"] == "codebook:hashed-words" and note["text"] == "hello small world"
+    overlay = window.trace.open_overlay("input_ids")
+    assert overlay is not None and overlay.tokens_tab is not None
+    assert overlay.tokens_tab.decode_tokens() is None
+    summary = overlay.tokens_tab.summary.text()
+    assert "cannot be recovered" in summary and "hello small world" in summary
+    overlay.close()

@@ -84,7 +84,9 @@ class TraceFeature(QObject):
         self.traced.index_for = self.revisions.index_for
         window.documentOpened.connect(self._opened)
         window.documentClosed.connect(self._closed)
-        self.inputs.assigned.connect(self.panel.set_inputs)
+        self.inputs.assigned.connect(
+            lambda arrays, text: self.panel.set_inputs(arrays, text, self.inputs.token_notes)
+        )
         self.panel.traceFinished.connect(self.show_run)
         self.panel.idle.connect(self._plan_if_shown)
         self.panel.planChanged.connect(self._apply_pick)

@@ -1,5 +1,6 @@
 """Generate test input: every detected model input with its preset, a source per input, the
-output format, "Generate & assign all detected inputs" and a .npy/.npz tensor picker.
+image options, the output folder, "Generate & assign all detected inputs" and a .npy/.npz
+tensor picker.
 
 Invariants:
 - Presets come from :func:`nneditor.inputs.detect_inputs`; symbolic or unknown extents are
@@ -9,6 +10,8 @@ Invariants:
   (:func:`nneditor.inputs.assign_file`); errors appear as the engine's sentence
   (for a mismatch: expected vs given) and leave the previous assignment in place.
 - ``assigned`` carries the complete, validated set (name -> array) and a one-line description.
+- A GGUF file or Hugging Face snapshot starts its token input on the Text tokens source, so
+  "Generate & assign all" gives the prompt's ids rather than random ones.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -47,48 +50,66 @@ from nneditor.inputs import (
     write_input_set,
 )
 from nneditor.inputs.csv_source import csv_for_input
-from nneditor.inputs.generate import mask, pattern, time_series
-from nneditor.inputs.image import image_for_input
+from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_series
+from nneditor.inputs.image import NORMALIZATIONS, image_for_input
 from nneditor.inputs.spec import InputSpec
 from nneditor.platform.dirs import data_dir
 
-#: source key -> (label, needs a file)
+#: source key -> (label, needs a file); "series:KIND" and "pattern:KIND" name a generator kind
 SOURCES: dict[str, tuple[str, bool]] = {
     "auto": ("Automatic from input", False),
     "image": ("Image file…", True),
     "mask": ("Mask (all valid)", False),
     "csv": ("CSV file…", True),
-    "series": ("Time series (sine)", False),
-    "pattern": ("Pattern (ramp)", False),
+    **{f"series:{k}": (f"Time series: {k}", False) for k in SERIES},
+    **{f"pattern:{k}": (f"Pattern: {k}", False) for k in PATTERNS},
     "tensor": ("Tensor file (.npy/.npz)…", True),
     "text": ("Text tokens (below)", False),
 }
+#: the keys of earlier versions, still accepted by set_source and source_array
+SOURCE_ALIASES = {"series": "series:sine", "pattern": "pattern:ramp"}
+#: image layout choices: key -> label ("" lets image_for_input infer it from the shape)
+IMAGE_LAYOUTS = {"": "from the input's shape", "NCHW": "NCHW", "NHWC": "NHWC"}
+#: what write_input_set writes (the panel has no format choice: it always writes all of it)
+WRITTEN = "inputs.npz (arrays by name) plus one .npy per input and plan.json"
 #: tokenizer choices of the Text tokens box: key -> label
 TOKENIZERS = {
     "embedded": "The model's own vocabulary",
-    "file": "tokenizer.json…",
+    "file": "tokenizer.json or vocab.json + merges.txt…",
     "bytes": "Bytes (smoke test, not the model's tokenizer)",
     "codepoints": "Code points (smoke test, not the model's tokenizer)",
     "hashed-words": "Hashed words (smoke test, not the model's tokenizer)",
 }
-FORMATS = ("npz", "npy")
+TOKENIZER_FILTER = "Tokenizer files (*tokenizer.json vocab.json merges.txt);;JSON (*.json)"
 
 
-def source_array(spec: InputSpec, kind: str, path: str | None, plan: InputPlan) -> np.ndarray:
-    """Values for ``spec`` from one non-automatic source (validated by the caller)."""
+def source_array(
+    spec: InputSpec,
+    kind: str,
+    path: str | None,
+    plan: InputPlan,
+    normalization: str = "imagenet",
+    layout: str | None = None,
+) -> np.ndarray:
+    """Values for ``spec`` from one non-automatic source (validated by the caller);
+    ``normalization`` and ``layout`` apply to an image source."""
     shape = spec.shape
     if shape is None:
         raise NNEditorError(f"input {spec.name!r} has no known shape; it needs a tensor file")
+    kind = SOURCE_ALIASES.get(kind, kind)
+    family, _, variant = kind.partition(":")
     if kind == "mask":
         return mask(shape, spec.numpy_dtype)
-    if kind == "series":
-        return time_series("sine", shape, spec.numpy_dtype)
-    if kind == "pattern":
-        return pattern("ramp", shape, spec.numpy_dtype)
+    if family == "series":
+        return time_series(variant, shape, spec.numpy_dtype)
+    if family == "pattern":
+        return pattern(variant, shape, spec.numpy_dtype)
+    if kind not in SOURCES:
+        raise NNEditorError(f"unknown input source {kind!r}")
     if not path:
         raise NNEditorError(f"choose a file for input {spec.name!r} ({SOURCES[kind][0]})")
     if kind == "image":
-        return image_for_input(spec, path)
+        return image_for_input(spec, path, normalization, layout)
     if kind == "csv":
         return csv_for_input(spec, path)
     if kind == "tensor":
@@ -105,6 +126,7 @@ class InputsPanel(QWidget):
         self.plan: InputPlan | None = None
         self.sources: dict[str, tuple[str, str | None]] = {}
         self.arrays: dict[str, np.ndarray] | None = None
+        self.token_notes: dict[str, dict[str, Any]] = {}  # see _assign
         self.written: Path | None = None
         title = QLabel("Generate test input", self)
         title.setObjectName("DocTitle")
@@ -124,19 +146,21 @@ class InputsPanel(QWidget):
         self.assumptions = QLabel("", self)
         self.assumptions.setWordWrap(True)
         self.assumptions.setObjectName("Muted")
-        self.format = QComboBox(self)
-        self.format.addItems(list(FORMATS))
-        self.format.setToolTip("npz: one archive with every input by name; npy: one file each")
         self.folder = QLineEdit(self)
-        self.folder.setPlaceholderText("folder (default: a new folder in the per-user data dir)")
+        self.folder.setPlaceholderText("default: a new folder in the per-user data dir")
+        self.folder.setToolTip(f"The set is written here as {WRITTEN}")
         browse = QToolButton(self)
         browse.setText("Folder…")
         browse.clicked.connect(self._choose_folder)
-        fmt_row = QHBoxLayout()
-        fmt_row.addWidget(QLabel("Output format", self))
-        fmt_row.addWidget(self.format)
-        fmt_row.addWidget(self.folder, 1)
-        fmt_row.addWidget(browse)
+        folder_row = QHBoxLayout()
+        folder_row.addWidget(QLabel("Output folder", self))
+        folder_row.addWidget(self.folder, 1)
+        folder_row.addWidget(browse)
+        # write_input_set writes every form at once, so the row says so instead of offering
+        # a format choice that would change nothing
+        written = QLabel(f"Written as {WRITTEN}.", self)
+        written.setObjectName("Muted")
+        written.setWordWrap(True)
         self.generate_button = QPushButton("Generate && assign all detected inputs", self)
         self.generate_button.setDefault(True)
         self.generate_button.clicked.connect(self.generate_and_assign)
@@ -157,10 +181,40 @@ class InputsPanel(QWidget):
         lay.addWidget(intro)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.assumptions)
+        lay.addLayout(self._image_options())
         lay.addWidget(self._text_box())
-        lay.addLayout(fmt_row)
+        lay.addLayout(folder_row)
+        lay.addWidget(written)
         lay.addLayout(buttons)
         lay.addWidget(self.status)
+
+    def _image_options(self) -> QFormLayout:
+        """Layout and normalisation of every input whose source is an image file (as the
+        CLI's --layout and --normalize)."""
+        self.image_layout = QComboBox(self)
+        for key, label in IMAGE_LAYOUTS.items():
+            self.image_layout.addItem(label, key)
+        self.image_layout.setToolTip(
+            "Axis order of image inputs; from the input's shape: the axis holding 1 or 3 "
+            "channels decides"
+        )
+        self.image_norm = QComboBox(self)
+        for key in sorted(NORMALIZATIONS):
+            mean, std = NORMALIZATIONS[key]
+            self.image_norm.addItem(key, key)
+            self.image_norm.setItemData(
+                self.image_norm.count() - 1,
+                f"(pixel / 255 - mean {list(mean)}) / std {list(std)}",
+                Qt.ItemDataRole.ToolTipRole,
+            )
+        self.image_norm.setCurrentIndex(self.image_norm.findData("imagenet"))
+        self.image_norm.setToolTip("How pixel values of image inputs are scaled")
+        # one row each: side by side they would widen the narrow Trace column
+        form = QFormLayout()
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+        form.addRow("Image layout", self.image_layout)
+        form.addRow("Image normalisation", self.image_norm)
+        return form
 
     def _text_box(self) -> QGroupBox:
         from nneditor.tokenize.prompts import SAMPLE_PROMPTS
@@ -174,6 +228,13 @@ class InputsPanel(QWidget):
         self.tokenizer_choice = QComboBox(box)
         for key, label in TOKENIZERS.items():
             self.tokenizer_choice.addItem(label, key)
+        # long sample prompts and tokenizer labels would otherwise set the whole panel's
+        # minimum width, wider than the Trace column (the popup still shows them in full)
+        for combo in (self.prompt, self.tokenizer_choice):
+            combo.setSizeAdjustPolicy(
+                QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+            )
+            combo.setMinimumContentsLength(16)
         self.tokenizer_file = ""
         self.padding = (0, 0)  # (count, id) the chosen sequence length added
         self.tokenizer_choice.activated.connect(self._on_tokenizer)
@@ -192,6 +253,8 @@ class InputsPanel(QWidget):
         self.text_status.setWordWrap(True)
         self.text_status.setObjectName("Muted")
         form = QFormLayout(box)
+        # a field too wide for the Trace column goes below its label instead of out of view
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Prompt", self.prompt)
         form.addRow("Tokenizer", self.tokenizer_choice)
         form.addRow("Sequence length", self.length)
@@ -204,7 +267,7 @@ class InputsPanel(QWidget):
 
     def _on_tokenizer(self) -> None:
         if self.tokenizer_choice.currentData() == "file":
-            path, _ = QFileDialog.getOpenFileName(self, "tokenizer.json", "", "JSON (*.json)")
+            path, _ = QFileDialog.getOpenFileName(self, "Tokenizer file", "", TOKENIZER_FILTER)
             if path:
                 self.tokenizer_file = path
             else:
@@ -222,7 +285,7 @@ class InputsPanel(QWidget):
         key = str(self.tokenizer_choice.currentData())
         self.padding = (0, 0)
         if key == "file" and not self.tokenizer_file:
-            raise NNEditorError("choose a tokenizer.json first")
+            raise NNEditorError("choose a tokenizer file first (tokenizer.json or vocab.json)")
         spec = self.token_input()
         tok = load_tokenizer(
             self.doc.path,
@@ -298,6 +361,10 @@ class InputsPanel(QWidget):
         if spec is not None:
             self.token_dtype.setCurrentText(spec.dtype if spec.dtype == "int32" else "int64")
             self.text_box.setTitle(f"Text tokens for input {spec.name!r}")
+            # a language-model checkpoint brings its own tokenizer: its prompt ids are the
+            # meaningful input, random ids are not (an ONNX model may have none: Automatic)
+            if getattr(doc, "format", None) in ("gguf", "huggingface"):
+                self.set_source(spec.name, "text")
         self.status.setText("No inputs assigned yet; a trace uses automatic inputs until then.")
 
     def _fill(self) -> None:
@@ -336,7 +403,9 @@ class InputsPanel(QWidget):
         self.set_source(name, kind, path)
 
     def set_source(self, name: str, kind: str, path: str | None = None) -> None:
-        """Choose the source of one input (``kind`` is a key of :data:`SOURCES`)."""
+        """Choose the source of one input (``kind`` is a key of :data:`SOURCES` or of
+        :data:`SOURCE_ALIASES`)."""
+        kind = SOURCE_ALIASES.get(kind, kind)
         if kind not in SOURCES:
             raise NNEditorError(f"unknown input source {kind!r}")
         self.sources[name] = (kind, path)
@@ -356,16 +425,20 @@ class InputsPanel(QWidget):
         """Build every input from its source, write and validate the set, assign it."""
         if self.plan is None:
             return False
+        norm = str(self.image_norm.currentData())
+        layout = str(self.image_layout.currentData()) or None
+        notes: dict[str, dict[str, Any]] = {}
         try:
-            provided = {
-                name: (
-                    np.asarray([self._token_ids()[0]], self.plan[name].numpy_dtype)
-                    if kind == "text"
-                    else source_array(self.plan[name], kind, path, self.plan)
-                )
-                for name, (kind, path) in self.sources.items()
-                if kind != "auto"
-            }
+            provided = {}
+            for name, (kind, path) in self.sources.items():
+                if kind == "text":
+                    ids, tok = self._token_ids()
+                    provided[name] = np.asarray([ids], self.plan[name].numpy_dtype)
+                    notes[name] = self._token_note(name, tok)
+                elif kind != "auto":
+                    provided[name] = source_array(
+                        self.plan[name], kind, path, self.plan, norm, layout
+                    )
             arrays = build_inputs(self.plan, provided)
             out = Path(self.folder.text().strip() or self.default_folder())
             srcs = {n: self.sources.get(n, ("auto", None))[0] for n in arrays}
@@ -375,10 +448,18 @@ class InputsPanel(QWidget):
             self._fail(str(exc))
             return False
         self.written = out
-        fmt = self.format.currentText()
-        where = out / "inputs.npz" if fmt == "npz" else out
-        self._assign(arrays, f"generated set in {where} (validated)")
+        files = "inputs.npz, one .npy per input and plan.json"
+        self._assign(arrays, f"generated set in {out}: {files} (validated)", notes)
         return True
+
+    def _token_note(self, name: str, tok: Any) -> dict[str, Any]:
+        """What a trace records about the ids of input ``name`` (see token_inputs.py)."""
+        return {
+            **tok.describe(),
+            "input": name,
+            "text": self.prompt.currentText(),
+            "special": self.special.isChecked(),
+        }
 
     def _pick(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Assign tensors", "", "NumPy (*.npy *.npz)")
@@ -400,11 +481,18 @@ class InputsPanel(QWidget):
             self.set_source(name, "tensor", str(path))
         rest = [n for n in arrays if n not in picked]
         extra = f"; automatic values for {', '.join(rest)}" if rest else ""
-        self._assign(arrays, f"{', '.join(picked)} from {path}{extra}")
+        self._assign(arrays, f"{', '.join(picked)} from {path}{extra}", _file_notes(path))
         return True
 
-    def _assign(self, arrays: dict[str, np.ndarray], text: str) -> None:
+    def _assign(
+        self,
+        arrays: dict[str, np.ndarray],
+        text: str,
+        notes: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.arrays = arrays
+        #: tokenizer notes of token inputs, recorded with the trace (read by the feature)
+        self.token_notes = dict(notes or {})
         lines = [f"{n}: {a.dtype} {list(a.shape)}" for n, a in arrays.items()]
         self.status.setStyleSheet("")
         self.status.setText(f"Assigned to the next trace: {text}\n" + "\n".join(lines))
@@ -418,3 +506,16 @@ class InputsPanel(QWidget):
         path = QFileDialog.getExistingDirectory(self, "Folder for the input set")
         if path:
             self.folder.setText(path)
+
+
+def _file_notes(path: str | Path) -> dict[str, dict[str, Any]]:
+    """The tokenizer note of a token .npz (written by Text tokens or `nneditor tokenize`)."""
+    if not str(path).endswith(".npz"):
+        return {}
+    from nneditor.tokenize.token_inputs import read_note
+
+    try:
+        note = read_note(path)
+    except (OSError, ValueError):
+        return {}
+    return {str(note.get("input", "")): note} if note else {}

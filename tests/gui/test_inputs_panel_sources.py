@@ -1,0 +1,211 @@
+"""The Generate test input panel's sources: every pattern and time-series kind, the image
+layout and normalisation, the written set's files, the token input of a GGUF file preselected
+on Text tokens, and the tokenizer picker's filter. References are the generator functions
+(nneditor.inputs.generate / .image) and the model's own tokenizer, called directly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PySide6")
+onnx = pytest.importorskip("onnx")
+
+from nneditor.inputs.generate import pattern, time_series  # noqa: E402
+from nneditor.inputs.image import image_for_input  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
+SMOL = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: input name -> (onnx element type, shape)
+INPUTS = {
+    "x": (onnx.TensorProto.FLOAT, [1, 3, 8, 8]),  # an image, NCHW by its channel axis
+    "tile": (onnx.TensorProto.FLOAT, [1, 3, 3, 3]),  # NCHW inferred, NHWC possible
+    "signal": (onnx.TensorProto.FLOAT, [2, 16]),
+    "counts": (onnx.TensorProto.INT32, [3, 4]),
+}
+
+
+def _model(path: Path) -> Path:
+    """Identity of every input, so each input is used and has its declared shape."""
+    from onnx import helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Identity", [n], [f"{n}_out"]) for n in INPUTS],
+        "sources",
+        [helper.make_tensor_value_info(n, t, s) for n, (t, s) in INPUTS.items()],
+        [helper.make_tensor_value_info(f"{n}_out", t, s) for n, (t, s) in INPUTS.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
+def _panel(window, open_model, tmp_path: Path):  # noqa: ANN001, ANN202
+    open_model(_model(tmp_path / "sources.onnx"))
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.plan is not None and panel.plan.names() == list(INPUTS)
+    return panel
+
+
+def _source(panel, name: str) -> str:  # noqa: ANN001
+    """The key the input's Source combo shows."""
+    row = panel.plan.names().index(name)
+    return str(panel.table.cellWidget(row, 3).currentData())
+
+
+def test_every_pattern_and_series_kind_is_offered_and_generated(
+    qtbot, window, open_model, tmp_path
+) -> None:  # noqa: ANN001
+    from nneditor.inputs.generate import PATTERNS, SERIES
+
+    panel = _panel(window, open_model, tmp_path)
+    combo = panel.table.cellWidget(0, 3)
+    offered = {str(combo.itemData(i)): combo.itemText(i) for i in range(combo.count())}
+    for kind in PATTERNS:
+        assert offered[f"pattern:{kind}"] == f"Pattern: {kind}"
+    for kind in SERIES:
+        assert offered[f"series:{kind}"] == f"Time series: {kind}"
+
+    panel.set_source("signal", "series:steps")
+    panel.set_source("counts", "pattern:uniform")
+    panel.set_source("tile", "pattern:normal")
+    panel.set_source("x", "pattern")  # the old key: an alias of the ramp
+    assert _source(panel, "signal") == "series:steps" and _source(panel, "x") == "pattern:ramp"
+    panel.folder.setText(str(tmp_path / "set"))
+    assert panel.generate_and_assign(), panel.status.text()
+    got = window.trace.panel.arrays  # what the next trace takes
+    want = {
+        "signal": time_series("steps", (2, 16), "float32"),
+        "counts": pattern("uniform", (3, 4), "int32"),
+        "tile": pattern("normal", (1, 3, 3, 3), "float32"),
+        "x": pattern("ramp", (1, 3, 8, 8), "float32"),
+    }
+    for name, ref in want.items():
+        assert got[name].dtype == ref.dtype and np.array_equal(got[name], ref), name
+    assert got["signal"][0].tolist() == [0.0] * 4 + [1.0] * 4 + [0.0] * 4 + [1.0] * 4
+    assert not np.array_equal(want["tile"], pattern("ramp", (1, 3, 3, 3), "float32"))
+
+    panel.set_source("signal", "series")  # the old key: an alias of the sine
+    assert panel.generate_and_assign(), panel.status.text()
+    ref = time_series("sine", (2, 16), "float32")
+    assert np.array_equal(window.trace.panel.arrays["signal"], ref)
+
+
+def test_image_layout_and_normalisation_reach_every_image_input(
+    qtbot, window, open_model, tmp_path
+) -> None:  # noqa: ANN001
+    from PIL import Image
+
+    png = tmp_path / "picture.png"
+    rng = np.random.default_rng(7)
+    Image.fromarray(rng.integers(0, 256, (10, 12, 3), dtype=np.uint8), "RGB").save(png)
+    panel = _panel(window, open_model, tmp_path)
+    plan = panel.plan
+    assert panel.image_norm.currentData() == "imagenet"  # the CLI's default
+    assert panel.image_layout.currentData() == ""  # from the input's shape
+
+    panel.set_source("x", "image", str(png))
+    panel.set_source("tile", "image", str(png))
+    panel.image_norm.setCurrentIndex(panel.image_norm.findData("-1..1"))
+    panel.folder.setText(str(tmp_path / "set"))
+    assert panel.generate_and_assign(), panel.status.text()
+    got = window.trace.panel.arrays
+    for name in ("x", "tile"):
+        ref = image_for_input(plan[name], png, "-1..1", None)
+        assert got[name].dtype == np.float32 and np.array_equal(got[name], ref), name
+        assert not np.allclose(got[name], image_for_input(plan[name], png))  # not imagenet
+    assert got["x"].min() >= -1.0 and got["x"].max() <= 1.0 and got["x"].min() < 0.0
+
+    # an explicit layout: the [1, 3, 3, 3] tile read as NHWC (3 x 3 pixels, 3 channels last)
+    panel.set_source("x", "auto")
+    panel.image_layout.setCurrentIndex(panel.image_layout.findData("NHWC"))
+    panel.image_norm.setCurrentIndex(panel.image_norm.findData("0..1"))
+    assert panel.generate_and_assign(), panel.status.text()
+    tile = window.trace.panel.arrays["tile"]
+    nhwc = image_for_input(plan["tile"], png, "0..1", "NHWC")
+    assert np.array_equal(tile, nhwc)
+    assert not np.array_equal(tile, image_for_input(plan["tile"], png, "0..1", "NCHW"))
+
+    # the same layout for the [1, 3, 8, 8] image has 8 channels: the engine's sentence, and
+    # the previous assignment stays
+    panel.set_source("x", "image", str(png))
+    assert not panel.generate_and_assign()
+    assert "images have 1 or 3 channels, not 8" in panel.status.text()
+    assert np.array_equal(window.trace.panel.arrays["tile"], nhwc)
+
+
+def test_the_written_set_is_what_the_row_says(qtbot, window, open_model, tmp_path) -> None:  # noqa: ANN001
+    from nneditor.inputs.picker import load_npy, load_npz
+
+    panel = _panel(window, open_model, tmp_path)
+    assert not hasattr(panel, "format")  # no npz/npy choice that would change nothing
+    assert "inputs.npz" in panel.folder.toolTip() and "plan.json" in panel.folder.toolTip()
+    out = tmp_path / "written set"
+    panel.folder.setText(str(out))
+    assert panel.generate_and_assign(), panel.status.text()
+    names = {p.name for p in out.iterdir()}
+    assert names == {"inputs.npz", "plan.json", *(f"{n}.npy" for n in INPUTS)}
+    arrays = window.trace.panel.arrays
+    archive = load_npz(out / "inputs.npz")
+    for name in INPUTS:
+        assert np.array_equal(archive[name], arrays[name])
+        assert np.array_equal(load_npy(out / f"{name}.npy"), arrays[name])
+    assert str(out) in panel.status.text() and panel.written == out
+
+
+def test_an_onnx_token_input_stays_automatic(qtbot, window, open_model) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.token_input() is not None and panel.token_input().name == "input_ids"
+    assert panel.sources["input_ids"][0] == "auto"
+    assert _source(panel, "input_ids") == "auto"
+
+
+def test_the_tokenizer_picker_accepts_the_vocab_pair(qtbot, window, monkeypatch) -> None:  # noqa: ANN001
+    from PySide6.QtWidgets import QFileDialog
+
+    seen: list[str] = []
+
+    def pick(_parent, _title, _dir, flt):  # noqa: ANN001, ANN202
+        seen.append(flt)
+        return "/somewhere/vocab.json", flt
+
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(pick))
+    panel = window.trace.inputs
+    panel.tokenizer_choice.setCurrentIndex(panel.tokenizer_choice.findData("file"))
+    panel._on_tokenizer()
+    first = seen[0].split(";;")[0]
+    assert all(n in first for n in ("tokenizer.json", "vocab.json", "merges.txt")), seen
+    assert panel.tokenizer_file == "/somewhere/vocab.json"
+
+
+@pytest.mark.realdata
+def test_a_gguf_token_input_starts_on_text_tokens(
+    qtbot, window, open_model, realdata, tmp_path
+) -> None:  # noqa: ANN001
+    from nneditor.tokenize import load_tokenizer
+
+    path = realdata(SMOL)
+    open_model(path)
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    spec = panel.token_input()
+    assert spec is not None and spec.name == "tokens" and "'tokens'" in panel.text_box.title()
+    assert panel.sources["tokens"][0] == "text" and _source(panel, "tokens") == "text"
+    prompt = panel.prompt.currentText()
+    assert prompt == "The capital of France is"  # the first sample prompt
+    panel.folder.setText(str(tmp_path / "set"))
+    assert panel.generate_and_assign(), panel.status.text()
+    # as the panel encodes: special-token text stays plain text (the box's check is off) and
+    # the tokenizer adds the BOS/EOS the file declares (SmolLM2 adds none)
+    assert not panel.special.isChecked()
+    want = load_tokenizer(path).encode(prompt, special=False)
+    assert want == [504, 3575, 282, 4649, 314]  # llama.cpp's ids (tests/gui/test_decoder_ui.py)
+    got = window.trace.panel.arrays["tokens"]
+    assert got.dtype == np.int64 and got.tolist() == [want]
