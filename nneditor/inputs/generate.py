@@ -55,6 +55,8 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
         return np.full(spec.shape, DEFAULT_SAMPLE_RATE, dtype)
     if spec.role == "timestep":
         return _ints(rng, spec.shape, np.dtype(np.int64), 0, TIMESTEP_RANGE).astype(dtype)
+    if spec.role == "grid_thw" and spec.values is not None:
+        return np.asarray(spec.values).reshape(spec.shape).astype(dtype)
     if spec.role == "time_ids":
         return np.broadcast_to(np.array(SDXL_TIME_IDS), spec.shape).astype(dtype)
     if spec.role == "tokens":

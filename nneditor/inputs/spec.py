@@ -67,7 +67,7 @@ class InputSpec:
 
     ``role`` is "tokens" (valid ids), "mask" (all valid), "positions" (0, 1, 2, ...),
     "keep_all" (logits_to_keep = 0), "sample_rate", "waveform" (audio beside a sample-rate
-    input) or "generic".
+    input), "patches" / "grid_thw" (a Qwen-VL vision input pair, see patches.py) or "generic".
     """
 
     name: str
@@ -82,6 +82,9 @@ class InputSpec:
     first_token: int | None = None
     #: (token id, count): a vision-language prompt's image placeholders, at the start
     image_tokens: tuple[int, int] | None = None
+    #: exact values (flattened, C order) of an input whose content is fixed by another's
+    #: shape (a "grid_thw" patch grid)
+    values: tuple[int, ...] | None = None
 
     @property
     def ready(self) -> bool:
@@ -212,6 +215,9 @@ def detect_inputs(
     ]
     if any(s.role == "sample_rate" for s in specs):
         specs = [_as_waveform(s, dims, shapes) for s in specs]
+    from nneditor.inputs.patches import apply_patch_profile  # it builds on InputSpec
+
+    specs = apply_patch_profile(specs, dims, shapes)
     return InputPlan(str(doc.path), specs)
 
 
