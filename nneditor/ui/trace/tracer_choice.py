@@ -17,7 +17,7 @@ from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
-    QHBoxLayout,
+    QGridLayout,
     QLabel,
     QPushButton,
     QVBoxLayout,
@@ -40,6 +40,12 @@ class TracerChoice(QWidget):
         self.records: list[PluginRecord] = []
         self.reasons: dict[str, str] = {}
         self.combo = QComboBox(self)
+        # plugin labels are long: size to a short text (the list itself shows them whole), so
+        # the Trace panel fits its column without a horizontal scroll bar
+        self.combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.combo.setMinimumContentsLength(24)
         self.combo.currentIndexChanged.connect(lambda _i: self.changed.emit())
         self.install_button = QPushButton("Install a tracer folder…", self)
         self.install_button.clicked.connect(self._ask_install)
@@ -49,11 +55,11 @@ class TracerChoice(QWidget):
         self.note.setWordWrap(True)
         self.note.setObjectName("Muted")
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        buttons = QHBoxLayout()
+        buttons = QGridLayout()  # one above the other: the Trace panel's column is narrow
         buttons.setContentsMargins(0, 0, 0, 0)
-        buttons.addWidget(self.install_button)
-        buttons.addWidget(self.reload_button)
-        buttons.addStretch(1)
+        buttons.addWidget(self.install_button, 0, 0)
+        buttons.addWidget(self.reload_button, 1, 0)
+        buttons.setColumnStretch(1, 1)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.combo)
