@@ -314,3 +314,30 @@ def test_the_model_graph_inspector_lists_and_opens_the_latest_trace(
     qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
     assert feature.overlays[-1].name == value
     np.testing.assert_array_equal(np.asarray(feature.overlays[-1].array), run.load(value))
+
+
+def test_the_plus_port_chooser_and_the_trace_picker(qtbot, open_model, window) -> None:  # noqa: ANN001
+    from types import SimpleNamespace
+
+    from nneditor.ui.trace.ports import Port
+
+    open_model(EXAMPLE)
+    feature, first = _traced(window, qtbot)
+    feature.show_view("Trace")
+    feature.panel.limits["timeout_s"].setValue(599)  # another plan: another approval
+    feature, second = _traced(window, qtbot)
+    pane = feature.traced
+    assert pane.run is second and [r.path for r in pane.runs[:2]] == [second.path, first.path]
+    # the "+" port of a wide block lists every value of its side with its status
+    values = [n for n in second.records if second.status(n) == "captured"][:3]
+    pane.activate_port(SimpleNamespace(port=Port("out", tuple(values), more=True)))
+    actions = pane.chooser.actions()
+    assert [a.text().split()[0] for a in actions] == values
+    assert all("[captured]" in a.text() for a in actions)
+    actions[1].trigger()
+    qtbot.waitUntil(lambda: bool(feature.overlays), timeout=5000)
+    assert feature.overlays[-1].name == values[1]
+    # the picker shows an earlier run of the model (what choosing its row sends)
+    pane.picker.setCurrentIndex(1)
+    pane.picker.activated.emit(1)
+    assert pane.run is not None and pane.run.path == first.path
