@@ -14,8 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
-from nneditor.inputs.spec import InputSpec
+#: an nneditor.inputs.spec.InputSpec (spec.py calls this module, so it is not imported here)
+InputSpec = Any
 
 MERGE = 2
 #: values per flattened patch -> (channels, frames, patch side, the models that use it)

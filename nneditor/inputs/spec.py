@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.errors import NNEditorError
+from nneditor.inputs.patches import apply_patch_profile
 
 if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
     from nneditor.model.document import Document
@@ -215,8 +216,6 @@ def detect_inputs(
     ]
     if any(s.role == "sample_rate" for s in specs):
         specs = [_as_waveform(s, dims, shapes) for s in specs]
-    from nneditor.inputs.patches import apply_patch_profile  # it builds on InputSpec
-
     specs = apply_patch_profile(specs, dims, shapes)
     return InputPlan(str(doc.path), specs)
 
