@@ -4,7 +4,7 @@ Qt-free. A runtime needs a model file; an edited revision exists only as a repla
 over the untouched source. :func:`stage_revision` writes the current revision with the export
 writer (staged, validated, atomic) into a folder of the trace store named after the source's
 SHA-256 and the revision id. Revision ids are unique, so a copy that exists is that revision's
-and is reused. Only the few most recent copies are kept; traces record the copy's path
+and is reused. Only the current and the previous copy are kept; traces record the copy's path
 (``model``) beside the file the edits apply to (``edits_of``).
 """
 
@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 #: folder of the trace store holding the copies (dot-named: not a run folder)
 REVISIONS = ".revisions"
-#: copies kept besides the one just written (a copy is a whole model)
-KEEP = 3
+#: copies kept besides the one just written: a copy is a whole model (a 1.5 GB export costs
+#: 1.5 GB of disk each), so only the previous revision's stays for a retrace
+KEEP = 1
 
 
 def staged_path(session: EditSession, root: Path) -> Path:
