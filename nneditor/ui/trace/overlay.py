@@ -138,7 +138,10 @@ class TensorOverlay(QDialog):
             return None
         notes = self.run.run.get("input_notes") or {}
         note = notes.get(self.name) if isinstance(notes, dict) else None
-        return TokensTab(self.array, self.name, self.run.model, producer, self, note)
+        # an edited revision's run traced a private copy: its vocabulary (a tokenizer.json
+        # beside the model) is the source's
+        model = self.run.edits_of or self.run.model
+        return TokensTab(self.array, self.name, model, producer, self, note)
 
     def _python_tab(self) -> QWidget | None:
         from nneditor.ui.python_tab import PythonTab
