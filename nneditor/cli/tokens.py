@@ -156,7 +156,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{folder} is not a trace folder (no readable manifest.json); give the folder "
             "`nneditor trace --out` wrote"
         ) from None
-    model = (manifest.get("run") or {}).get("model")
+    run = manifest.get("run") or {}
+    # an edited revision's run traced a private copy: the vocabulary is the source's
+    model = run.get("edits_of") or run.get("model")
     tok = None
     why = ""
     if args.tokenizer != "embedded" or model:
@@ -170,7 +172,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if entry is None or not entry.get("file"):
             raise CLIError(f"the trace has no captured value named {args.value!r}")
     else:
-        entry = find_logits(values, tok.vocab_size if tok else None, _outputs(model))
+        traced = str(run.get("model") or "")
+        graph_of = traced if traced and Path(traced).is_file() else model  # the copy if kept
+        entry = find_logits(values, tok.vocab_size if tok else None, _outputs(graph_of))
     try:
         logits = np.asarray(read_value(folder, entry, mmap=False))
     except CaptureReadError as exc:
