@@ -123,3 +123,26 @@ def test_an_edit_during_a_run_keeps_the_run_and_plans_the_revision_after(
     feature.show_view("Trace")
     qtbot.waitUntil(lambda: panel.plan is not None and panel.revision == rev.id, timeout=30000)
     assert panel.plan.edits_of == str(EXAMPLE)
+
+
+def test_assigned_inputs_stay_across_an_edit_that_keeps_them(
+    qtbot, open_model, window, tmp_path
+) -> None:  # noqa: ANN001
+    open_model(EXAMPLE)
+    qtbot.waitUntil(lambda: window.edit.session is not None, timeout=20000)
+    feature, panel = window.trace, window.trace.panel
+    feature.show_view("Trace")
+    qtbot.waitUntil(lambda: panel.plan is not None, timeout=30000)
+    ids = np.array([[7, 1, 42, 5, 9]], np.int64)
+    np.save(tmp_path / "ids.npy", ids)
+    assert feature.inputs.assign_path(tmp_path / "ids.npy"), feature.inputs.status.text()
+    feature.show_view("Model graph")
+    rev = _commit(qtbot, window, [{"op": "replace_op", "node": GELU, "op_type": "Relu"}])
+    feature.show_view("Trace")
+    qtbot.waitUntil(lambda: panel.plan is not None and panel.revision == rev.id, timeout=30000)
+    np.testing.assert_array_equal(panel.arrays["input_ids"], ids)
+    assert "still valid" in feature.inputs.status.text()
+    assert "input_ids int64 [1, 5]" in panel.plan_text.toPlainText()
+    window.edit.undo()  # back to the source: still the same set
+    qtbot.waitUntil(lambda: panel.plan is not None and panel.revision == "source", timeout=30000)
+    np.testing.assert_array_equal(panel.arrays["input_ids"], ids)

@@ -484,6 +484,26 @@ class InputsPanel(QWidget):
         self._assign(arrays, f"{', '.join(picked)} from {path}{extra}", _file_notes(path))
         return True
 
+    def keep(
+        self,
+        arrays: dict[str, np.ndarray] | None,
+        sources: dict[str, tuple[str, str | None]],
+        notes: dict[str, dict[str, Any]],
+    ) -> bool:
+        """Assign a set made for another revision of the model when this plan accepts it
+        unchanged (an edit that kept the inputs); False, and nothing assigned, otherwise."""
+        if arrays is None or self.plan is None:
+            return False
+        try:
+            check_set(self.plan, arrays)
+        except NNEditorError:
+            return False
+        for name, (kind, path) in sources.items():
+            if name in self.plan.names():
+                self.set_source(name, kind, path)
+        self._assign(dict(arrays), "the set assigned before the edit (still valid)", notes)
+        return True
+
     def _assign(
         self,
         arrays: dict[str, np.ndarray],

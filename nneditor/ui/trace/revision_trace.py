@@ -74,7 +74,14 @@ class RevisionTracing(QObject):
     # ------------------------------------------------------------------ planning
 
     def plan(self, source: Document | None, traceable: bool) -> None:
-        """Give the panels the source, or the current edited revision's private copy."""
+        """Give the panels the source, or the current edited revision's private copy; an
+        input set assigned for the previous revision stays when the new one accepts it."""
+        inputs = self.inputs
+        kept = (
+            (inputs.arrays, dict(inputs.sources), dict(inputs.token_notes))
+            if self.planned != self.current() and inputs.arrays is not None
+            else None
+        )
         rev = self.current() if source is not None else REVISION_SOURCE
         self.planned = rev
         if self._rid:
@@ -83,6 +90,8 @@ class RevisionTracing(QObject):
         if rev == REVISION_SOURCE or source is None:
             self.inputs.set_document(source)
             self.panel.set_document(source if traceable else None)
+            if kept is not None and source is not None:
+                self.inputs.keep(*kept)
             self._drop_copy()
             return
         session = self.window.edit.session
@@ -117,6 +126,8 @@ class RevisionTracing(QObject):
             self.copy = r.value
             self.inputs.set_document(r.value)
             self.panel.set_document(r.value, revision=rev, edits_of=str(source.path))
+            if kept is not None:
+                self.inputs.keep(*kept)
 
         self._rid = self.window.runner.submit(
             job,
