@@ -70,6 +70,7 @@ class EditPanel(QWidget):
         #: an optimization form's numbers: (the changes they are for, HTML, ok) — HTML None
         #: while they are computed
         self.numbers: tuple[list[dict[str, object]], str | None, bool] | None = None
+        self.numbers_done = 0.0  # the fraction computed so far, shown while they run
         self.pages = QStackedWidget(self)
         self.message_page = self._build_message_page()
         self.editor_page = self._build_editor_page()
@@ -338,10 +339,18 @@ class EditPanel(QWidget):
                 self._show_diff(self.result)
             self._sync()
 
+        def progress(done_: int, total: int, _message: str) -> None:
+            if self.numbers is not None and self.numbers[0] is changes and total > 0:
+                self.numbers_done = done_ / total
+                if self.result is not None and self.numbers[1] is None:
+                    self._show_diff(self.result)
+
+        self.numbers_done = 0.0
         self.controller.runner.submit(
             lambda h: type(form).analyse(doc, spec, h),
             done,
             channel="edit-numbers",
+            on_progress=progress,
             label="Preview numbers",
         )
 
@@ -431,7 +440,12 @@ class EditPanel(QWidget):
         numbers = ""
         if isinstance(self.form, OptimizeForm):
             html = self.numbers[1] if self.numbers is not None else None
-            numbers = html if html is not None else '<p class="muted">Computing the numbers…</p>'
+            pct = f" {self.numbers_done:.0%}" if self.numbers_done else ""
+            numbers = (
+                html
+                if html is not None
+                else f'<p class="muted">Computing the numbers (reading every weight)…{pct}</p>'
+            )
         self.result_view.setHtml(
             self._css()
             + numbers
