@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from nneditor.ui.trace.trace_panel import TracePanel
 
 
+#: revision graphs remembered for showing their runs (the oldest shown is forgotten first)
+VIEWS_KEPT = 4
+
+
 class RevisionTracing(QObject):
     def __init__(
         self,
@@ -55,7 +59,11 @@ class RevisionTracing(QObject):
         return str(chain.current_id) if chain is not None else REVISION_SOURCE
 
     def _view_ready(self, index: ModelIndex) -> None:
-        self.views[self.current()] = index
+        rev = self.current()
+        self.views.pop(rev, None)
+        self.views[rev] = index
+        while len(self.views) > VIEWS_KEPT:  # each holds a revision's whole index
+            del self.views[next(iter(self.views))]
 
     def reset(self) -> None:
         """The model opened or closed: forget revisions, drop the copy being planned."""
