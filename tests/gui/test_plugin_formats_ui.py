@@ -47,3 +47,19 @@ def test_a_stablehlo_plugin_is_offered_and_planned(
     choice.combo.setCurrentIndex(k)
     assert panel.plan is not None, panel.plan_text.toPlainText()
     assert f"{data['id']} {data['version']}" in panel.plan_text.toPlainText()
+
+
+def test_a_graphless_artifact_is_told_what_traces_it(
+    qtbot, open_model, window, tmp_path: Path
+) -> None:  # noqa: ANN001
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    model = tmp_path / "w.safetensors"
+    save_file({"layer.weight": np.ones((4, 4), np.float32)}, str(model))
+    open_model(model)
+    window.trace.show_view("Trace")
+    panel = window.trace.panel
+    assert panel.doc is not None and panel.plan is None
+    text = panel.plan_text.toPlainText()
+    assert "is a safetensors artifact" in text and "traces ONNX models" in text

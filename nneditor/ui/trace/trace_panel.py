@@ -220,7 +220,8 @@ class TracePanel(QWidget):
         plugin = self.tracer.selected()
         self.backend.setEnabled(not plugin and not self.running)
         try:
-            arrays, note = self._arrays()
+            # without a graph there are no inputs to detect: the planner says what can run it
+            arrays, note = self._arrays() if self.doc.graph is not None else ({}, "")
             plan = make_plan(
                 self.doc,
                 arrays,
