@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QCheckBox, QLineEdit, QWidget
 
 from nneditor.editing.revisions import Change
 from nneditor.ui.edit.forms import FormError, OpForm, hint_label
+from nneditor.ui.panels.inspector_html import human_size
 
 if TYPE_CHECKING:
     from nneditor.jobs import JobHandle
@@ -36,14 +37,6 @@ METHODS = {
 }
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
-
-
 def _num(v: Any, fmt: str = ".3g") -> str:
     return "—" if v is None else format(v, fmt)
 
@@ -58,6 +51,13 @@ class OptimizeForm(OpForm):
 
     tensors: QLineEdit
 
+    def spec(self) -> dict[str, Any]:
+        """The plan the form describes (what ``nneditor quantize``/``prune`` commit)."""
+        raise NotImplementedError
+
+    def changes(self) -> list[Change]:
+        return [{"op": "apply_plan", "plan": self.spec()}]
+
     @staticmethod
     def analyse(doc: Document, spec: dict[str, Any], handle: JobHandle) -> str:
         """HTML with the numbers of the plan ``spec`` (this form's :meth:`changes`) on ``doc``
@@ -65,8 +65,7 @@ class OptimizeForm(OpForm):
         raise NotImplementedError
 
     def tensors_line(self) -> QLineEdit:
-        edit = self.line("Tensors", "blank: every eligible weight; or names, comma-separated")
-        return edit
+        return self.line("Tensors", "blank: every eligible weight; or names, comma-separated")
 
     def install_completers(self) -> None:
         self.completer("tensors", self.tensors)
@@ -102,19 +101,15 @@ class QuantizeForm(OptimizeForm):
             "tensors": _names(self.tensors.text()),
         }
 
-    def changes(self) -> list[Change]:
-        return [{"op": "apply_plan", "plan": self.spec()}]
-
     @staticmethod
     def analyse(doc: Document, spec: dict[str, Any], handle: JobHandle) -> str:
         from nneditor.optimize.qmath import QuantSettings
         from nneditor.optimize.quantize import preview_quantization
 
-        s = spec
         settings = QuantSettings(
-            signed=s["signed"], symmetric=s["symmetric"], per_channel=s["per_channel"]
+            signed=spec["signed"], symmetric=spec["symmetric"], per_channel=spec["per_channel"]
         )
-        p = preview_quantization(doc, settings, s["tensors"], handle, mode=s["mode"])
+        p = preview_quantization(doc, settings, spec["tensors"], handle, mode=spec["mode"])
         return quantization_html(p.as_dict())
 
 
@@ -204,9 +199,6 @@ class PruneForm(OptimizeForm):
     def _only(self) -> dict[str, Any]:
         return {"tensors": _names(self.tensors.text())}
 
-    def changes(self) -> list[Change]:
-        return [{"op": "apply_plan", "plan": self.spec()}]
-
     @staticmethod
     def analyse(doc: Document, spec: dict[str, Any], handle: JobHandle) -> str:
         from nneditor.optimize.prune import NM, Masks, Threshold, preview_pruning
@@ -251,8 +243,8 @@ def quantization_html(p: dict[str, Any]) -> str:
     if not t["tensors"]:
         return '<p class="err">No weight would be quantized.</p>' + _skipped(p["skipped"])
     stored = (
-        f"stored size {_size(t['bytes_before'])} → {_size(t['bytes_after'])} "
-        f"({_size(abs(t['bytes_change']))} {'less' if t['bytes_change'] <= 0 else 'more'})"
+        f"stored size {human_size(t['bytes_before'])} → {human_size(t['bytes_after'])} "
+        f"({human_size(abs(t['bytes_change']))} {'less' if t['bytes_change'] <= 0 else 'more'})"
     )
     head = (
         f"<p><b>{t['tensors']} weights, {t['elements']:,} values</b> · {p['settings']['description']}"
@@ -262,7 +254,7 @@ def quantization_html(p: dict[str, Any]) -> str:
     rows = [
         f"<p><code>{escape(r['name'])}</code> {'×'.join(map(str, r['shape']))} · SQNR "
         f"{_num(r['sqnr_db'], '.1f')} dB · max |error| {_num(r['max_abs_error'])} · "
-        f"{_size(r['bytes_before'])} → {_size(r['bytes_after'])}</p>"
+        f"{human_size(r['bytes_before'])} → {human_size(r['bytes_after'])}</p>"
         for r in sorted(
             p["tensors"], key=lambda r: r["sqnr_db"] if r["sqnr_db"] is not None else 1e9
         )
@@ -279,7 +271,7 @@ def pruning_html(p: dict[str, Any]) -> str:
         f"<p><b>{t['tensors']} weights, {t['pruned']:,} of {t['elements']:,} values set to zero"
         f"</b> · {escape(p['method'])} · sparsity {t['sparsity_before']:.1%} → "
         f"{t['sparsity_after']:.1%} · removed {t['removed_l2_fraction']:.2%} of the weights' L2 "
-        f"norm · stored size unchanged ({_size(t['bytes_after'])})</p>"
+        f"norm · stored size unchanged ({human_size(t['bytes_after'])})</p>"
     )
     rows = [
         f"<p><code>{escape(r['name'])}</code> {'×'.join(map(str, r['shape']))} · sparsity "
@@ -304,7 +296,7 @@ def channels_html(p: dict[str, Any]) -> str:
         f"<p><b>{escape(p['op_type'])} {escape(p['node'])}: {p['channels_before']} → "
         f"{p['channels_after']} output channels</b> · removes {removed} (smallest kept L2 "
         f"{p['kept_weight_l2_min']:.3g}) · stored size "
-        f"{_size(p['claims']['storage_reduction'])} less</p>"
+        f"{human_size(p['claims']['storage_reduction'])} less</p>"
         f"<p>{escape(p['effect'])}; output shape {escape(str(p['output_shape_before']))} → "
         f"{escape(str(p['output_shape_after']))}.</p>"
         f'<p class="muted">Why this is safe:</p><ul style="margin-left: -20px">{proof}</ul>'
