@@ -70,14 +70,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 def _token_notes(path: str | None) -> dict[str, dict[str, Any]]:
     """The tokenizer note of a token .npz given with --inputs, by input name."""
     from nneditor.errors import NNEditorError
-    from nneditor.tokenize.token_inputs import read_note
+    from nneditor.tokenize.token_inputs import notes_by_input
 
     try:
-        file = _input_file(path) if path else ""
-        note = read_note(file) if file.endswith(".npz") else None
-    except (OSError, ValueError, NNEditorError):
+        return notes_by_input(_input_file(path)) if path else {}
+    except NNEditorError:
         return {}
-    return {str(note.get("input", "")): note} if note else {}
 
 
 def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = None) -> int:

@@ -53,6 +53,18 @@ def note_tokenizer(note: dict[str, Any]) -> TextTokenizer | None:
     return codebook(name.split(":", 1)[1], int(note.get("vocab_size") or 256))
 
 
+def notes_by_input(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """{input name: note} of a token .npz, {} for any other or unreadable file (a trace
+    records it; decoding the ids later says which tokenizer made them)."""
+    if not str(path).endswith(".npz"):
+        return {}
+    try:
+        note = read_note(path)
+    except (OSError, ValueError):
+        return {}
+    return {str(note.get("input", "")): note} if note else {}
+
+
 def read_note(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The tokenizer note of a token .npz (None when it has none)."""
     with np.load(path, allow_pickle=False) as npz:

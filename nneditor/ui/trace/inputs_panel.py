@@ -54,6 +54,7 @@ from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_serie
 from nneditor.inputs.image import NORMALIZATIONS, image_for_input
 from nneditor.inputs.spec import InputSpec
 from nneditor.platform.dirs import data_dir
+from nneditor.tokenize.token_inputs import notes_by_input
 
 #: source key -> (label, needs a file); "series:KIND" and "pattern:KIND" name a generator kind
 SOURCES: dict[str, tuple[str, bool]] = {
@@ -481,7 +482,7 @@ class InputsPanel(QWidget):
             self.set_source(name, "tensor", str(path))
         rest = [n for n in arrays if n not in picked]
         extra = f"; automatic values for {', '.join(rest)}" if rest else ""
-        self._assign(arrays, f"{', '.join(picked)} from {path}{extra}", _file_notes(path))
+        self._assign(arrays, f"{', '.join(picked)} from {path}{extra}", notes_by_input(path))
         return True
 
     def keep(
@@ -526,16 +527,3 @@ class InputsPanel(QWidget):
         path = QFileDialog.getExistingDirectory(self, "Folder for the input set")
         if path:
             self.folder.setText(path)
-
-
-def _file_notes(path: str | Path) -> dict[str, dict[str, Any]]:
-    """The tokenizer note of a token .npz (written by Text tokens or `nneditor tokenize`)."""
-    if not str(path).endswith(".npz"):
-        return {}
-    from nneditor.tokenize.token_inputs import read_note
-
-    try:
-        note = read_note(path)
-    except (OSError, ValueError):
-        return {}
-    return {str(note.get("input", "")): note} if note else {}
