@@ -363,12 +363,18 @@ class TracedPane(QWidget):
         if not item.port.more:
             self.portClicked.emit(item.port.value)
             return
-        menu = QMenu(self)
+        self._choose(
+            list(item.port.values), self.workbench.view.viewport().mapToGlobal(at or QPoint(0, 0))
+        )
+
+    def _choose(self, values: list[str], where: QPoint) -> None:
+        """A menu of ``values`` with their status in the shown run; the chosen one opens."""
         assert self.run is not None
-        for v in item.port.values:
+        menu = QMenu(self)
+        for v in values:
             act = menu.addAction(f"{v}   [{STATUS_TEXT.get(self.run.status(v), '?')}]")
             act.triggered.connect(lambda _c=False, name=v: self.portClicked.emit(name))
-        menu.popup(self.workbench.view.viewport().mapToGlobal(at or QPoint(0, 0)))
+        menu.popup(where)
         self.chooser = menu
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
@@ -429,12 +435,7 @@ class TracedPane(QWidget):
         if len(shown) == 1:
             self.portClicked.emit(shown[0])
         elif shown:
-            menu = QMenu(self)
-            for v in shown:
-                act = menu.addAction(f"{v}   [{STATUS_TEXT.get(run.status(v), '?')}]")
-                act.triggered.connect(lambda _c=False, name=v: self.portClicked.emit(name))
-            menu.popup(QCursor.pos())
-            self.chooser = menu
+            self._choose(shown, QCursor.pos())
         elif names:
             reasons = {str((run.record(v) or {}).get("reason", "")) for v in names} - {""}
             self.summary.setText(
