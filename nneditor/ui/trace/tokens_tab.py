@@ -137,10 +137,8 @@ class TokensTab(QWidget):
         if codebook is not None:  # smoke-test ids: only their own codebook reads them
             return self._decode_smoke_test(codebook)
         if self.tokenizer is None:
-            ids = np.asarray(self.array)
-            row = ids[self.batch.value()] if ids.ndim == 2 else ids
             self.summary.setText("No vocabulary to decode with; the ids are:")
-            self.text.setPlainText(" ".join(str(int(i)) for i in row))
+            self._show_ids()
             return None
         try:
             out = decode_captured(
@@ -153,6 +151,12 @@ class TokensTab(QWidget):
         self.text.setPlainText(out["text"])
         return out
 
+    def _show_ids(self) -> None:
+        """The chosen batch row's ids as numbers (when nothing can decode them)."""
+        ids = np.asarray(self.array)
+        row = ids[self.batch.value()] if ids.ndim == 2 else ids.reshape(-1)
+        self.text.setPlainText(" ".join(str(int(i)) for i in row))
+
     def _decode_smoke_test(self, codebook: TextTokenizer) -> dict[str, Any] | None:
         name = codebook.name.split(":", 1)[-1]
         prompt = str(self.note.get("text", ""))
@@ -163,9 +167,7 @@ class TokensTab(QWidget):
                 "tokenizer: a hash cannot be turned back into words, so the text cannot be "
                 f"recovered from them.{recorded}"
             )
-            ids = np.asarray(self.array)
-            row = ids[self.batch.value()] if ids.ndim == 2 else ids.reshape(-1)
-            self.text.setPlainText(" ".join(str(int(i)) for i in row))
+            self._show_ids()
             return None
         try:
             out = decode_captured(
