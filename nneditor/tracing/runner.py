@@ -428,8 +428,10 @@ class _Supervisor:
         # by a helper thread: everything is on disk and it was sent SIGKILL. Windows waits,
         # because a folder that is a live process's working directory cannot be renamed.
         finished = stopped is None and self._done() and os.name == "posix"
+        own_log = worker.log_dir != self.run_dir  # a pre-started worker's own folder
         if finished:
-            own_log = worker.log_dir != self.run_dir  # a pre-started worker's own folder
+            if own_log:  # before the helper thread deletes the worker's folder
+                shutil.copyfile(worker.log_path, self.run_dir / "worker.log")
             threading.Thread(
                 target=_finish_worker, args=(worker, list(self._children), own_log), daemon=True
             ).start()
@@ -440,10 +442,9 @@ class _Supervisor:
         self._drain(worker)
         self.result.elapsed_s = time.monotonic() - start
         self.result.peak_rss_mb = self.peak_rss / 2**20
-        if worker.log_dir != self.run_dir:
+        if own_log and not finished:
             shutil.copyfile(worker.log_path, self.run_dir / "worker.log")
-            if not finished:
-                shutil.rmtree(worker.log_dir, ignore_errors=True)
+            shutil.rmtree(worker.log_dir, ignore_errors=True)
         self.result.log_tail = _tail(self.run_dir / "worker.log")
         self._conclude(worker.proc.returncode, stopped)
         return self.result
