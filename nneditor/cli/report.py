@@ -106,7 +106,11 @@ def inspect_text(doc: Document) -> str:
             f"opsets: {opsets}"
         )
         for label, key in (("Inputs", "inputs"), ("Outputs", "outputs")):
-            vals = [f"{v['name']} {v['dtype'] or '?'} {_shape_text(v['shape'])}" for v in g[key]]
+            vals = [
+                f"{v['name']} "
+                + (v.get("type") or f"{v['dtype'] or '?'} {_shape_text(v['shape'])}")
+                for v in g[key]
+            ]
             lines.append(f"{label}: " + ("; ".join(vals) if vals else "none"))
     else:
         lines.append(f"Graph: none ({r['graph_unavailable_reason']})")

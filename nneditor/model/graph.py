@@ -16,19 +16,40 @@ Dim = int | str | None
 
 @dataclass(slots=True)
 class ValueInfo:
-    """A named value's declared type: dtype name (or None if unknown) and shape (or None)."""
+    """A named value's declared type: dtype name (or None if unknown) and shape (or None).
+
+    A value that is not a tensor (an ONNX sequence, map or optional, such as the
+    ``seq(map(int64, tensor(float32)))`` a scikit-learn ZipMap returns) has no dtype or shape;
+    ``type_text`` then spells its type.
+    """
 
     name: str
     dtype: str | None = None
     shape: tuple[Dim, ...] | None = None
     doc: str = ""
+    type_text: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "dtype": self.dtype,
             "shape": None if self.shape is None else list(self.shape),
         }
+        if self.type_text:
+            out["type"] = self.type_text
+        return out
+
+    def describe(self) -> str:
+        """``float32 [1, ?]``, or the non-tensor type, or ``?`` when nothing is declared."""
+        if self.type_text:
+            return self.type_text
+        if self.shape is None:
+            return f"{self.dtype or '?'} ?"
+        return (
+            f"{self.dtype or '?'} ["
+            + ", ".join("?" if d is None else str(d) for d in self.shape)
+            + "]"
+        )
 
 
 class Node:

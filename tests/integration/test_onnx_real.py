@@ -60,10 +60,11 @@ def _value_info(vi: onnx.ValueInfoProto) -> tuple[str, str | None, tuple | None]
     dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type)).name
     shape = None
     if tt.HasField("shape"):
+        # a dim named "?" (Paddle2ONNX's unknown extent) is read as unknown, not as a symbol
         shape = tuple(
             d.dim_value
             if d.HasField("dim_value")
-            else (d.dim_param if d.HasField("dim_param") else None)
+            else (d.dim_param if d.HasField("dim_param") and d.dim_param != "?" else None)
             for d in tt.shape.dim
         )
     return vi.name, dtype, shape

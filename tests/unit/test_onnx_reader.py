@@ -325,7 +325,8 @@ def test_graph_metadata_and_attributes(tmp_path: Path, wire_mode: str) -> None:
         assert g.initializers == ["w", "b", "shape"]
         assert g.value_info["c"].shape == ("N", 4, 8, 8)
         assert (
-            g.value_info["seq"].dtype is None and "seq(tensor(float32)" in g.value_info["seq"].doc
+            g.value_info["seq"].dtype is None
+            and "seq(tensor(float32)" in g.value_info["seq"].type_text
         )
         for got, ref in zip(g.nodes, model.graph.node, strict=True):
             assert (got.name, got.op_type, got.domain) == (ref.name, ref.op_type, ref.domain)
@@ -767,3 +768,52 @@ def test_graph_walk_counts_nested_nodes(tmp_path: Path) -> None:
         kinds = {sub.kind for _n, sub in g.walk()}
         assert kinds == {"main", "subgraph"}
         assert len(list(g.walk())) == 9
+
+
+def test_non_tensor_and_anonymous_types(tmp_path: Path) -> None:
+    """A ZipMap's seq(map) output is described, not shown as '? ?'; a dim named '?' (how
+    Paddle2ONNX writes an unknown extent) is unknown, not a symbol shared by every such axis."""
+    import onnxruntime as ort
+
+    from nneditor.cli.report import inspect_report
+    from nneditor.inputs import check_set, detect_inputs
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("ReduceMean", ["x"], ["m"], axes=[2, 3], keepdims=0),
+            helper.make_node(
+                "ZipMap", ["m"], ["probs"], domain="ai.onnx.ml", classlabels_int64s=[0, 1, 2]
+            ),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "?", "?"])],
+        [
+            helper.make_value_info(
+                "probs",
+                helper.make_sequence_type_proto(
+                    helper.make_map_type_proto(
+                        TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, None)
+                    )
+                ),
+            )
+        ],
+    )
+    opsets = [helper.make_opsetid("", 11), helper.make_opsetid("ai.onnx.ml", 1)]
+    path = tmp_path / "zipmap.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=opsets, ir_version=8), path)
+    x = np.random.default_rng(0).random((1, 3, 48, 192), dtype=np.float32)
+    # the reference: ONNX Runtime accepts 48 x 192 and returns a list of dicts
+    got = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert isinstance(got[0], list) and set(got[0][0]) == {0, 1, 2}
+    with nneditor.open(path) as doc:
+        report = inspect_report(doc, with_hierarchy=False)
+        out = report["graph"]["outputs"][0]
+        assert out == {
+            "name": "probs",
+            "dtype": None,
+            "shape": None,
+            "type": "seq(map(int64, tensor(float32)))",
+        }
+        assert report["graph"]["inputs"][0]["shape"] == [-1, 3, None, None]
+        plan = detect_inputs(doc)
+    check_set(plan, {"x": x})  # raised "dim '?' is 48 ... but 192" before

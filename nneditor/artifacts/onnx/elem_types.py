@@ -91,8 +91,10 @@ def value_info_from_proto(vi: Any) -> ValueInfo:
         dtype = dtype_of(tt.elem_type) if tt.elem_type else None
         shape = _shape(tt) if tt.HasField("shape") else None
         return ValueInfo(name, dtype, shape, doc)
-    described = describe_type(tp)
-    return ValueInfo(name, None, None, f"type: {described}" + (f"; {doc}" if doc else ""))
+    return ValueInfo(name, None, None, doc, type_text=describe_type(tp))
+
+
+_ANONYMOUS = frozenset({"", "?", "-1", "None", "none", "null", "unknown", "*"})
 
 
 def _shape(tt: Any) -> tuple[Dim, ...]:
@@ -102,7 +104,10 @@ def _shape(tt: Any) -> tuple[Dim, ...]:
         if which == "dim_value":
             dims.append(int(d.dim_value))
         elif which == "dim_param":
-            dims.append(_str(d.dim_param))
+            param = _str(d.dim_param)
+            # Paddle2ONNX and some hand-written models spell an unknown extent as a name like
+            # "?"; as a symbol it would tie every such axis of every input to one size.
+            dims.append(None if param.strip() in _ANONYMOUS else param)
         else:
             dims.append(None)
     return tuple(dims)

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import numpy as np
 
 from nneditor.model.capabilities import ACTIONS
+from nneditor.model.graph import ValueInfo
 from nneditor.semantic.hierarchy import Group
 from nneditor.ui.model_index import ModelIndex, style_category
 from nneditor.ui.targets import Target
@@ -128,14 +129,20 @@ def style(dark: bool, accent: str, muted: str) -> str:
 # ---------------------------------------------------------------------------- ports
 
 
+def _type_of(vi: ValueInfo | None) -> str:
+    if vi is None:
+        return "? ?"
+    return vi.type_text or f"{vi.dtype or '?'} {shape_text(vi.shape)}"
+
+
 def _port_rows(ix: ModelIndex, names: Iterable[str]) -> list[list[str]]:
     rows = []
     for name in names:
         if not name:
             continue
         vi = ix.value_info(name)
-        dtype = esc(vi.dtype or "?") if vi else "?"
-        shape = esc(shape_text(vi.shape)) if vi else "?"
+        dtype = esc(vi.type_text or vi.dtype or "?") if vi else "?"
+        shape = esc(shape_text(vi.shape)) if vi and not vi.type_text else ("" if vi else "?")
         label = (
             _tensor_link(name)
             if ix.is_weight(name) and name in ix.doc.tensors
@@ -331,7 +338,7 @@ def value_html(ix: ModelIndex, name: str) -> str:
         kind = "graph output"
     parts.append(
         f'<p><span class="chip">{esc(kind)}</span> <span class="muted">'
-        f"{esc(vi.dtype or '?') if vi else '?'} {esc(shape_text(vi.shape) if vi else '?')}</span></p>"
+        f"{esc(_type_of(vi))}</span></p>"
     )
     p = ix.producer.get(name)
     rows = []
