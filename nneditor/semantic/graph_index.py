@@ -9,6 +9,41 @@ import numpy as np
 from nneditor.model.graph import Graph, Node
 from nneditor.model.tensor import TensorRef
 
+#: Operators whose output is not a function of their inputs alone.
+_RANDOM_OPS = frozenset(
+    {
+        "RandomNormal",
+        "RandomUniform",
+        "RandomNormalLike",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+        "Dropout",
+    }
+)
+
+
+def weight_only_nodes(nodes: list[Node], initializers: frozenset[str]) -> frozenset[int]:
+    """Operators computed from stored weights alone (every input is an initializer, a Constant
+    output, or such an operator's output): the DequantizeLinear / QuantizeLinear pairs an ONNX
+    Runtime QDQ model wraps around every weight, a weight's Transpose or Cast. Their values
+    are known without running, so views fold them into their consumer like Constants instead
+    of stacking hundreds of them at the top of the graph. One pass in graph order (ONNX
+    requires topological order; a graph that breaks it just gets fewer folded)."""
+    known: set[str] = set(initializers)
+    out: set[int] = set()
+    for i, node in enumerate(nodes):
+        ins = [n for n in node.inputs if n]
+        if node.op_type in ("Constant", "ConstantOfShape") and not ins:
+            known.update(o for o in node.outputs if o)
+            continue
+        if not ins or node.subgraphs or node.op_type in _RANDOM_OPS:
+            continue
+        if all(n in known for n in ins):
+            out.add(i)
+            known.update(o for o in node.outputs if o)
+    return frozenset(out)
+
 
 class GraphIndex:
     """Producer/consumer maps by node index, plus small-constant reads."""
@@ -28,6 +63,14 @@ class GraphIndex:
                 if name:
                     self.consumers.setdefault(name, []).append(i)
         self._const_cache: dict[str, np.ndarray | None] = {}
+        self._weight_only: frozenset[int] | None = None
+
+    @property
+    def weight_only(self) -> frozenset[int]:
+        """See :func:`weight_only_nodes` (computed on first use)."""
+        if self._weight_only is None:
+            self._weight_only = weight_only_nodes(self.nodes, self.initializers)
+        return self._weight_only
 
     def op(self, i: int) -> str:
         return self.nodes[i].op_type

@@ -415,7 +415,8 @@ def _attach_loose(root: Group, loose: list[int], ix: GraphIndex) -> None:
 def _build_from_repetition(root: Group, ix: GraphIndex) -> str:
     """Stages from runs of identical blocks, found recursively in what lies between runs."""
     n = len(ix.nodes)
-    core = [i for i in range(n) if ix.op(i) not in IGNORED_OPS]
+    folded = ix.weight_only
+    core = [i for i in range(n) if ix.op(i) not in IGNORED_OPS and i not in folded]
     counter = {"stack": 0, "segment": 0}
     stages = _segment(ix, core, 0, counter)
     if not counter["stack"]:
@@ -426,11 +427,14 @@ def _build_from_repetition(root: Group, ix: GraphIndex) -> str:
         for g in (stage, *stage.children):
             for i in g.nodes:
                 owner[i] = g
-    # hoisted constants (and Identity) join the group of their first consumer
-    for i in range(n):
+    # hoisted constants, Identity and weight-only operators join the group of their first
+    # consumer (consumers first, so a weight's QuantizeLinear follows its DequantizeLinear)
+    for i in reversed(range(n)):
         if i in owner:
             continue
-        g = next((owner[k] for k in ix.children(i) if k in owner), stages[0])
+        # an Identity naming a graph output has no consumer: it joins its producer's group
+        near = (*ix.children(i), *ix.parents(i))
+        g = next((owner[k] for k in near if k in owner), stages[0])
         g.nodes.append(i)
         owner[i] = g
     for g in {id(g): g for g in owner.values()}.values():  # each group once, not per node

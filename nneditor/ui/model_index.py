@@ -19,6 +19,7 @@ from typing import Any
 from nneditor.jobs.protocol import JobHandle
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
+from nneditor.semantic.graph_index import weight_only_nodes
 from nneditor.semantic.hierarchy import LAYER_PRIORITY, Group, Hierarchy
 
 _NONE = 1 << 60  # "no node" in first-node order (sorts last)
@@ -100,6 +101,7 @@ class ModelIndex:
         self._chunk_members: dict[int, set[int]] = {}
         self.cross: list[tuple[int, int, str]] | None = None
         self.counts: dict[str, int] = {"blocks": 0, "layers": 0}
+        self._weight_only: frozenset[int] | None = None
 
     # ------------------------------------------------------------------ basic lookups
 
@@ -141,13 +143,23 @@ class ModelIndex:
             return ValueInfo(name, ref.dtype, tuple(ref.shape))
         return None
 
+    @property
+    def weight_only(self) -> frozenset[int]:
+        """Operators computed from weights alone (QDQ weight pairs...), on first use."""
+        if self._weight_only is None:
+            nodes = self.graph.nodes if self.graph is not None else []
+            self._weight_only = weight_only_nodes(nodes, self.initializers)
+        return self._weight_only
+
     def is_constant_op(self, i: int) -> bool:
-        """A constant-producing operator without inputs, or an Identity of a weight (its value
-        is known without running)."""
+        """A constant-producing operator without inputs, an Identity of a weight, or an
+        operator computed from weights alone (its value is known without running)."""
         node = self.node(i)
         if node.op_type == "Identity" and len(node.inputs) == 1:
             return self.is_weight(node.inputs[0])
-        return node.op_type in _CONSTANT_OPS and not any(node.inputs)
+        if node.op_type in _CONSTANT_OPS and not any(node.inputs):
+            return True
+        return i in self.weight_only
 
     def is_initializer(self, name: str) -> bool:
         return name in self.initializers

@@ -174,3 +174,92 @@ def test_long_symbolic_dims_are_shortened_so_the_fixed_ones_stay_visible() -> No
     assert _describe("float32", shape) == "float32 [p2o…on.0×3×48×p2o…on.1]"
     assert _describe("int64", (1, "seq", None)) == "int64 [1×seq×?]"
     assert _describe("float32", (1_000_000_000_000,)) == "float32 [1000000000000]"
+
+
+def _qdq_model(tmp_path: Path) -> Path:
+    """Four Conv+Relu blocks quantized by ONNX Runtime's own QDQ quantizer: every weight is
+    wrapped in QuantizeLinear -> DequantizeLinear operators computed from weights alone."""
+    import numpy as np
+    from onnx import numpy_helper
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    rng = np.random.default_rng(0)
+    nodes, inits, prev = [], [], "x"
+    for k in range(4):
+        w = numpy_helper.from_array(rng.normal(size=(4, 4, 3, 3)).astype(np.float32), f"w{k}")
+        inits.append(w)
+        nodes.append(helper.make_node("Conv", [prev, f"w{k}"], [f"c{k}"], pads=[1, 1, 1, 1]))
+        nodes.append(helper.make_node("Relu", [f"c{k}"], [f"r{k}"]))
+        prev = f"r{k}"
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4, 8, 8])],
+        inits,
+    )
+    src = tmp_path / "f32.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), src)
+
+    class Data(CalibrationDataReader):
+        def __init__(self) -> None:
+            self.left = 2
+
+        def get_next(self):  # noqa: ANN202
+            self.left -= 1
+            x = rng.random((1, 4, 8, 8), dtype=np.float32)
+            return {"x": x} if self.left >= 0 else None
+
+    out = tmp_path / "qdq.onnx"
+    quantize_static(str(src), str(out), Data(), quant_format=QuantFormat.QDQ)
+    return out
+
+
+def test_qdq_weight_operators_fold_into_their_consumer(tmp_path: Path) -> None:
+    path = _qdq_model(tmp_path)
+    model = onnx.load(path)
+    inits = {t.name for t in model.graph.initializer}
+    ops = [n.op_type for n in model.graph.node]
+    # expected from the file itself: Q/DQ whose data input is an initializer, and their chain
+    weight_side = set()
+    known = set(inits)
+    for k, n in enumerate(model.graph.node):
+        if all(v in known for v in n.input if v):
+            weight_side.add(k)
+            known.update(n.output)
+    assert weight_side and {ops[k] for k in weight_side} <= {"QuantizeLinear", "DequantizeLinear"}
+    ix = _index(path)
+    assert ix.weight_only == frozenset(weight_side)
+    # every weight operator sits in the group of the Conv it feeds (no stage of weights alone)
+    assert ix.root is not None
+    consumer = {v: k for k, n in enumerate(model.graph.node) for v in n.input}
+    for k in weight_side:
+        user = k
+        while ops[user] != "Conv":
+            user = consumer[model.graph.node[user].output[0]]
+        assert ix.innermost(k) is ix.innermost(user) or ix.innermost(k) in _ancestors(
+            ix.innermost(user)
+        ), (k, user)
+    for stage in ix.root.children:
+        assert set(stage.all_nodes()) - weight_side, f"{stage.name} holds weights only"
+    level = build_level(ix, ix.root, OPERATORS)
+    for k in weight_side:
+        assert f"n:{k}" not in level.by_key
+        assert level.item_of_node(ix, k) is not None
+    drawn = {e.dst for e in level.edges} | {e.src for e in level.edges}
+    assert not any(
+        it.kind == "input"
+        and it.value in {o for k in weight_side for o in model.graph.node[k].output}
+        for it in level.items
+    ), "a weight's DequantizeLinear output is drawn as a graph input"
+    assert drawn <= set(level.by_key)
+    shown = build_level(ix, ix.root, OPERATORS, fold_constants=False)
+    assert all(f"n:{k}" in shown.by_key for k in weight_side)
+
+
+def _ancestors(g):  # noqa: ANN001, ANN202
+    out = []
+    while g is not None:
+        out.append(g)
+        g = g.parent
+    return out

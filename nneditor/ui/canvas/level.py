@@ -250,7 +250,7 @@ class _Builder:
 
     def fold_constants(self) -> None:
         """Constant operators join the item of their first consumer (drawn like weights)."""
-        for i in self.deferred:
+        for i in reversed(self.deferred):  # consumers first: a weight's Q -> DQ -> Conv
             key = None
             for v in self.ix.node(i).outputs:
                 for c in self.ix.consumers.get(v, ()):
@@ -330,6 +330,14 @@ class _Builder:
             self.memo[gid] = _item_of_group(self.scope, self.group_key, g)
         return self.memo[gid]
 
+    def folds(self, p: int | None) -> bool:
+        """True when values from operator ``p`` are drawn like weights, not as edges: it was
+        folded here, or (constants folded) it is a constant operator of another group, such
+        as the DequantizeLinear of a QDQ weight that lives beside its first consumer."""
+        if p is None or p < 0:
+            return False
+        return p in self.folded_nodes or (self.fold and self.ix.is_constant_op(p))
+
     def member_inputs(self, nodes: list[int]) -> list[tuple[int | None, str]]:
         out = []
         for i in nodes:
@@ -360,12 +368,12 @@ class _Builder:
             else:
                 continue
             for p, v in self.member_inputs(members):
-                if p not in self.folded_nodes:
+                if not self.folds(p):
                     link(self.item_of_node(p) if p is not None else None, item.key, v)
         self.ix.prepare()
         for p, c, v in self.ix.cross or ():
             dst = self.item_of_node(c)
-            if dst is None or dst[0] in "nc" or p in self.folded_nodes:
+            if dst is None or dst[0] in "nc" or self.folds(p):
                 continue
             link(self.item_of_node(p) if p >= 0 else None, dst, v)
         outputs: dict[str, str] = {}
@@ -386,7 +394,7 @@ class _Builder:
             seen[value] = key
             return key
         vi = self.ix.value_info(value)
-        detail = _describe(vi.dtype, vi.shape) if vi is not None else ""
+        detail = (vi.type_text or _describe(vi.dtype, vi.shape)) if vi is not None else ""
         key = f"{prefix}:{value}"
         label = value.rstrip("/").rsplit("/", 1)[-1] or value  # exporter paths: keep the tail
         width = self.width(label, detail, 110, 280, 40)
