@@ -3,7 +3,8 @@
 ``trace``: for a checkpoint (GGUF, snapshot), the phrase its trace is refused with (None:
 it traces). ``format``: what `inspect --json` reports (``refused``: the artifact is refused with this
 phrase, exit 2). ``blocks``: the number of blocks the hierarchy finds
-(None: not checked). ``patterns``: detected pattern kinds with their least counts. ``graph``:
+(None: not checked). ``patterns``: detected pattern kinds with their least counts.
+``tensors``: 0 for a model without stored tensors (default: at least one). ``graph``:
 whether the artifact has a graph to draw (graph-less ones show their module tree from tensor
 names). Values were read off the artifacts and checked against the models' own configs (e.g.
 2 transformer blocks with attention and a feed-forward each), not copied from NNEditor.
@@ -93,6 +94,14 @@ EXPECT: dict[str, E] = {
     "jax_mlp.mlir": {"format": "stablehlo"},
     "cnn.mlpackage": {"format": "coreml"},
     "cnn.mlmodel": {"format": "coreml"},
+    # rewritten by ONNX Runtime's quantizers and float16 converter, and skl2onnx (the tree
+    # and linear models keep their parameters in attributes: no tensors)
+    "cls-qdq.onnx": {"format": "onnx", "patterns": {"conv": 50}},
+    "cls-qoperator.onnx": {"format": "onnx", "patterns": {"conv": 50}},
+    "cls-fp16.onnx": {"format": "onnx", "patterns": {"conv": 50}},
+    "bert-int8-dynamic.onnx": {"format": "onnx", **_lm(2)},
+    "sklearn-forest.onnx": {"format": "onnx", "tensors": 0},
+    "sklearn-pipeline.onnx": {"format": "onnx", "tensors": 0},
     # decoder families: transformers snapshots and llama.cpp's conversions of them
     **{
         f"decoder-{family}{suffix}": {

@@ -499,6 +499,10 @@ import zoo_families  # noqa: E402 - the bundled tracer plugins' families (diffus
 
 zoo_families.register(generator)
 
+import zoo_converted  # noqa: E402 - ONNX as quantizers, float16 and skl2onnx rewrite it
+
+zoo_converted.register(generator)
+
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path(__file__).parent))

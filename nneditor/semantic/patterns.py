@@ -86,8 +86,17 @@ ELEMENTWISE = ACTIVATIONS | {
     "Identity",
     "Dropout",
 }
-#: reshaping between a projection and its activation (Gemm on 2-D, then back to 3-D)
-_SHAPE_ONLY = {"Reshape", "Squeeze", "Unsqueeze", "Flatten"}
+#: reshaping between a projection and its activation (Gemm on 2-D, then back to 3-D), and the
+#: activation (re)quantization quantizers insert there (ONNX Runtime's dynamic int8 and QDQ)
+_SHAPE_ONLY = {
+    "Reshape",
+    "Squeeze",
+    "Unsqueeze",
+    "Flatten",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+}
 SCORE_PATH = {"Div", "Mul", "Add", "Where", "Cast", "Sub", "Identity", "Slice", "Softcap"}
 PROJ_PATH = {
     "Transpose",

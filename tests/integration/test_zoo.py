@@ -46,7 +46,10 @@ def test_inspect_json(name: str, zoo_artifact, unchanged) -> None:  # noqa: ANN0
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["format"] == e["format"]
-    assert report["tensors"]["count"] > 0
+    if e.get("tensors") == 0:
+        assert report["tensors"]["count"] == 0
+    else:
+        assert report["tensors"]["count"] > 0
     h = report["hierarchy"]
     if e["graph"]:
         assert report["graph"]["node_count"] > 0 and report["graph"]["outputs"]
@@ -84,6 +87,10 @@ def test_automatic_input_trace_equals_onnxruntime(name: str, zoo_artifact, tmp_p
         feeds = {i.name: npz[i.name] for i in session.get_inputs()}
     names = [o.name for o in session.get_outputs()]
     for out_name, want in zip(names, session.run(names, feeds), strict=True):
+        if not isinstance(want, np.ndarray):  # a ZipMap's list of dicts: said, not stored
+            assert values[out_name]["status"] == "dropped", out_name
+            assert "only tensors are stored" in values[out_name]["reason"]
+            continue
         got = read_value(tmp_path / "t", values[out_name])
         assert got.shape == want.shape and got.dtype == want.dtype, out_name
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=out_name)

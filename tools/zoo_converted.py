@@ -1,0 +1,114 @@
+"""ONNX models as the converters and optimizers in the wild rewrite them: ONNX Runtime's
+quantizers (QDQ and QOperator static, dynamic int8), its float16 converter, and scikit-learn
+models converted by skl2onnx (tree ensembles and pipelines in the ``ai.onnx.ml`` domain, with
+a ZipMap output that is a sequence of maps, not a tensor).
+
+The sources are zoo artifacts themselves (the PaddleOCR direction classifier, the generated
+BERT) or fitted on scikit-learn's bundled iris data, so nothing is downloaded. Calibration and
+training data are seeded.
+
+Registered into zoo_generated's table by :func:`register`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_CLS = "ppocr-mobile-v2-cls.onnx"
+
+
+def _source(name: str) -> str:
+    import zoo
+
+    return str(zoo.path(name))
+
+
+def _calibration() -> Any:
+    import numpy as np
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Images(CalibrationDataReader):  # the classifier's own input size, seeded values
+        def __init__(self) -> None:
+            self.rng = np.random.default_rng(0)
+            self.left = 3
+
+        def get_next(self) -> dict[str, Any] | None:
+            self.left -= 1
+            if self.left < 0:
+                return None
+            return {"x": self.rng.random((1, 3, 48, 192), dtype=np.float32)}
+
+    return Images()
+
+
+def _static(fmt: str, path: Path) -> None:
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantize_static(_source(_CLS), str(path), _calibration(), quant_format=QuantFormat[fmt])
+
+
+def _dynamic(path: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(_source("bert.onnx"), str(path), weight_type=QuantType.QInt8)
+
+
+def _float16(path: Path) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = convert_float_to_float16(onnx.load(_source(_CLS)), keep_io_types=True)
+    onnx.save(model, str(path))
+
+
+def _sklearn(kind: str, path: Path) -> None:
+    import numpy as np
+    from skl2onnx import to_onnx
+    from sklearn.datasets import load_iris
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_iris(return_X_y=True)
+    x = x.astype(np.float32)
+    if kind == "forest":
+        model: Any = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0)
+    else:
+        model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=500))
+    model.fit(x, y)
+    onx = to_onnx(model, x[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+    path.write_bytes(onx.SerializeToString())
+
+
+def register(generator: Callable[..., Any]) -> None:
+    ort = "onnxruntime.quantization"
+    generator("cls-qdq.onnx", f"{ort} quantize_static (QDQ)", "PaddleOCR classifier, QDQ int8")(
+        lambda path: _static("QDQ", path)
+    )
+    generator(
+        "cls-qoperator.onnx",
+        f"{ort} quantize_static (QOperator)",
+        "PaddleOCR classifier with QLinearConv and com.microsoft quantized operators",
+    )(lambda path: _static("QOperator", path))
+    generator("bert-int8-dynamic.onnx", f"{ort} quantize_dynamic", "BERT, dynamic int8 MatMul")(
+        _dynamic
+    )
+    generator(
+        "cls-fp16.onnx",
+        "onnxruntime.transformers.float16",
+        "PaddleOCR classifier with float16 weights and float32 inputs/outputs",
+    )(_float16)
+    generator(
+        "sklearn-forest.onnx",
+        "skl2onnx",
+        "random forest (TreeEnsembleClassifier, ZipMap: a sequence of maps output)",
+    )(lambda path: _sklearn("forest", path))
+    generator("sklearn-pipeline.onnx", "skl2onnx", "StandardScaler + LogisticRegression")(
+        lambda path: _sklearn("pipeline", path)
+    )
