@@ -108,7 +108,17 @@ EXPECT: dict[str, E] = {
             "format": "gguf" if suffix else "huggingface",
             **_lm(7 if family == "gemma3" else 2),
         }
-        for family in ("llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "gpt2")
+        for family in (
+            "llama",
+            "llama3-rope",
+            "qwen2",
+            "qwen3",
+            "gemma3",
+            "gpt2",
+            "granite",
+            "stablelm",
+            "starcoder2",
+        )
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},

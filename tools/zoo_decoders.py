@@ -102,6 +102,24 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Granite: Llama with multipliers (IBM Granite 3's own values, the attention one for
+    # head_dim 16): embeddings x12, attention scores x1/16, each residual branch x0.22, logits /8
+    "granite": (
+        "GraniteConfig",
+        "GraniteForCausalLM",
+        {
+            **_COMMON,
+            "embedding_multiplier": 12.0,
+            "attention_multiplier": 0.0625,
+            "residual_multiplier": 0.22,
+            "logits_scaling": 8.0,
+        },
+        _SMOL,
+    ),
+    # StableLM 2: LayerNorm with bias, a quarter of each head rotated (partial RoPE), SwiGLU
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {**_COMMON}, _SMOL),
+    # StarCoder2: LayerNorm, biases everywhere, a plain GELU (tanh) feed-forward
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {**_COMMON}, _SMOL),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",

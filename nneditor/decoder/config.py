@@ -25,8 +25,19 @@ from nneditor.decoder.hadamard import Hadamard
 from nneditor.errors import NNEditorError
 from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names
 
-ARCHES = ("llama", "qwen2", "qwen3", "gemma3", "gpt2", "qwen35")
-_ROPE_NORMAL = {"llama"}  # llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones
+ARCHES = (
+    "llama",
+    "qwen2",
+    "qwen3",
+    "gemma3",
+    "gpt2",
+    "qwen35",
+    "granite",
+    "stablelm",
+    "starcoder2",
+)
+#: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
+_ROPE_NORMAL = {"llama", "granite"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -62,7 +73,7 @@ class SsmShape:
 
 @dataclass(frozen=True)
 class DecoderConfig:
-    arch: str  # llama | qwen2 | qwen3 | gemma3 | gpt2
+    arch: str  # one of ARCHES
     source: str  # gguf | huggingface
     n_layers: int
     hidden: int
@@ -85,6 +96,10 @@ class DecoderConfig:
     sliding_window: int = 0
     local_layers: tuple[bool, ...] = ()
     final_softcap: float = 0.0
+    #: Granite's multipliers: the attention and feed-forward outputs are scaled by
+    #: ``residual_scale`` before each residual add, the logits divided by ``logit_scale``
+    residual_scale: float = 1.0
+    logit_scale: float = 1.0
     #: "attention" or "recurrent" per layer (qwen35); empty: every layer attends
     layer_kinds: tuple[str, ...] = ()
     #: the query projection carries a per-head output gate (qwen35's gated attention)
@@ -177,7 +192,8 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama, qwen2, qwen3, gemma3 and gpt2 from GGUF metadata (qwen35: qwen35.py)."""
+    """llama, granite, qwen2, qwen3, gemma3, gpt2, stablelm and starcoder2 from GGUF metadata
+    (qwen35: qwen35.py)."""
     arch = common["arch"]
     n_layers, hidden, heads = common["n_layers"], common["hidden"], common["n_heads"]
     head_dim = common["head_dim"]
@@ -191,6 +207,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "gpt2":
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch in ("stablelm", "starcoder2"):
+        return _gguf_layer_norm_family(metadata, common)
     eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
     theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
@@ -213,13 +231,52 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             local_layers=tuple(window > 0 and i % 6 < 5 for i in range(n_layers)),
             final_softcap=float(metadata.get(f"{arch}.final_logit_softcapping") or 0.0),
         )
+    extra: dict[str, Any] = {}
+    if arch == "granite":  # llama.cpp: a zero or absent scale means the default
+        extra = {
+            "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
+            "residual_scale": float(metadata.get(f"{arch}.residual_scale") or 1.0),
+            "logit_scale": float(metadata.get(f"{arch}.logit_scale") or 1.0),
+        }
+        if metadata.get(f"{arch}.attention.scale"):
+            extra["attn_scale"] = float(metadata[f"{arch}.attention.scale"])
     return DecoderConfig(
         **common,
         norm_eps=eps,
         rope=rope,
         rope_dim=rope_dim,
         rope_theta=theta,
+        **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
+    )
+
+
+def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """StableLM (SwiGLU, partial RoPE) and StarCoder2 (biases, a plain GELU feed-forward):
+    LayerNorm with bias and NeoX RoPE, as llama.cpp builds them."""
+    arch, head_dim, names = common["arch"], common["head_dim"], common["names"]
+    if metadata.get(f"{arch}.use_parallel_residual"):
+        raise DecoderUnsupported(
+            "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
+            "which the NumPy decoder does not implement"
+        )
+    if any(n.endswith(("attn_q_norm.weight", "attn_k_norm.weight")) for n in names):
+        raise DecoderUnsupported(
+            f"this {arch} checkpoint normalises queries and keys per head (LayerNorm), which the "
+            "NumPy decoder does not implement"
+        )
+    plain = {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+    return DecoderConfig(
+        **common,
+        **plain,
+        norm="layer",
+        norm_eps=float(metadata.get(f"{arch}.attention.layer_norm_epsilon") or 1e-5),
+        rope="neox",
+        rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
+        rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=1 / math.sqrt(head_dim),
+        sliding_window=window,
+        local_layers=(True,) * common["n_layers"] if window else (),
     )
 
 
@@ -406,7 +463,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama, qwen2, qwen3, gemma3 and gpt2 snapshots (qwen35: qwen35.py)."""
+    """llama (and Mistral), granite, qwen2, qwen3, gemma3, gpt2, stablelm and starcoder2
+    snapshots (qwen35: qwen35.py)."""
     arch, n_layers, head_dim = common["arch"], common["n_layers"], common["head_dim"]
     hidden = common["hidden"]
     if arch == "gpt2":
@@ -419,8 +477,10 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
-    eps = float(config.get("rms_norm_eps") or 1e-6)
     rope = _hf_rope(config)
+    if arch in ("stablelm", "starcoder2"):
+        return _hf_layer_norm_family(config, common, rope)
+    eps = float(config.get("rms_norm_eps") or 1e-6)
     if arch == "gemma3":
         act = str(config.get("hidden_activation") or config.get("hidden_act") or "")
         if act != "gelu_pytorch_tanh":
@@ -460,17 +520,70 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             "this snapshot uses sliding-window attention on some layers, which the NumPy "
             f"decoder implements for Gemma 3 only ({arch})"
         )
-    if arch == "llama" and config.get("sliding_window"):
-        raise DecoderUnsupported("Mistral's sliding-window attention is not implemented")
+    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
+    window = int(config.get("sliding_window") or 0) if arch == "llama" else 0
+    if window:  # Mistral: every layer attends within the window
+        extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    if arch == "granite":
+        extra = {
+            "embed_scale": float(config.get("embedding_multiplier") or 1.0),
+            "attn_scale": float(config.get("attention_multiplier") or 1.0),
+            "residual_scale": float(config.get("residual_multiplier") or 1.0),
+            "logit_scale": float(config.get("logits_scaling") or 1.0),
+        }
     return DecoderConfig(
         **common,
         norm_eps=eps,
         rope="neox",
-        rope_dim=int(head_dim * float(config.get("partial_rotary_factor") or 1.0)),
+        rope_dim=int(head_dim * _partial_rotary(config)),
+        rope_theta=rope["full"][0],
+        rope_scaling=rope["full"][1],
+        **extra,
+    )
+
+
+def _hf_layer_norm_family(
+    config: Mapping[str, Any], common: dict[str, Any], rope: dict[str, tuple[float, RopeScaling]]
+) -> DecoderConfig:
+    """StableLM and StarCoder2 snapshots (see :func:`_gguf_layer_norm_family`)."""
+    arch, head_dim = common["arch"], common["head_dim"]
+    if config.get("use_parallel_residual"):
+        raise DecoderUnsupported(
+            "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("qk_layernorm"):
+        raise DecoderUnsupported(
+            "this StableLM normalises queries and keys per head (qk_layernorm), which the NumPy "
+            "decoder does not implement"
+        )
+    act = str(config.get("hidden_act") or "")
+    want = "gelu_pytorch_tanh" if arch == "starcoder2" else "silu"
+    if act != want:
+        raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want} is)")
+    plain = {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
+    window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
+    return DecoderConfig(
+        **common,
+        **plain,
+        norm="layer",
+        norm_eps=float(eps),
+        rope="neox",
+        rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],
         attn_scale=1 / math.sqrt(head_dim),
+        sliding_window=window,
+        local_layers=(True,) * common["n_layers"] if window else (),
     )
+
+
+def _partial_rotary(config: Mapping[str, Any]) -> float:
+    """The rotated fraction of each head: in rope_parameters (transformers 5) or top level."""
+    params = config.get("rope_parameters")
+    inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
+    return float(inner or config.get("partial_rotary_factor") or 1.0)
 
 
 def _hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:

@@ -87,6 +87,8 @@ def run_forward(
     for start, block in w.row_chunks(head):
         logits[:, start : start + block.shape[0]] = hf @ block.T
         del block
+    if cfg.logit_scale != 1.0:
+        logits /= F32(cfg.logit_scale)
     if cfg.final_softcap:
         cap = F32(cfg.final_softcap)
         logits = (np.tanh(logits / cap) * cap).astype(F32)
@@ -124,6 +126,8 @@ def _block(
     if ffn_norm != "post_attention_norm" and w.has(f"{p}.post_attention_norm.weight"):
         a = _norm(w, cfg, f"{p}.post_attention_norm", a)
         emit(f"{p}.attn_post_norm", a[None])
+    if cfg.residual_scale != 1.0:
+        a = (a * F32(cfg.residual_scale)).astype(F32)
     x = x + a
     emit(f"{p}.attn_residual", x[None])
     h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
@@ -133,6 +137,8 @@ def _block(
     if w.has(f"{p}.post_ffw_norm.weight"):
         f = _norm(w, cfg, f"{p}.post_ffw_norm", f)
         emit(f"{p}.ffn_post_norm", f[None])
+    if cfg.residual_scale != 1.0:
+        f = (f * F32(cfg.residual_scale)).astype(F32)
     x = x + f
     emit(f"{p}.output", x[None])
     return x

@@ -18,6 +18,9 @@ HF_ARCH = {
     "gemma3_text": "gemma3",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
+    "granite": "granite",
+    "stablelm": "stablelm",
+    "starcoder2": "starcoder2",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")

@@ -18,7 +18,18 @@ from nneditor.decoder import decoder_config, run_forward
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
-FAMILIES = ["llama", "llama3-rope", "qwen2", "qwen3", "gemma3", "gpt2", "qwen35"]
+FAMILIES = [
+    "llama",
+    "llama3-rope",
+    "qwen2",
+    "qwen3",
+    "gemma3",
+    "gpt2",
+    "qwen35",
+    "granite",
+    "stablelm",
+    "starcoder2",
+]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_logit_refs.json"
@@ -151,3 +162,25 @@ def test_prism_packed_qwen35_equals_the_float_model_of_its_ternary_values(
         assert _rel(ours[f"blk.{i}.output"], want) < 1e-4, (i, _rel(ours[f"blk.{i}.output"], want))
     assert _rel(ours["result_output"], logits) < 1e-4
     assert (ours["result_output"].argmax(-1) == logits.argmax(-1)).all()
+
+
+@pytest.mark.realdata
+def test_mistral_sliding_window_equals_transformers(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """A Mistral snapshot (every layer attends within a window of 4 of the 12 positions)."""
+    import shutil
+
+    snap = shutil.copytree(zoo_artifact("decoder-llama"), tmp_path / "mistral")
+    config = json.loads((snap / "config.json").read_text())
+    config.update(model_type="mistral", architectures=["MistralForCausalLM"], sliding_window=4)
+    (snap / "config.json").write_text(json.dumps(config))
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    assert type(model).__name__ == "MistralForCausalLM"
+    blocks, logits = _theirs(model)
+    ours = _ours(snap)
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4, i
+    assert _rel(ours["result_output"], logits) < 1e-4
+    # the window matters here: full attention gives other logits
+    config["sliding_window"] = None
+    (snap / "config.json").write_text(json.dumps(config))
+    assert _rel(_ours(snap)["result_output"], logits) > 1e-3

@@ -227,3 +227,15 @@ def test_a_small_capture_budget_gives_an_honest_partial_trace(zoo_artifact, tmp_
     logits = manifest["values"][-1]
     assert logits["name"] == "result_output" and logits["shape"] == [1, 8, 49152]
     assert logits["reason"] and logits["bytes"] < 1.5e6
+
+
+@pytest.mark.realdata
+def test_stablelm_variants_it_does_not_compute_are_refused(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    snap = shutil.copytree(zoo_artifact("decoder-stablelm"), tmp_path / "snap")
+    config = json.loads((snap / "config.json").read_text())
+    for key, phrase in (
+        ("use_parallel_residual", "computes attention and feed-forward in parallel"),
+        ("qk_layernorm", "normalises queries and keys per head"),
+    ):
+        (snap / "config.json").write_text(json.dumps({**config, key: True}))
+        _refused(snap, tmp_path, phrase)
