@@ -264,7 +264,9 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
             f"this {arch} checkpoint normalises queries and keys per head (LayerNorm), which the "
             "NumPy decoder does not implement"
         )
-    plain = {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    plain: dict[str, Any] = (
+        {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    )
     window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
     return DecoderConfig(
         **common,
@@ -561,7 +563,9 @@ def _hf_layer_norm_family(
     want = "gelu_pytorch_tanh" if arch == "starcoder2" else "silu"
     if act != want:
         raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want} is)")
-    plain = {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    plain: dict[str, Any] = (
+        {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
+    )
     eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
     return DecoderConfig(
