@@ -118,10 +118,13 @@ EXPECT: dict[str, E] = {
             "granite",
             "stablelm",
             "starcoder2",
+            "olmo2",
         )
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    "decoder-olmo3": {"format": "huggingface", **_lm(4)},
+    "decoder-olmo3.gguf": {"format": "gguf", **_lm(4)},
     # diffusers UNets (the bundled diffusion tracer runs them; test_family_tracers.py)
     **{
         name: {

@@ -120,6 +120,16 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {**_COMMON}, _SMOL),
     # StarCoder2: LayerNorm, biases everywhere, a plain GELU (tanh) feed-forward
     "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {**_COMMON}, _SMOL),
+    # OLMo 2: no norm before attention or feed-forward, one after each; q/k RMSNorm over the
+    # whole projection. OLMo 3 (same GGUF architecture): three sliding-window layers per full
+    # one, here with a window of 4 of the tests' 12 positions
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {**_COMMON}, _SMOL),
+    "olmo3": (
+        "Olmo3Config",
+        "Olmo3ForCausalLM",
+        {**_COMMON, "num_hidden_layers": 4, "sliding_window": 4},
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",

@@ -35,6 +35,7 @@ ARCHES = (
     "granite",
     "stablelm",
     "starcoder2",
+    "olmo2",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite"}
@@ -87,7 +88,8 @@ class DecoderConfig:
     rope: str = "neox"  # none | normal | neox
     rope_dim: int = 0
     rope_theta: float = 10000.0
-    rope_theta_local: float = 10000.0  # sliding-window layers (gemma3)
+    #: sliding-window layers' own RoPE base, unscaled (Gemma 3); 0: as the full layers
+    rope_theta_local: float = 0.0
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
     activation: str = "silu"  # silu | gelu_tanh
     gated: bool = True
@@ -232,6 +234,12 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             final_softcap=float(metadata.get(f"{arch}.final_logit_softcapping") or 0.0),
         )
     extra: dict[str, Any] = {}
+    if arch == "olmo2":  # OLMo 3: sliding-window layers as the pattern lists them
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
+        if window:
+            local = list(pattern) if pattern is not None else [True] * n_layers
+            extra = {"sliding_window": window, "local_layers": tuple(bool(v) for v in local)}
     if arch == "granite":  # llama.cpp: a zero or absent scale means the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
@@ -396,8 +404,11 @@ def check_tensors(cfg: DecoderConfig) -> None:
                 f"blk.{i}.attn_v.weight",
             ]
         )
-        need += [f"blk.{i}.attn_norm.weight", *qkv, f"blk.{i}.attn_output.weight"]
-        need += [f"blk.{i}.ffn_norm.weight", f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
+        # OLMo 2 normalises each half's output instead of its input
+        norms = ("post_attention_norm", "post_ffw_norm") if cfg.arch == "olmo2" else ()
+        pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
+        need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
+        need += [f"blk.{i}.{ffn_pre}.weight", f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
         if cfg.gated:
             need.append(f"blk.{i}.ffn_gate.weight")
     missing = [k for k in need if k not in cfg.names]
@@ -523,8 +534,18 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"decoder implements for Gemma 3 only ({arch})"
         )
     extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
-    window = int(config.get("sliding_window") or 0) if arch == "llama" else 0
-    if window:  # Mistral: every layer attends within the window
+    window = int(config.get("sliding_window") or 0) if arch in ("llama", "olmo2") else 0
+    types = list(config.get("layer_types") or [])
+    if arch == "olmo2" and types:  # OLMo 3: sliding layers as listed, the rest full
+        params = config.get("rope_parameters")
+        if isinstance(params, Mapping) and "sliding_attention" in params:
+            local = rope["local"][0]
+            extra.update(rope_theta_local=0.0 if local == rope["full"][0] else local)
+        extra.update(
+            sliding_window=window,
+            local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
+        )
+    elif window and arch == "llama":  # Mistral: every layer attends within the window
         extra.update(sliding_window=window, local_layers=(True,) * n_layers)
     if arch == "granite":
         extra = {

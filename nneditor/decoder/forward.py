@@ -74,7 +74,11 @@ def run_forward(
     if cfg.rope != "none":
         dim = cfg.rope_dim or cfg.head_dim
         freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
-        freq_local = ops.inv_freq(dim, cfg.rope_theta_local, type(cfg.rope_scaling)())
+        freq_local = (
+            ops.inv_freq(dim, cfg.rope_theta_local, type(cfg.rope_scaling)())
+            if cfg.rope_theta_local
+            else freq_full
+        )
     for i in range(cfg.n_layers):
         local = cfg.is_local(i)
         x = _block(w, cfg, i, x, positions, freq_local if local else freq_full, local, emit)
@@ -115,8 +119,10 @@ def _block(
     emit: Emit,
 ) -> np.ndarray:
     p = f"blk.{i}"
-    h = _norm(w, cfg, f"{p}.attn_norm", x)
-    emit(f"{p}.attn_norm", h[None])
+    h = x  # OLMo 2 has no norm before the mixer (it normalises the mixer's output)
+    if w.has(f"{p}.attn_norm.weight"):
+        h = _norm(w, cfg, f"{p}.attn_norm", x)
+        emit(f"{p}.attn_norm", h[None])
     if cfg.kind(i) == "recurrent":
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
     else:
@@ -130,8 +136,10 @@ def _block(
         a = (a * F32(cfg.residual_scale)).astype(F32)
     x = x + a
     emit(f"{p}.attn_residual", x[None])
-    h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
-    emit(f"{p}.ffn_norm", h[None])
+    h = x
+    if w.has(f"{p}.{ffn_norm}.weight"):
+        h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
+        emit(f"{p}.ffn_norm", h[None])
     f = _feed_forward(w, cfg, p, h)
     emit(f"{p}.ffn_output", f[None])
     if w.has(f"{p}.post_ffw_norm.weight"):
@@ -167,13 +175,10 @@ def _attention(
     if cfg.attn_gate:  # qwen35: each head's query is followed by its output gate
         q, gate = np.split(q.reshape(seq, heads, 2 * hd), 2, axis=-1)
         gate = gate.reshape(seq, heads * hd)
-    q = q.reshape(seq, heads, hd)
-    k = k.reshape(seq, kv, hd)
+    # q/k norms are per head (Qwen 3, Gemma 3) or over the whole projection (OLMo 2)
+    q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
+    k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
     v = v.reshape(seq, kv, hd)
-    if w.has(f"{p}.attn_q_norm.weight"):
-        q = ops.rms_norm(q, w.get(f"{p}.attn_q_norm.weight"), cfg.norm_eps, cfg.norm_offset)
-    if w.has(f"{p}.attn_k_norm.weight"):
-        k = ops.rms_norm(k, w.get(f"{p}.attn_k_norm.weight"), cfg.norm_eps, cfg.norm_offset)
     if cfg.rope != "none":
         q = ops.rope(q, positions, freq, cfg.rope)
         k = ops.rope(k, positions, freq, cfg.rope)
@@ -183,6 +188,20 @@ def _attention(
         out = (out * ops.sigmoid(gate)).astype(F32)
         emit(f"{p}.attn_gated", out[None])
     return _linear(w, p, "attn_output", out)
+
+
+def _qk_norm(
+    w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray, heads: int, hd: int
+) -> np.ndarray:
+    """``x`` [seq, heads * hd] as [seq, heads, hd], RMS-normalised when ``key`` exists."""
+    seq = x.shape[0]
+    if not w.has(key):
+        return x.reshape(seq, heads, hd)
+    weight = w.get(key)
+    if weight.size == heads * hd and heads > 1:  # one norm over every head together
+        x = ops.rms_norm(x.reshape(seq, heads * hd), weight, cfg.norm_eps, cfg.norm_offset)
+        return x.reshape(seq, heads, hd)
+    return ops.rms_norm(x.reshape(seq, heads, hd), weight, cfg.norm_eps, cfg.norm_offset)
 
 
 def _linear(w: Weights, p: str, name: str, x: np.ndarray) -> np.ndarray:

@@ -237,7 +237,8 @@ class _Builder:
             a = self._gated_attention(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
-        post = "ffn_norm.weight" in t  # gemma-style: norms before and after each half
+        # gemma-style: norms before and after each half; OLMo 2: after each half only
+        post = "ffn_norm.weight" in t or arch == "olmo2"
         if post and "post_attention_norm.weight" in t:
             a = self.node(
                 f"{s}/attn_post_norm",
@@ -261,7 +262,8 @@ class _Builder:
         if not ffn:
             return self._rename_last(x, f"{s}.output")
         norm_key = next(
-            (k for k in ("ffn_norm.weight", "post_attention_norm.weight") if k in t), ""
+            (k for k in ("ffn_norm.weight", "post_attention_norm.weight") if k in t and not post),
+            "ffn_norm.weight" if "ffn_norm.weight" in t else "",
         )
         h = x
         if norm_key:

@@ -21,6 +21,8 @@ HF_ARCH = {
     "granite": "granite",
     "stablelm": "stablelm",
     "starcoder2": "starcoder2",
+    "olmo2": "olmo2",
+    "olmo3": "olmo2",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")
