@@ -51,7 +51,27 @@ def _attach_checkpoint_graph(doc: Document) -> None:
         "synthesized from the checkpoint's architecture metadata and tensor names; "
         "the file itself stores no topology",
     )
+    entries["trace"] = _checkpoint_trace(doc)
     doc.capabilities = Capabilities(entries)
+
+
+def _checkpoint_trace(doc: Document) -> Capability:
+    """What traces a checkpoint with a graph: the NumPy decoder, a tracer plugin, or why not
+    (the sentence ``nneditor trace`` refuses with)."""
+    from nneditor.decoder import DecoderUnsupported, decoder_config
+
+    try:
+        cfg = decoder_config(doc)
+    except DecoderUnsupported as exc:
+        from nneditor.tracing.plugins.compat import compatible_plugins
+
+        ids = compatible_plugins(doc, "auto")
+        if ids:
+            return Capability(True, f"with the tracer plugin {', '.join(ids)}")
+        return Capability(False, str(exc))
+    except Exception as exc:  # metadata the decoder cannot read: said, the open goes on
+        return Capability(False, f"the NumPy decoder cannot read this checkpoint ({exc})")
+    return Capability(True, f"NumPy decoder on CPU: {cfg.describe()}")
 
 
 def hierarchy(doc: Document) -> Hierarchy | None:

@@ -62,6 +62,14 @@ def test_inspect_json(name: str, zoo_artifact, unchanged) -> None:  # noqa: ANN0
     found = {p["kind"]: p["count"] for p in (h or {}).get("patterns", [])}
     for kind, least in e["patterns"].items():
         assert found.get(kind, 0) >= least, (kind, found)
+    if e["format"] in ("gguf", "huggingface") and e["graph"]:  # what traces it, or why not
+        cap, refusal = report["capabilities"]["trace"], e.get("trace")
+        if refusal is None:
+            assert cap["available"] and cap["reason"].startswith("NumPy decoder on CPU"), cap
+        elif cap["available"]:  # the decoder refuses, a bundled plugin runs it
+            assert cap["reason"].startswith("with the tracer plugin nneditor."), cap
+        else:
+            assert refusal in cap["reason"], cap
     if "calls" in e:  # a shared module: one block per call, each saying so
         calls = [b["call"] for b in h["blocks"] if "call" in b]
         assert [c["index"] for c in calls] == list(range(1, e["calls"] + 1))
