@@ -32,7 +32,28 @@ def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
         doc = open_document(Path(path))
         if doc.graph is None and doc.format in ("gguf", "huggingface"):
             _attach_checkpoint_graph(doc)
+        elif doc.format != "onnx" and not doc.capabilities["trace"].available:
+            _say_what_traces(doc)
     return doc
+
+
+def _say_what_traces(doc: Document) -> None:
+    """Formats the built-in tracers do not run: a tracer plugin that does, or the sentence
+    ``nneditor trace`` refuses with."""
+    from nneditor.tracing.plugins.compat import compatible_plugins
+
+    ids = compatible_plugins(doc, "auto")
+    entries = dict(doc.capabilities)
+    entries["trace"] = (
+        Capability(True, f"with the tracer plugin {', '.join(ids)}")
+        if ids
+        else Capability(
+            False,
+            f"this build traces ONNX models, GGUF files and Hugging Face snapshots; a tracer "
+            f"plugin can add {doc.format} artifacts",
+        )
+    )
+    doc.capabilities = Capabilities(entries)
 
 
 def _attach_checkpoint_graph(doc: Document) -> None:

@@ -36,6 +36,8 @@ def test_a_stablehlo_plugin_is_offered_and_planned(
     feature.show_view("Trace")
     panel = feature.panel
     assert panel.doc is not None and panel.doc.format == "stablehlo"
+    assert panel.doc.capabilities["trace"].available  # the inspector's "what you can do"
+    assert panel.doc.capabilities["trace"].reason == f"with the tracer plugin {data['id']}"
     assert panel.plan is None
     text = panel.plan_text.toPlainText()
     assert "cannot run" in text and "stablehlo" in text  # why the built-in tracers cannot
@@ -63,3 +65,5 @@ def test_a_graphless_artifact_is_told_what_traces_it(
     assert panel.doc is not None and panel.plan is None
     text = panel.plan_text.toPlainText()
     assert "is a safetensors artifact" in text and "traces ONNX models" in text
+    cap = panel.doc.capabilities["trace"]
+    assert not cap.available and "a tracer plugin can add safetensors artifacts" in cap.reason
