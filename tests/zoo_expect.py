@@ -119,6 +119,7 @@ EXPECT: dict[str, E] = {
             "stablelm",
             "starcoder2",
             "olmo2",
+            "phi3",
         )
         for suffix in ("", ".gguf")
     },

@@ -12,6 +12,7 @@ Registered into zoo_generated's table by :func:`register`.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -130,6 +131,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "num_hidden_layers": 4, "sliding_window": 4},
         _SMOL,
     ),
+    # Phi-3 / Phi-4-mini: fused qkv and gate/up projections, partial RoPE (Phi-4-mini rotates
+    # three quarters), a GPT-2 BPE tokenizer as Phi-4 has (llama.cpp's converter reads it)
+    "phi3": (
+        "Phi3Config",
+        "Phi3ForCausalLM",
+        {**_COMMON, "partial_rotary_factor": 0.75, "pad_token_id": 0, "tie_word_embeddings": True},
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",
@@ -203,6 +212,12 @@ def _snapshot(family: str, path: Path) -> None:
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(str(path))
     fast.save_pretrained(str(path))
+    if family in _GPT2_TOKENIZER:  # how Phi-4 names its tokenizer (the converter reads it)
+        meta = path / "tokenizer_config.json"
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), **_GPT2_TOKENIZER[family]}))
+
+
+_GPT2_TOKENIZER = {"phi3": {"tokenizer_class": "GPT2Tokenizer"}}
 
 
 #: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which

@@ -36,6 +36,7 @@ ARCHES = (
     "stablelm",
     "starcoder2",
     "olmo2",
+    "phi3",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite"}
@@ -93,6 +94,8 @@ class DecoderConfig:
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
     activation: str = "silu"  # silu | gelu_tanh
     gated: bool = True
+    #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
+    fused_gate_up: bool = False
     embed_scale: float = 1.0
     attn_scale: float = 0.0
     sliding_window: int = 0
@@ -240,6 +243,11 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         if window:
             local = list(pattern) if pattern is not None else [True] * n_layers
             extra = {"sliding_window": window, "local_layers": tuple(bool(v) for v in local)}
+    if arch == "phi3":
+        _refuse_longrope(common["names"])
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        extra = {"fused_gate_up": True, "sliding_window": window}
+        extra["local_layers"] = (True,) * n_layers if window else ()
     if arch == "granite":  # llama.cpp: a zero or absent scale means the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
@@ -256,6 +264,14 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_theta=theta,
         **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
     )
+
+
+def _refuse_longrope(names: Mapping[str, str]) -> None:
+    if any(n.startswith("rope_factors_") for n in names):
+        raise DecoderUnsupported(
+            "this Phi-3 checkpoint extends its context with LongRoPE (rope_factors_long/short), "
+            "which the NumPy decoder does not implement"
+        )
 
 
 def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -397,7 +413,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch == "gpt2"
+            if cfg.arch in ("gpt2", "phi3")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",
@@ -409,7 +425,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
         need += [f"blk.{i}.{ffn_pre}.weight", f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
-        if cfg.gated:
+        if cfg.gated and not cfg.fused_gate_up:
             need.append(f"blk.{i}.ffn_gate.weight")
     missing = [k for k in need if k not in cfg.names]
     if missing:
@@ -547,6 +563,10 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         )
     elif window and arch == "llama":  # Mistral: every layer attends within the window
         extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
+        phi_window = int(config.get("sliding_window") or 0)
+        extra.update(fused_gate_up=True, sliding_window=phi_window)
+        extra.update(local_layers=(True,) * n_layers if phi_window else ())
     if arch == "granite":
         extra = {
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),

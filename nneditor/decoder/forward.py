@@ -212,6 +212,10 @@ def _linear(w: Weights, p: str, name: str, x: np.ndarray) -> np.ndarray:
 def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray) -> np.ndarray:
     act = ops.ACTIVATIONS[cfg.activation]
     up = _linear(w, p, "ffn_up", h)
-    inner = act(_linear(w, p, "ffn_gate", h)) * up if cfg.gated else act(up)
+    if cfg.fused_gate_up:  # Phi-3: [gate | up] in one projection
+        gate, up = np.split(up, 2, axis=-1)
+        inner = act(gate) * up
+    else:
+        inner = act(_linear(w, p, "ffn_gate", h)) * up if cfg.gated else act(up)
     del up
     return _linear(w, p, "ffn_down", inner)

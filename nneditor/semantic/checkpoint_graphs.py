@@ -276,7 +276,7 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} before the feed-forward (from tensor names).",
             )
-        gated = any(k.startswith("ffn_gate") for k in t)
+        gated = any(k.startswith("ffn_gate") for k in t) or arch == "phi3"  # fused gate/up
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else "GELU")
         f = self.node(

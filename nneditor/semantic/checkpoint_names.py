@@ -23,6 +23,7 @@ HF_ARCH = {
     "starcoder2": "starcoder2",
     "olmo2": "olmo2",
     "olmo3": "olmo2",
+    "phi3": "phi3",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")
