@@ -125,6 +125,8 @@ EXPECT: dict[str, E] = {
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
+    "decoder-gemma2": {"format": "huggingface", **_lm(2)},
+    "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3.gguf": {"format": "gguf", **_lm(4)},
     # diffusers UNets (the bundled diffusion tracer runs them; test_family_tracers.py)
     **{

@@ -139,6 +139,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "partial_rotary_factor": 0.75, "pad_token_id": 0, "tie_word_embeddings": True},
         _SMOL,
     ),
+    # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
+    # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
+    # converts it with a SentencePiece model only (see _spm_model)
+    "gemma2": (
+        "Gemma2Config",
+        "Gemma2ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "query_pre_attn_scalar": 16,
+            "sliding_window": 4,
+            "attn_logit_softcapping": 0.05,  # tiny, so the cap bends these small random scores
+            "final_logit_softcapping": 3.0,
+        },
+        "sentencepiece",
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",
@@ -202,7 +218,7 @@ def _snapshot(family: str, path: Path) -> None:
     import transformers as tf
 
     config_cls, model_cls, kwargs, source = FAMILIES[family]
-    fast, vocab = _tokenizer(source)
+    fast, vocab = (None, 49152) if source == "sentencepiece" else _tokenizer(source)
     config = getattr(tf, config_cls)(vocab_size=vocab, **kwargs)
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(config).eval()
@@ -211,10 +227,59 @@ def _snapshot(family: str, path: Path) -> None:
             if "norm" in name or "ln_" in name or name.endswith("bias"):
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(str(path))
-    fast.save_pretrained(str(path))
+    if fast is None:
+        (path / "tokenizer.model").write_bytes(_spm_model())
+    else:
+        fast.save_pretrained(str(path))
     if family in _GPT2_TOKENIZER:  # how Phi-4 names its tokenizer (the converter reads it)
         meta = path / "tokenizer_config.json"
         meta.write_text(json.dumps({**json.loads(meta.read_text()), **_GPT2_TOKENIZER[family]}))
+
+
+def _spm_model() -> bytes:
+    """A small SentencePiece BPE model (byte fallback) trained on seeded word sequences: the
+    tokenizer.model llama.cpp's Gemma 2 converter insists on (its ids are padded to the
+    model's vocabulary with [PAD] tokens)."""
+    import io
+    import random
+
+    import sentencepiece as spm
+
+    rng = random.Random(0)
+    words = [
+        "the",
+        "model",
+        "reads",
+        "every",
+        "layer",
+        "of",
+        "weights",
+        "and",
+        "writes",
+        "its",
+        "tensors",
+        "to",
+        "disk",
+    ]
+    lines = [" ".join(rng.choice(words) for _ in range(12)) for _ in range(400)]
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        vocab_size=320,
+        model_type="bpe",
+        byte_fallback=True,
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+        # Gemma's own layout: no dummy space prefix, <pad> 0, <eos> 1, <bos> 2, <unk> 3
+        add_dummy_prefix=False,
+        pad_id=0,
+        eos_id=1,
+        bos_id=2,
+        unk_id=3,
+    )
+    return out.getvalue()
 
 
 _GPT2_TOKENIZER = {"phi3": {"tokenizer_class": "GPT2Tokenizer"}}

@@ -30,6 +30,7 @@ ARCHES = (
     "qwen2",
     "qwen3",
     "gemma3",
+    "gemma2",
     "gpt2",
     "qwen35",
     "granite",
@@ -101,6 +102,8 @@ class DecoderConfig:
     sliding_window: int = 0
     local_layers: tuple[bool, ...] = ()
     final_softcap: float = 0.0
+    #: Gemma 2: attention scores pass through ``tanh(s / cap) * cap`` before the softmax
+    attn_softcap: float = 0.0
     #: Granite's multipliers: the attention and feed-forward outputs are scaled by
     #: ``residual_scale`` before each residual add, the logits divided by ``logit_scale``
     residual_scale: float = 1.0
@@ -197,7 +200,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama, granite, qwen2, qwen3, gemma3, gpt2, stablelm and starcoder2 from GGUF metadata
+    """llama, granite, qwen2, qwen3, gemma2, gemma3, gpt2, stablelm and starcoder2 from GGUF metadata
     (qwen35: qwen35.py)."""
     arch = common["arch"]
     n_layers, hidden, heads = common["n_layers"], common["hidden"], common["n_heads"]
@@ -218,23 +221,26 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
     theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
     rope = "normal" if arch in _ROPE_NORMAL else "neox"
-    if arch == "gemma3":
+    if arch in ("gemma3", "gemma2"):
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
-        # llama.cpp: every sixth layer is global, the 27B model scales by hidden/heads
-        scale = hidden / heads if n_layers == 62 else head_dim
+        # llama.cpp: Gemma 3 has every sixth layer global, Gemma 2 every other one; the 27B
+        # models (62 and 46 layers) scale by hidden/heads
+        scale = hidden / heads if n_layers in (62, 46) else head_dim
+        period = 6 if arch == "gemma3" else 2
         return DecoderConfig(
             **common,
             norm_eps=eps,
             rope=rope,
             rope_dim=rope_dim,
             rope_theta=theta,
-            rope_theta_local=10000.0,
+            rope_theta_local=10000.0 if arch == "gemma3" else 0.0,
             activation="gelu_tanh",
             embed_scale=math.sqrt(hidden),
             attn_scale=1 / math.sqrt(scale),
             sliding_window=window,
-            local_layers=tuple(window > 0 and i % 6 < 5 for i in range(n_layers)),
+            local_layers=tuple(window > 0 and i % period < period - 1 for i in range(n_layers)),
             final_softcap=float(metadata.get(f"{arch}.final_logit_softcapping") or 0.0),
+            attn_softcap=float(metadata.get(f"{arch}.attn_logit_softcapping") or 0.0),
         )
     extra: dict[str, Any] = {}
     if arch == "olmo2":  # OLMo 3: sliding-window layers as the pattern lists them
@@ -492,7 +498,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama (and Mistral), granite, qwen2, qwen3, gemma3, gpt2, stablelm and starcoder2
+    """llama (and Mistral), granite, qwen2, qwen3, gemma2, gemma3, gpt2, stablelm and starcoder2
     snapshots (qwen35: qwen35.py)."""
     arch, n_layers, head_dim = common["arch"], common["n_layers"], common["head_dim"]
     hidden = common["hidden"]
@@ -510,15 +516,13 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if arch in ("stablelm", "starcoder2"):
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
-    if arch == "gemma3":
+    if arch in ("gemma3", "gemma2"):
         act = str(config.get("hidden_activation") or config.get("hidden_act") or "")
         if act != "gelu_pytorch_tanh":
-            raise DecoderUnsupported(f"Gemma 3 activation {act!r} is not implemented")
-        if config.get("attn_logit_softcapping"):
-            raise DecoderUnsupported("attention logit soft-capping is not implemented")
+            raise DecoderUnsupported(f"Gemma activation {act!r} is not implemented")
         types = list(config.get("layer_types") or [])
         if not types:
-            pattern = int(config.get("sliding_window_pattern") or 6)
+            pattern = int(config.get("sliding_window_pattern") or (6 if arch == "gemma3" else 2))
             types = [
                 "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
                 for i in range(n_layers)
@@ -532,7 +536,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             rope="neox",
             rope_dim=head_dim,
             rope_theta=rope["full"][0],
-            rope_theta_local=rope["local"][0],
+            rope_theta_local=rope["local"][0] if arch == "gemma3" else 0.0,
             rope_scaling=rope["full"][1],
             activation="gelu_tanh",
             embed_scale=math.sqrt(hidden),
@@ -540,6 +544,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             sliding_window=window,
             local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
             final_softcap=float(config.get("final_logit_softcapping") or 0.0),
+            attn_softcap=float(config.get("attn_logit_softcapping") or 0.0),
         )
     act = str(config.get("hidden_act") or "silu")
     if act != "silu":

@@ -183,7 +183,9 @@ def _attention(
         q = ops.rope(q, positions, freq, cfg.rope)
         k = ops.rope(k, positions, freq, cfg.rope)
     window = cfg.sliding_window if local else 0
-    out = ops.attention(q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window)
+    out = ops.attention(
+        q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap
+    )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)
         emit(f"{p}.attn_gated", out[None])

@@ -99,9 +99,15 @@ def rope(x: np.ndarray, positions: np.ndarray, freq: np.ndarray, mode: str) -> n
 
 
 def attention(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, window: int = 0
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    scale: float,
+    window: int = 0,
+    softcap: float = 0.0,
 ) -> np.ndarray:
-    """Causal (optionally sliding-window) grouped-query attention.
+    """Causal (optionally sliding-window) grouped-query attention; ``softcap`` bounds the
+    scores by ``tanh(s / cap) * cap`` (Gemma 2).
 
     ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
     seq, heads, d = q.shape
@@ -109,6 +115,8 @@ def attention(
     group = heads // kv
     qh = q.transpose(1, 0, 2).reshape(kv, group * seq, d)  # heads of one kv group together
     scores = (qh @ k.transpose(1, 2, 0)).reshape(kv, group, seq, seq) * F32(scale)
+    if softcap:
+        scores = (np.tanh(scores / F32(softcap)) * F32(softcap)).astype(F32)
     i = np.arange(seq)[:, None]
     j = np.arange(seq)[None, :]
     masked = j > i

@@ -16,6 +16,7 @@ HF_ARCH = {
     "qwen3": "qwen3",
     "gemma3": "gemma3",
     "gemma3_text": "gemma3",
+    "gemma2": "gemma2",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",

@@ -243,3 +243,20 @@ def test_stablelm_variants_it_does_not_compute_are_refused(zoo_artifact, tmp_pat
     ):
         (snap / "config.json").write_text(json.dumps({**config, key: True}))
         _refused(snap, tmp_path, phrase)
+
+
+@pytest.mark.realdata
+def test_gemma2_gguf_prompt_tokens_equal_sentencepiece(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """The SentencePiece vocabulary llama.cpp's converter embedded (no space prefix, BOS 2)
+    gives the ids SentencePiece itself gives for the snapshot's tokenizer.model."""
+    spm = pytest.importorskip("sentencepiece")
+    gguf = zoo_artifact("decoder-gemma2.gguf")
+    model = spm.SentencePieceProcessor(
+        model_file=str(zoo_artifact("decoder-gemma2") / "tokenizer.model")
+    )
+    text = "the model reads weights and writes tensors"
+    out = cli("tokenize", gguf, "--text", text, "--out", tmp_path / "t.npz")
+    assert out.returncode == 0, out.stderr
+    with np.load(tmp_path / "t.npz") as npz:
+        ids = npz["tokens"][0].tolist()
+    assert ids == [model.bos_id(), *model.encode(text)]
