@@ -120,6 +120,7 @@ EXPECT: dict[str, E] = {
             "starcoder2",
             "olmo2",
             "phi3",
+            "phi2",
         )
         for suffix in ("", ".gguf")
     },

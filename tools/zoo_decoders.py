@@ -155,6 +155,15 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         "sentencepiece",
     ),
+    # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
+    # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
+    # (llama.cpp's converter writes as many key-value heads as heads)
+    "phi2": (
+        "PhiConfig",
+        "PhiForCausalLM",
+        {**_COMMON, "num_key_value_heads": 4, "partial_rotary_factor": 0.4},
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",

@@ -38,6 +38,7 @@ ARCHES = (
     "starcoder2",
     "olmo2",
     "phi3",
+    "phi2",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite"}
@@ -95,6 +96,9 @@ class DecoderConfig:
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
     activation: str = "silu"  # silu | gelu_tanh
     gated: bool = True
+    #: attention and feed-forward both read the block's one norm, summed into the residual
+    #: (Phi-2)
+    parallel: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
     fused_gate_up: bool = False
     embed_scale: float = 1.0
@@ -215,7 +219,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "gpt2":
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
-    if arch in ("stablelm", "starcoder2"):
+    if arch in ("stablelm", "starcoder2", "phi2"):
         return _gguf_layer_norm_family(metadata, common)
     eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
@@ -272,6 +276,13 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     )
 
 
+def _plain_ffn(arch: str) -> dict[str, Any]:
+    """StarCoder2 and Phi-2: an ungated GELU (tanh) feed-forward; Phi-2 runs it in parallel."""
+    if arch not in ("starcoder2", "phi2"):
+        return {}
+    return {"gated": False, "activation": "gelu_tanh", "parallel": arch == "phi2"}
+
+
 def _refuse_longrope(names: Mapping[str, str]) -> None:
     if any(n.startswith("rope_factors_") for n in names):
         raise DecoderUnsupported(
@@ -281,8 +292,9 @@ def _refuse_longrope(names: Mapping[str, str]) -> None:
 
 
 def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """StableLM (SwiGLU, partial RoPE) and StarCoder2 (biases, a plain GELU feed-forward):
-    LayerNorm with bias and NeoX RoPE, as llama.cpp builds them."""
+    """StableLM (SwiGLU, partial RoPE), StarCoder2 (biases, a plain GELU feed-forward) and
+    Phi-2 (StarCoder2's parts, partial RoPE, attention and feed-forward in parallel, a biased
+    head): LayerNorm with bias and NeoX RoPE, as llama.cpp builds them."""
     arch, head_dim, names = common["arch"], common["head_dim"], common["names"]
     if metadata.get(f"{arch}.use_parallel_residual"):
         raise DecoderUnsupported(
@@ -294,9 +306,7 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
             f"this {arch} checkpoint normalises queries and keys per head (LayerNorm), which the "
             "NumPy decoder does not implement"
         )
-    plain: dict[str, Any] = (
-        {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
-    )
+    plain = _plain_ffn(arch)
     window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
     return DecoderConfig(
         **common,
@@ -392,6 +402,7 @@ _TOP_KEYS = {
     "output_norm.weight",
     "output_norm.bias",
     "output.weight",
+    "output.bias",
     "rope_freqs.weight",
 }
 
@@ -430,7 +441,9 @@ def check_tensors(cfg: DecoderConfig) -> None:
         norms = ("post_attention_norm", "post_ffw_norm") if cfg.arch == "olmo2" else ()
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
-        need += [f"blk.{i}.{ffn_pre}.weight", f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
+        need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
+        if not cfg.parallel:  # Phi-2's feed-forward reads the attention's norm
+            need.append(f"blk.{i}.{ffn_pre}.weight")
         if cfg.gated and not cfg.fused_gate_up:
             need.append(f"blk.{i}.ffn_gate.weight")
     missing = [k for k in need if k not in cfg.names]
@@ -513,7 +526,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     rope = _hf_rope(config)
-    if arch in ("stablelm", "starcoder2"):
+    if arch in ("stablelm", "starcoder2", "phi2"):
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
     if arch in ("gemma3", "gemma2"):
@@ -606,12 +619,10 @@ def _hf_layer_norm_family(
             "decoder does not implement"
         )
     act = str(config.get("hidden_act") or "")
-    want = "gelu_pytorch_tanh" if arch == "starcoder2" else "silu"
-    if act != want:
-        raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want} is)")
-    plain: dict[str, Any] = (
-        {"gated": False, "activation": "gelu_tanh"} if arch == "starcoder2" else {}
-    )
+    want = ("gelu_pytorch_tanh", "gelu_new") if arch in ("starcoder2", "phi2") else ("silu",)
+    if act not in want:
+        raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want[0]} is)")
+    plain = _plain_ffn(arch)
     eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
     return DecoderConfig(

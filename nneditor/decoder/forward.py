@@ -91,6 +91,8 @@ def run_forward(
     for start, block in w.row_chunks(head):
         logits[:, start : start + block.shape[0]] = hf @ block.T
         del block
+    if head == "output.weight" and w.has("output.bias"):  # Phi-2's head has a bias
+        logits += w.get("output.bias")
     if cfg.logit_scale != 1.0:
         logits /= F32(cfg.logit_scale)
     if cfg.final_softcap:
@@ -123,6 +125,14 @@ def _block(
     if w.has(f"{p}.attn_norm.weight"):
         h = _norm(w, cfg, f"{p}.attn_norm", x)
         emit(f"{p}.attn_norm", h[None])
+    if cfg.parallel:  # Phi-2: x + attention(h) + feed-forward(h)
+        a = _attention(w, cfg, p, h, positions, freq, local, emit)
+        emit(f"{p}.attn_output", a[None])
+        f = _feed_forward(w, cfg, p, h)
+        emit(f"{p}.ffn_output", f[None])
+        x = x + a + f
+        emit(f"{p}.output", x[None])
+        return x
     if cfg.kind(i) == "recurrent":
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
     else:

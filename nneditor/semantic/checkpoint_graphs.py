@@ -237,6 +237,8 @@ class _Builder:
             a = self._gated_attention(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
+        if arch == "phi2":
+            return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch == "olmo2"
         if post and "post_attention_norm.weight" in t:
@@ -307,6 +309,29 @@ class _Builder:
             [],
             "residual",
             "Residual connection around the feed-forward.",
+        )
+
+    def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
+        """Phi-2: the feed-forward reads the same norm as attention; both join the residual."""
+        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_")]
+        f = self.node(
+            f"{s}/ffn",
+            "FeedForward",
+            [h],
+            f"{s}.ffn_output",
+            ffn,
+            "ffn",
+            "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names).",
+            variant="GELU",
+        )
+        return self.node(
+            s,
+            "Add",
+            [x, a, f],
+            f"{s}.output",
+            [],
+            "residual",
+            "Residual connection: input + attention + feed-forward (parallel block).",
         )
 
     def _mixer(
@@ -448,7 +473,8 @@ class _Builder:
             + (" using the tied token embedding" if tied else "")
             + " (from tensor names)."
         )
-        self.node("output", "LMHead", [x], "result_output", [w], "head", text)
+        bias = top.get("output.bias", "") if not tied else ""
+        self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def finish(self) -> Graph:
         g = self.graph

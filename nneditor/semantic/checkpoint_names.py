@@ -25,6 +25,7 @@ HF_ARCH = {
     "olmo2": "olmo2",
     "olmo3": "olmo2",
     "phi3": "phi3",
+    "phi": "phi2",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")

@@ -136,8 +136,8 @@ def test_other_architectures_and_yarn_are_refused(tmp_path) -> None:  # noqa: AN
     z = np.zeros
     base = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
     base |= {"blk.0.ffn_up.weight": z((16, 8)), "blk.0.ffn_down.weight": z((8, 16))}
-    phi = _write_gguf(tmp_path / "phi.gguf", "phi2", base)
-    _refused(phi, tmp_path, "this GGUF's architecture is phi2")
+    falcon = _write_gguf(tmp_path / "falcon.gguf", "falcon", base)
+    _refused(falcon, tmp_path, "this GGUF's architecture is falcon")
     longrope = _write_gguf(
         tmp_path / "phi3.gguf", "phi3", {**base, "rope_factors_long.weight": z(4)}
     )
