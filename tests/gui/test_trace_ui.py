@@ -341,3 +341,23 @@ def test_the_plus_port_chooser_and_the_trace_picker(qtbot, open_model, window) -
     pane.picker.setCurrentIndex(1)
     pane.picker.activated.emit(1)
     assert pane.run is not None and pane.run.path == first.path
+
+
+def test_the_trace_page_stacks_its_panels_when_they_do_not_fit_side_by_side(
+    qtbot,  # noqa: ANN001
+    open_model,  # noqa: ANN001
+    window,  # noqa: ANN001
+) -> None:
+    from PySide6.QtCore import Qt
+
+    open_model(EXAMPLE)
+    window.trace.show_view("Trace")
+    page = window.trace.page
+    need = sum(page.widget(k).widget().minimumSizeHint().width() for k in range(2))
+    for width, want in ((1400, Qt.Orientation.Vertical), (2200, Qt.Orientation.Horizontal)):
+        window.resize(width, 900)
+        qtbot.waitUntil(lambda w=want: page.orientation() == w, timeout=3000)
+        if want == Qt.Orientation.Horizontal:
+            assert page.width() >= need
+            for k in range(2):  # nothing clipped: no horizontal scroll bar
+                assert not page.widget(k).horizontalScrollBar().isVisible()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QFileDialog,
@@ -42,13 +43,29 @@ if TYPE_CHECKING:
 VIEWS = ("Model graph", "Trace", "Traced model")
 
 
+class _Columns(QSplitter):
+    """The Trace page's two panels side by side, or stacked when the page is narrower than
+    both panels need (a 1400-pixel window with the explorer and inspector open): clipped
+    columns with horizontal scroll bars hid the plan's right edge and the source combos."""
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt)
+        scrolls = [self.widget(k) for k in range(self.count())]
+        need = sum(
+            s.widget().minimumSizeHint().width() + 16 for s in scrolls if isinstance(s, QScrollArea)
+        )
+        want = Qt.Orientation.Horizontal if self.width() >= need else Qt.Orientation.Vertical
+        if want != self.orientation():
+            self.setOrientation(want)
+        super().resizeEvent(event)
+
+
 class TraceFeature(QObject):
     def __init__(self, window: WindowHost) -> None:
         super().__init__(window.as_widget())
         self.window = window
         self.inputs = InputsPanel()
         self.panel = TracePanel()
-        self.page = QSplitter(Qt.Orientation.Horizontal)
+        self.page = _Columns(Qt.Orientation.Horizontal)
         for w in (self.inputs, self.panel):
             scroll = QScrollArea(self.page)
             scroll.setWidgetResizable(True)
