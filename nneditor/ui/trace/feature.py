@@ -49,10 +49,12 @@ class _Columns(QSplitter):
     columns with horizontal scroll bars hid the plan's right edge and the source combos."""
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt)
-        scrolls = [self.widget(k) for k in range(self.count())]
-        need = sum(
-            s.widget().minimumSizeHint().width() + 16 for s in scrolls if isinstance(s, QScrollArea)
-        )
+        need = 0
+        for k in range(self.count()):
+            scroll = self.widget(k)
+            inner = scroll.widget() if isinstance(scroll, QScrollArea) else None
+            if inner is not None:
+                need += inner.minimumSizeHint().width() + 16
         want = Qt.Orientation.Horizontal if self.width() >= need else Qt.Orientation.Vertical
         if want != self.orientation():
             self.setOrientation(want)
