@@ -125,6 +125,8 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
+    "minilm.gguf": {"format": "gguf", **_lm(6), "trace": "this GGUF's architecture is bert"},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

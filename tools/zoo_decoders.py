@@ -301,6 +301,12 @@ _CONVERT_FLAGS = {"qwen35": ["--no-mtp"], "qwen35-prism": ["--no-mtp"]}
 PRISM = {"pq2_0": (1, 142, False, True), "ptq1_0": (2, 143, True, False)}
 
 
+def _wheel(name: str) -> Path:
+    from testdata import ensure
+
+    return ensure(name)
+
+
 def convert(snapshot: Path, out: Path, outtype: str = "f32", flags: list[str] = []) -> None:  # noqa: B006
     """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter."""
     from testdata import ensure
@@ -342,6 +348,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama.cpp convert_hf_to_gguf.py --outtype q8_0",
         "llama decoder converted by llama.cpp, Q8_0 weights",
     )(lambda path: convert(generate("decoder-llama", path.parents[2]), path, "q8_0"))
+    generator(
+        "minilm.gguf",
+        "llama.cpp convert_hf_to_gguf.py --outtype f16",
+        "all-MiniLM-L6-v2 (a BERT encoder with its real weights and WordPiece vocabulary) as "
+        "llama.cpp converts it",
+    )(lambda path: convert(_wheel("minilm"), path, "f16"))
     for label, (version, qtype, tied, grouped) in PRISM.items():
         _register_prism(generator, generate, label, version, qtype, tied, grouped)
 

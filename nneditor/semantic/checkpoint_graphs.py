@@ -75,6 +75,16 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     title = f"{arch or 'gguf'} (from GGUF metadata)"
     vocab = _head_rows(doc, top)
     g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab)
+    used = set(g.initializers)
+    unplaced = [n for n in names if n not in used]
+    if unplaced:  # listed with the graph's weights, and said: never silently dropped
+        g.initializers.extend(unplaced)
+        more = f" and {len(unplaced) - 3} more" if len(unplaced) > 3 else ""
+        doc.notes.append(
+            f"the synthesized {arch or 'GGUF'} graph has no place for {len(unplaced)} tensors "
+            f"({', '.join(unplaced[:3])}{more}); they are listed with the weights but no "
+            "operator of the drawn graph reads them"
+        )
     return g, ""
 
 
@@ -213,6 +223,27 @@ class _Builder:
                 "Learned position embedding (from tensor names).",
             )
             x = self.node("token_embd", "Add", [x, pos], "inp_embd_pos", [])
+        if "token_types.weight" in top:  # BERT: segment embeddings (all segment 0 here)
+            types = self.node(
+                "token_types",
+                "Embedding",
+                ["tokens"],
+                "inp_types",
+                [top["token_types.weight"]],
+                "embedding",
+                "Token-type (segment) embedding, row 0 for a single segment (from tensor names).",
+            )
+            x = self.node("token_embd", "Add", [x, types], "inp_embd_types", [])
+        if "token_embd_norm.weight" in top:
+            x = self.node(
+                "token_embd_norm",
+                "LayerNorm",
+                [x],
+                "inp_norm",
+                [top["token_embd_norm.weight"], top.get("token_embd_norm.bias", "")],
+                "norm",
+                "Normalization: LayerNorm of the summed embeddings (from tensor names).",
+            )
         return x
 
     def decoder_block(
@@ -260,6 +291,17 @@ class _Builder:
             "residual",
             "Residual connection around the mixer.",
         )
+        if "attn_output_norm.weight" in t:  # BERT's post-norm: after the residual add
+            x = self.node(
+                f"{s}/attn_output_norm",
+                "LayerNorm",
+                [x],
+                f"{s}.attn_output_norm",
+                [t["attn_output_norm.weight"], t.get("attn_output_norm.bias", "")],
+                "norm",
+                "Normalization: LayerNorm after the attention residual (post-norm, from "
+                "tensor names).",
+            )
         ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
         if not ffn:
             return self._rename_last(x, f"{s}.output")
@@ -301,14 +343,27 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} of the feed-forward output (from tensor names).",
             )
-        return self.node(
+        post_ln = "layer_output_norm.weight" in t
+        y = self.node(
             s,
             "Add",
             [x, f],
-            f"{s}.output",
+            f"{s}.ffn_residual" if post_ln else f"{s}.output",
             [],
             "residual",
             "Residual connection around the feed-forward.",
+        )
+        if not post_ln:
+            return y
+        return self.node(
+            f"{s}/layer_output_norm",
+            "LayerNorm",
+            [y],
+            f"{s}.output",
+            [t["layer_output_norm.weight"], t.get("layer_output_norm.bias", "")],
+            "norm",
+            "Normalization: LayerNorm after the feed-forward residual (post-norm, from tensor "
+            "names).",
         )
 
     def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
@@ -456,6 +511,8 @@ class _Builder:
         return new
 
     def head(self, top: dict[str, str], x: str, arch: str) -> None:
+        if "output_norm.weight" not in top and "output.weight" not in top:
+            return  # an encoder (BERT): the last block's output is the model's output
         norm = "LayerNorm" if "output_norm.bias" in top else "RMSNorm"
         x = self.node(
             "output_norm",

@@ -79,3 +79,26 @@ def test_block_and_embedding_values(model) -> None:
             np.array(reader.get_tensor(0).data), reader.get_tensor(0).tensor_type
         )
         np.testing.assert_array_equal(emb.read("49151"), want.reshape(emb.shape)[49151])
+
+
+@pytest.mark.realdata
+def test_a_bert_gguf_is_drawn_as_the_post_norm_encoder_it_is(zoo_artifact) -> None:  # noqa: ANN001
+    """llama.cpp's conversion of the real MiniLM: segment embeddings and the embedding norm,
+    a LayerNorm after each residual add, no invented head, and every tensor placed."""
+    path = zoo_artifact("minilm.gguf")
+    reader = gguf.GGUFReader(str(path))
+    names = {t.name for t in reader.tensors}
+    layers = int(reader.fields["bert.block_count"].contents())
+    with nneditor.open(path) as doc:
+        g = doc.graph
+        assert g is not None and not doc.notes
+        assert set(g.initializers) == names  # nothing left out of the drawing
+        reads = {w for n in g.nodes for w in n.inputs}
+        assert names <= reads
+        assert [o.name for o in g.outputs] == [f"blk.{layers - 1}.output"]
+        assert "LMHead" not in {n.op_type for n in g.nodes}
+        for i in range(layers):
+            ops = [n.op_type for n in g.nodes if n.name.startswith(f"/blk.{i}/")]
+            assert ops == ["Attention", "Add", "LayerNorm", "FeedForward", "Add", "LayerNorm"]
+        first = [n.op_type for n in g.nodes[:6]]
+        assert first == ["Embedding", "Embedding", "Add", "Embedding", "Add", "LayerNorm"]
