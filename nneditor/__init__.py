@@ -9,10 +9,9 @@ The public scripting API lives in :mod:`nneditor.api` and is re-exported here::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING
 
+from nneditor._version import __version__
 from nneditor.errors import ArtifactError, NNEditorError
 
 if TYPE_CHECKING:

@@ -14,10 +14,8 @@ Use documents as context managers (``with nneditor.open(p) as doc:``) to release
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nneditor.artifacts.registry import open_document
 from nneditor.jobs.collector import paused_collection
 from nneditor.model.capabilities import Capabilities, Capability
 from nneditor.model.document import Document
@@ -28,12 +26,15 @@ if TYPE_CHECKING:
 
 def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
     """Open an artifact (file or folder) by its contents, lazily."""
-    with paused_collection():  # the index built here lives as long as the document
-        doc = open_document(Path(path))
-        if doc.graph is None and doc.format in ("gguf", "huggingface"):
-            _attach_checkpoint_graph(doc)
-        elif doc.format != "onnx" and not doc.capabilities["trace"].available:
-            _say_what_traces(doc)
+    from nneditor.semantic.checkpoint_graphs import open_with_graph
+
+    doc = open_with_graph(path)
+    if doc.graph is not None and doc.format in ("gguf", "huggingface"):
+        entries = dict(doc.capabilities)
+        entries["trace"] = _checkpoint_trace(doc)
+        doc.capabilities = Capabilities(entries)
+    elif doc.format != "onnx" and not doc.capabilities["trace"].available:
+        _say_what_traces(doc)
     return doc
 
 
@@ -53,26 +54,6 @@ def _say_what_traces(doc: Document) -> None:
             f"plugin can add {doc.format} artifacts",
         )
     )
-    doc.capabilities = Capabilities(entries)
-
-
-def _attach_checkpoint_graph(doc: Document) -> None:
-    from nneditor.semantic.checkpoint_graphs import synthesize_graph
-
-    graph, reason = synthesize_graph(doc)
-    if graph is None:
-        if reason:
-            doc.graph_unavailable_reason = reason
-        return
-    doc.graph = graph
-    doc.graph_unavailable_reason = ""
-    entries = dict(doc.capabilities)
-    entries["view_graph"] = Capability(
-        True,
-        "synthesized from the checkpoint's architecture metadata and tensor names; "
-        "the file itself stores no topology",
-    )
-    entries["trace"] = _checkpoint_trace(doc)
     doc.capabilities = Capabilities(entries)
 
 

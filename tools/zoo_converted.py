@@ -20,10 +20,17 @@ from typing import Any
 _CLS = "ppocr-mobile-v2-cls.onnx"
 
 
-def _source(name: str) -> str:
-    import zoo
+#: zoo_generated.generate, handed over by register (no import back into the zoo's table)
+_GENERATE: list[Callable[[str, Path], Path]] = []
 
-    return str(zoo.path(name))
+
+def _source(name: str) -> str:
+    """A source artifact: a wheel's file (testdata) or another generated one."""
+    import testdata
+
+    if name in testdata.ITEMS:
+        return str(testdata.ensure(name))
+    return str(_GENERATE[0](name, testdata.cache_dir()))
 
 
 def _calibration() -> Any:
@@ -86,7 +93,8 @@ def _sklearn(kind: str, path: Path) -> None:
     path.write_bytes(onx.SerializeToString())
 
 
-def register(generator: Callable[..., Any]) -> None:
+def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
+    _GENERATE[:] = [generate]
     ort = "onnxruntime.quantization"
     generator("cls-qdq.onnx", f"{ort} quantize_static (QDQ)", "PaddleOCR classifier, QDQ int8")(
         lambda path: _static("QDQ", path)

@@ -501,7 +501,7 @@ zoo_families.register(generator)
 
 import zoo_converted  # noqa: E402 - ONNX as quantizers, float16 and skl2onnx rewrite it
 
-zoo_converted.register(generator)
+zoo_converted.register(generator, generate)
 
 
 def main(argv: list[str]) -> int:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nneditor import __version__
+from nneditor._version import __version__
 from nneditor.editing.onnx_edits import EditState
 from nneditor.editing.onnx_source import (
     G_INIT,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor import __version__
+from nneditor._version import __version__
 from nneditor.analysis.chunks import iter_chunks
 from nneditor.errors import NNEditorError
 from nneditor.io.crash_points import crash_point

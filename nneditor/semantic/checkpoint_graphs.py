@@ -16,15 +16,52 @@ them without guessing; their explanations say they come from metadata and tensor
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from nneditor.model.capabilities import Capabilities, Capability
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
 
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+
+
+def open_with_graph(path: str | os.PathLike[str]) -> Document:
+    """Open an artifact by its contents; a checkpoint gets its synthesized graph. What
+    ``nneditor.open`` builds on, for the packages below the public API (the trace worker,
+    tokenization), which must not import it."""
+    from nneditor.artifacts.registry import open_document
+    from nneditor.jobs.collector import paused_collection
+
+    with paused_collection():  # the index built here lives as long as the document
+        doc = open_document(Path(path))
+        if doc.graph is None and doc.format in ("gguf", "huggingface"):
+            attach_graph(doc)
+    return doc
+
+
+def attach_graph(doc: Document) -> bool:
+    """Give a checkpoint its synthesized graph (or the reason it has none); True when it got
+    one. ``nneditor.open`` and the trace worker both open checkpoints this way."""
+    graph, reason = synthesize_graph(doc)
+    if graph is None:
+        if reason:
+            doc.graph_unavailable_reason = reason
+        return False
+    doc.graph = graph
+    doc.graph_unavailable_reason = ""
+    entries = dict(doc.capabilities)
+    entries["view_graph"] = Capability(
+        True,
+        "synthesized from the checkpoint's architecture metadata and tensor names; "
+        "the file itself stores no topology",
+    )
+    doc.capabilities = Capabilities(entries)
+    return True
 
 
 def synthesize_graph(doc: Document) -> tuple[Graph | None, str]:

@@ -54,9 +54,9 @@ def load_tokenizer(
         return hf_tokenizer(p)
     if p.is_dir():
         return hf_tokenizer(p)
-    import nneditor
+    from nneditor.semantic.checkpoint_graphs import open_with_graph
 
-    with nneditor.open(p) as doc:
+    with open_with_graph(p) as doc:
         if doc.format == "gguf":
             from nneditor.tokenize.gguf_vocab import gguf_tokenizer
 
@@ -74,9 +74,9 @@ def load_tokenizer(
 def model_vocab(path: Path) -> int | None:
     """Rows of the embedding table the model's token input indexes, when it is known."""
     try:
-        import nneditor
+        from nneditor.semantic.checkpoint_graphs import open_with_graph
 
-        with nneditor.open(path) as doc:
+        with open_with_graph(path) as doc:
             if doc.graph is None:
                 return None
             from nneditor.inputs.spec import infer_vocab_size

@@ -2,7 +2,7 @@
 
 Invariants:
 
-- The checkpoint is opened read-only through ``nneditor.open`` (memory-mapped); weights are
+- The checkpoint is opened read-only as ``nneditor.open`` opens it (memory-mapped); weights are
   read one block at a time (:mod:`nneditor.decoder`) and the mapped pages released after
   each read, so the worker's resident memory is one block's float32 weights, the activations
   and one vocabulary chunk — not the file.
@@ -32,11 +32,13 @@ PROVIDER_NAME = "NumPy decoder (CPU)"
 
 
 def open_checkpoint(model_path: Path) -> Document:
-    """The checkpoint, memory-mapped once for the whole run (a second map of a 7 GB file
-    would not fit the worker's address-space ceiling)."""
-    import nneditor
+    """The checkpoint with its synthesized graph, memory-mapped once for the whole run (a
+    second map of a 7 GB file would not fit the worker's address-space ceiling). Opened as
+    ``nneditor.open`` opens it, without the public API's capability survey (tracing sits
+    below the API)."""
+    from nneditor.semantic.checkpoint_graphs import open_with_graph
 
-    return nneditor.open(model_path)
+    return open_with_graph(model_path)
 
 
 def checkpoint_entries(doc: Document, model_path: Path) -> list[ValueEntry]:

@@ -321,7 +321,7 @@ def _plugin_plan(
     revision: str,
 ) -> TracePlan:
     """A tracer plugin, found by id and checked against its manifest (nothing imported)."""
-    from nneditor import __version__
+    from nneditor._version import __version__
     from nneditor.tracing.plugins.compat import incompatibility
     from nneditor.tracing.plugins.discovery import find
     from nneditor.tracing.plugins.manifest import PluginError
