@@ -22,6 +22,23 @@ def _lm(blocks: int, **extra: Any) -> E:
     return {"blocks": blocks, "patterns": {"attention": blocks, "ffn": blocks, **extra}}
 
 
+#: dense decoder families, each a snapshot and its llama.cpp conversion (gemma3: 7 blocks,
+#: the others 2)
+DENSE_DECODERS = (
+    "llama",
+    "llama3-rope",
+    "qwen2",
+    "qwen3",
+    "gemma3",
+    "gpt2",
+    "granite",
+    "stablelm",
+    "starcoder2",
+    "olmo2",
+    "phi3",
+    "phi2",
+)
+
 EXPECT: dict[str, E] = {
     # wheels
     "silero_vad.onnx": {"format": "onnx", "patterns": {"recurrent": 4, "control_flow": 25}},
@@ -108,20 +125,7 @@ EXPECT: dict[str, E] = {
             "format": "gguf" if suffix else "huggingface",
             **_lm(7 if family == "gemma3" else 2),
         }
-        for family in (
-            "llama",
-            "llama3-rope",
-            "qwen2",
-            "qwen3",
-            "gemma3",
-            "gpt2",
-            "granite",
-            "stablelm",
-            "starcoder2",
-            "olmo2",
-            "phi3",
-            "phi2",
-        )
+        for family in DENSE_DECODERS
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},

@@ -360,16 +360,7 @@ class _Builder:
         gated = any(k.startswith("ffn_gate") for k in t) or arch == "phi3"  # fused gate/up
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else "GELU")
-        f = self.node(
-            f"{s}/ffn",
-            "FeedForward",
-            [h],
-            f"{s}.ffn_output",
-            ffn,
-            "ffn",
-            f"Feed-forward, {variant} (from tensor names).",
-            variant=variant,
-        )
+        f = self._ffn(s, h, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
             f = self.node(
                 f"{s}/ffn_post_norm",
@@ -403,19 +394,17 @@ class _Builder:
             "names).",
         )
 
+    def _ffn(self, s: str, h: str, weights: list[str], variant: str, text: str) -> str:
+        out = f"{s}.ffn_output"
+        return self.node(f"{s}/ffn", "FeedForward", [h], out, weights, "ffn", text, variant=variant)
+
     def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
         """Phi-2: the feed-forward reads the same norm as attention; both join the residual."""
         ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_")]
-        f = self.node(
-            f"{s}/ffn",
-            "FeedForward",
-            [h],
-            f"{s}.ffn_output",
-            ffn,
-            "ffn",
-            "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names).",
-            variant="GELU",
+        text = (
+            "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names)."
         )
+        f = self._ffn(s, h, ffn, "GELU", text)
         return self.node(
             s,
             "Add",

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf_reference import llama_model  # tools/: gguf-py + transformers, not NNEditor
+from zoo_expect import DENSE_DECODERS
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -18,23 +19,8 @@ from nneditor.decoder import decoder_config, run_forward
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
-FAMILIES = [
-    "llama",
-    "llama3-rope",
-    "qwen2",
-    "qwen3",
-    "gemma3",
-    "gpt2",
-    "qwen35",
-    "granite",
-    "stablelm",
-    "starcoder2",
-    "olmo2",
-    "olmo3",
-    "phi3",
-    "gemma2",
-    "phi2",
-]
+#: every decoder family of the zoo (qwen35: hybrid; olmo3 and gemma2: sliding-window layers)
+FAMILIES = [*DENSE_DECODERS, "qwen35", "olmo3", "gemma2"]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_logit_refs.json"
