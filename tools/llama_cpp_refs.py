@@ -37,7 +37,17 @@ TEXTS = [
     "'tis 'twas I'll you're we've she'd THEY'LL",
     "",
 ]
-VOCABS = ["gpt-2", "llama-bpe", "qwen2", "qwen35", "llama-spm", "phi-3", "starcoder", "command-r"]
+VOCABS = [
+    "gpt-2",
+    "llama-bpe",
+    "qwen2",
+    "qwen35",
+    "llama-spm",
+    "phi-3",
+    "starcoder",
+    "command-r",
+    "bert-bge",
+]
 
 
 PROMPTS = [

@@ -17,6 +17,8 @@ Special tokens: control tokens (``token_type`` 3) are matched in text only with 
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -86,21 +88,33 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         encoder = _Encoder(spm, tokens, types, rstrip)
         add_bos_default = True
         name = "gguf:llama-spm"
+    elif model == "bert":
+        lower = metadata.get("tokenizer.ggml.normalizer.lowercase")
+        wpm = _wpm(tokens, types, True if lower is None else bool(lower))
+        encoder = _Encoder(wpm, tokens, types, rstrip, prepare=_wpm_text)
+        add_bos_default = True  # llama.cpp adds [CLS] ... [SEP] around a WordPiece text
+        name = "gguf:bert-wordpiece"
     else:
         raise TokenizerError(
             f"the GGUF vocabulary kind {model!r} is not supported yet (supported: gpt2 byte-level "
-            "BPE, llama SentencePiece); choose a smoke-test --codebook"
+            "BPE, llama SentencePiece, bert WordPiece); choose a smoke-test --codebook"
         )
     add_bos = metadata.get("tokenizer.ggml.add_bos_token")
     add_eos = metadata.get("tokenizer.ggml.add_eos_token")
+    bos = metadata.get("tokenizer.ggml.bos_token_id")
+    eos = metadata.get("tokenizer.ggml.eos_token_id")
+    if model == "bert":  # older conversions name only [CLS] and [SEP]; both are added
+        bos = metadata.get("tokenizer.ggml.cls_token_id") if bos is None else bos
+        eos = metadata.get("tokenizer.ggml.seperator_token_id") if eos is None else eos
+        add_eos = True if add_eos is None else add_eos
     specials = frozenset(int(i) for i in np.flatnonzero(np.isin(types, (_CONTROL, _UNKNOWN))))
     return TextTokenizer(
         name,
         EXACT_GGUF,
         len(tokens),
         encoder,
-        bos_id=_id(metadata.get("tokenizer.ggml.bos_token_id"), len(tokens)),
-        eos_id=_id(metadata.get("tokenizer.ggml.eos_token_id"), len(tokens)),
+        bos_id=_id(bos, len(tokens)),
+        eos_id=_id(eos, len(tokens)),
         add_bos=add_bos_default if add_bos is None else bool(add_bos),
         add_eos=bool(add_eos) if add_eos is not None else False,
         special_ids=specials,
@@ -228,14 +242,66 @@ def _spm(tokens: list[str], scores: np.ndarray, types: np.ndarray, space_prefix:
     return tok
 
 
+def _wpm(tokens: list[str], types: np.ndarray, lowercase: bool) -> Any:
+    """llama.cpp's WordPiece ("bert" vocabulary) as a tokenizers WordPiece model.
+
+    llama.cpp's converter stores a word-initial piece as "▁piece" and a continuation ("##ing"
+    in BERT's vocab.txt) bare; control tokens ([CLS], [SEP]) keep their text. Like llama.cpp
+    the text is normalised (:func:`_wpm_text`) and, when the file says so, lowercased, split
+    at whitespace, punctuation, ASCII symbols and CJK characters, and each word matched
+    greedily longest-first; a word with an unmatched rest becomes [UNK].
+    """
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    vocab: dict[str, int] = {}
+    for i, piece in enumerate(tokens):
+        if types[i] in (_CONTROL, _UNKNOWN, _USER):
+            key = piece
+        elif piece.startswith("▁"):
+            key = piece[1:]
+        else:
+            key = "##" + piece
+        vocab.setdefault(key, i)
+    unk = next((tokens[i] for i in np.flatnonzero(types == _UNKNOWN)), "[UNK]")
+    tok = Tokenizer(models.WordPiece(vocab=vocab, unk_token=unk, max_input_chars_per_word=10**6))
+    bert = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=False, lowercase=lowercase
+    )
+    tok.normalizer = bert
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    return tok
+
+
+def _wpm_text(text: str) -> str:
+    """llama.cpp's WordPiece normalisation, code point by code point: its NFD table keeps only
+    the first code point of each decomposition ("é" -> "e", a Hangul syllable -> its leading
+    consonant), and marks (Mn, Mc, Me) and controls other than whitespace are dropped.
+    tokenizers' NFD keeps whole decompositions, so this runs before it."""
+    out = []
+    for ch in text:
+        first = unicodedata.normalize("NFD", ch)[0]
+        cat = unicodedata.category(first)
+        if cat[0] == "M" or (cat == "Cc" and not first.isspace()):
+            continue
+        out.append(first)
+    return "".join(out)
+
+
 class _Encoder:
     """A ``tokenizers.Tokenizer`` plus the special tokens' switch (added per call state)."""
 
     def __init__(
-        self, tok: Any, tokens: list[str], types: np.ndarray, rstrip: frozenset[int]
+        self,
+        tok: Any,
+        tokens: list[str],
+        types: np.ndarray,
+        rstrip: frozenset[int],
+        prepare: Callable[[str], str] | None = None,
     ) -> None:
         from tokenizers import AddedToken
 
+        self.prepare = prepare
         self.tokens = tokens
         self.types = types
         self.rstrip = rstrip
@@ -266,6 +332,8 @@ class _Encoder:
 
     def encode(self, text: str, special: bool) -> list[int]:
         tok = self._with_special() if special else self.plain
+        if self.prepare is not None:
+            text = self.prepare(text)
         return list(tok.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: list[int], keep_special: bool) -> str:

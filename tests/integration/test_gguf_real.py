@@ -102,3 +102,23 @@ def test_a_bert_gguf_is_drawn_as_the_post_norm_encoder_it_is(zoo_artifact) -> No
             assert ops == ["Attention", "Add", "LayerNorm", "FeedForward", "Add", "LayerNorm"]
         first = [n.op_type for n in g.nodes[:6]]
         assert first == ["Embedding", "Embedding", "Add", "Embedding", "Add", "LayerNorm"]
+
+
+@pytest.mark.realdata
+def test_the_bert_gguf_tokenizes_as_the_snapshot_tokenizer_json(zoo_artifact) -> None:  # noqa: ANN001
+    """The WordPiece vocabulary llama.cpp embedded gives the ids the model's own tokenizer.json
+    gives (tokenizers, [CLS] ... [SEP]) for text both normalise alike (no accents)."""
+    from tokenizers import Tokenizer
+
+    from nneditor.tokenize import load_tokenizer
+
+    hf = Tokenizer.from_file(str(zoo_artifact("minilm") / "tokenizer.json"))
+    hf.no_padding()
+    ours = load_tokenizer(zoo_artifact("minilm.gguf"))
+    for text in (
+        "The capital of France is Paris.",
+        "Hello, world! It's 3.14 $dollars$ (really) #tag",
+        "unbelievably antidisestablishmentarianism; 東京 is big",
+        "MiXeD CaSe and\ttabs\nnewlines",
+    ):
+        assert ours.encode(text) == hf.encode(text).ids, text
