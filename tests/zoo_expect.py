@@ -169,6 +169,16 @@ EXPECT: dict[str, E] = {
         }
         for name in ("clip-vision.gguf", "clip-vision-f16.gguf", "clip-vision-q8_0.gguf")
     },
+    # Qwen2-VL and Qwen2.5-VL: two vision blocks, the merger, two language blocks
+    **{
+        name: {
+            "format": "huggingface",
+            "blocks": 4,
+            "patterns": {"attention": 4, "embedding": 3, "head": 1},
+            "trace": "tracer plugin nneditor.modalities can run it",
+        }
+        for name in ("qwen2-vl-tiny", "qwen2.5-vl-tiny")
+    },
     "llava-tiny": {
         "format": "huggingface",
         "blocks": 5,

@@ -136,6 +136,48 @@ def _llava(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
+def _qwen_vl(model_type: str, path: Path) -> None:
+    """Qwen2-VL / Qwen2.5-VL with 14-pixel, 2-frame patches (the real models' patch profile, so
+    automatic inputs get a grid that multiplies out), two vision and two language blocks."""
+    import torch
+    import transformers as tf
+
+    torch.manual_seed(0)
+    text = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 300,
+        "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+    }
+    vision: dict[str, Any] = {"depth": 2, "num_heads": 4, "patch_size": 14, "spatial_merge_size": 2}
+    if model_type == "qwen2_vl":
+        vision |= {"embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2}
+        cls, config_cls = tf.Qwen2VLForConditionalGeneration, tf.Qwen2VLConfig
+    else:  # Qwen2.5-VL: windowed attention except in the listed blocks, a SwiGLU MLP
+        vision |= {
+            "hidden_size": 32,
+            "out_hidden_size": 64,
+            "intermediate_size": 64,
+            "window_size": 56,
+            "fullatt_block_indexes": [1],
+        }
+        cls, config_cls = tf.Qwen2_5_VLForConditionalGeneration, tf.Qwen2_5_VLConfig
+    config = config_cls(
+        text_config=text,
+        vision_config=vision,
+        image_token_id=299,
+        video_token_id=298,
+        vision_start_token_id=297,
+        vision_end_token_id=296,
+    )
+    model = cls(config).eval()
+    _perturb(model)
+    model.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any]) -> None:
     generator("whisper-tiny", "transformers save_pretrained", "Whisper, tiny random weights")(
         _whisper
@@ -145,6 +187,10 @@ def register(generator: Callable[..., Any]) -> None:
     )
     zoo_clip_gguf.register(generator, _clip_vision_model)
     generator("llava-tiny", "transformers save_pretrained", "LLaVA: CLIP vision + Llama")(_llava)
+    for name, model_type in (("qwen2-vl-tiny", "qwen2_vl"), ("qwen2.5-vl-tiny", "qwen2_5_vl")):
+        generator(name, "transformers save_pretrained", f"{model_type}: vision + Qwen2")(
+            lambda path, m=model_type: _qwen_vl(m, path)
+        )
     for name, extra in UNETS.items():
         generator(name, "diffusers save_pretrained", f"{name}: tiny random UNet2DConditionModel")(
             lambda path, e=extra: _unet(e, path)

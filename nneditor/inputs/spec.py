@@ -21,6 +21,7 @@ import numpy as np
 
 from nneditor.errors import NNEditorError
 from nneditor.inputs.patches import apply_patch_profile
+from nneditor.semantic.modality_graphs import QWEN_VL_TYPES, qwen_vl_image_tokens
 
 if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
     from nneditor.model.document import Document
@@ -298,9 +299,14 @@ def _spec_for(
 
 
 def _image_placeholders(doc: Document) -> tuple[int, int] | None:
-    """(image token id, placeholders per image) of a LLaVA-style snapshot."""
+    """(image token id, placeholders per image) of a LLaVA or Qwen-VL snapshot."""
     config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
-    if not isinstance(config, Mapping) or config.get("model_type") != "llava":
+    if not isinstance(config, Mapping):
+        return None
+    if config.get("model_type") in QWEN_VL_TYPES:  # the declared image's merged patches
+        token = config.get("image_token_id")
+        return (token, qwen_vl_image_tokens(config)) if isinstance(token, int) else None
+    if config.get("model_type") != "llava":
         return None
     token = config.get("image_token_id", config.get("image_token_index"))
     if not isinstance(token, int):

@@ -183,7 +183,8 @@ def gguf_family_graph(doc: Document) -> tuple[Graph | None, str] | None:
 
 
 def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str] | None:
-    """The graph of a known non-decoder family (UNet, Whisper, CLIP vision, LLaVA), None when
+    """The graph of a known non-decoder family (UNet, Whisper, CLIP vision, LLaVA, Qwen2-VL and
+    Qwen2.5-VL), None when
     the config is none of them."""
     if is_unet(config):
         return unet_graph(doc, config)
@@ -191,6 +192,7 @@ def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None
         "whisper": modality_graphs.whisper_graph,
         "clip_vision_model": modality_graphs.clip_vision_graph,
         "llava": modality_graphs.llava_graph,
+        **{t: modality_graphs.qwen_vl_graph for t in modality_graphs.QWEN_VL_TYPES},
     }
     build = builders.get(str(config.get("model_type") or ""))
     if build is None:

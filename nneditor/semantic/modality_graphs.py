@@ -376,3 +376,128 @@ def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None,
         "Output projection to the vocabulary.",
     )
     return b.finish(doc, "logits"), ""
+
+
+#: Qwen2-VL / Qwen2.5-VL: the vision input the synthesized graph declares, one 56 x 56 image
+#: (4 x 4 patches of 14 px, 2 frames): 16 patch rows, merged 2 x 2 into 4 image tokens
+QWEN_VL_GRID = (1, 4, 4)
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+
+
+def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:
+    """Image placeholder tokens of the declared image: patches / (spatial merge size)^2."""
+    merge = int((config.get("vision_config") or {}).get("spatial_merge_size", 2))
+    t, h, w = QWEN_VL_GRID
+    return t * h * w // (merge * merge)
+
+
+def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
+    """Qwen2-VL / Qwen2.5-VL: a vision transformer over flattened patches, the patch merger
+    (2 x 2 patches per token, projected to the language model's width), the image/text merge
+    at the image placeholder tokens, the Qwen2 language model with multimodal RoPE, logits."""
+    vision = config.get("vision_config")
+    text = config.get("text_config") or config
+    if not isinstance(vision, Mapping) or not isinstance(text, Mapping):
+        return None, "config.json lacks vision_config"
+    v2 = config.get("model_type") == "qwen2_vl"
+    try:
+        dv = int(vision["embed_dim"] if v2 else vision["hidden_size"])
+        depth = int(vision["depth"])
+        patch, frames = int(vision.get("patch_size", 14)), int(vision.get("temporal_patch_size", 2))
+        channels = int(vision.get("in_channels", 3))
+        dt, t_layers = int(text["hidden_size"]), int(text["num_hidden_layers"])
+        vocab = int(text["vocab_size"])
+    except (KeyError, TypeError, ValueError) as exc:
+        return None, f"config.json lacks a Qwen-VL size ({exc})"
+    t, h, w = QWEN_VL_GRID
+    rows, n_image = t * h * w, qwen_vl_image_tokens(config)
+    kind = "Qwen2-VL" if v2 else "Qwen2.5-VL"
+    b = Builder(f"{config.get('model_type')} (from config.json)")
+    b.input("pixel_values", (rows, channels * frames * patch * patch))
+    b.input("image_grid_thw", (1, 3), "int64")
+    b.input("input_ids", (1, "seq"), "int64")
+    x = b.node(
+        "visual/patch_embed",
+        "PatchEmbed",
+        ["pixel_values", "image_grid_thw"],
+        "visual.patch_embed",
+        (rows, dv),
+        "embedding",
+        f"Patch embedding: each {frames}-frame {patch} x {patch} patch row projected "
+        f"(a 3-D convolution) to width {dv}.",
+    )
+    windows = set(vision.get("fullatt_block_indexes") or [])
+    for i in range(depth):
+        what = (
+            "full attention"
+            if v2 or i in windows
+            else f"attention within {vision.get('window_size', 112)}-pixel windows"
+        )
+        x = b.node(
+            f"visual/blocks.{i}",
+            "VisionBlock",
+            [x],
+            f"visual.blocks.{i}",
+            (rows, dv),
+            "attention",
+            f"Vision block {i}: {what} over the patches with 2-D rotary positions, then an MLP.",
+        )
+    image = b.node(
+        "visual/merger",
+        "PatchMerger",
+        [x],
+        "image_embeds",
+        (n_image, dt),
+        "ffn",
+        "Patch merger: each 2 x 2 group of patches concatenated, normalised and projected to "
+        f"the language model's width {dt} (one row per image token).",
+    )
+    table = [n for n in doc.tensors if n.endswith("embed_tokens.weight")][:1]
+    emb = b.node(
+        "language_model/embed_tokens",
+        "Embedding",
+        ["input_ids", *table],
+        "text_embeds",
+        (1, "seq", dt),
+        "embedding",
+        "Token embedding of the prompt.",
+    )
+    x = b.node(
+        "merge",
+        "ImageTextMerge",
+        [emb, image, "input_ids"],
+        "inputs_embeds",
+        (1, "seq", dt),
+        "embedding",
+        "The merged image features replace the image placeholder tokens' embeddings.",
+    )
+    for i in range(t_layers):
+        x = b.node(
+            f"language_model/layers.{i}",
+            "DecoderLayer",
+            [x],
+            f"language_model.layers.{i}",
+            (1, "seq", dt),
+            "attention",
+            f"Language-model block ({kind}): self-attention with multimodal RoPE (time, height "
+            "and width positions for image tokens) and a feed-forward.",
+        )
+    x = b.node(
+        "language_model/norm",
+        "RMSNorm",
+        [x],
+        "language_model.norm",
+        (1, "seq", dt),
+        "norm",
+        "Final norm of the language model.",
+    )
+    b.node(
+        "lm_head",
+        "LMHead",
+        [x],
+        "logits",
+        (1, "seq", vocab),
+        "head",
+        "Output projection to the vocabulary.",
+    )
+    return b.finish(doc, "logits"), ""

@@ -1,4 +1,5 @@
-"""Whisper, CLIP vision and LLaVA tracer: transformers' own modules are the runtime.
+"""Whisper, CLIP vision, LLaVA and Qwen2/2.5-VL tracer: transformers' own modules are the
+runtime.
 
 Built from config.json, weights loaded exactly from safetensors (float32, CPU), one forward
 pass; forward hooks publish each module's output under the synthesized graph's names
@@ -208,6 +209,56 @@ def _llava(context: TraceContext, folder: Path) -> str:
     return "LlavaForConditionalGeneration"
 
 
+def _qwen_vl(context: TraceContext, folder: Path) -> str:
+    """Qwen2-VL / Qwen2.5-VL: vision blocks, the patch merger, the image/text merge, the
+    language model's blocks and logits; ``mm_token_type_ids`` (1 at image tokens) is derived
+    from the prompt as the model's processor derives it."""
+    import torch
+    import transformers as tf
+
+    name = {
+        "qwen2_vl": "Qwen2VLForConditionalGeneration",
+        "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+    }[str(context.document.metadata["config"]["model_type"])]
+    model = load_pretrained_exactly(getattr(tf, name), folder)
+    inner = model.model
+    vis, lm = inner.visual, inner.language_model
+    pairs = [(vis.patch_embed, "visual.patch_embed"), (vis.merger, "image_embeds")]
+    pairs += [(block, f"visual.blocks.{i}") for i, block in enumerate(vis.blocks)]
+    pairs += [(lm.embed_tokens, "text_embeds"), (lm.norm, "language_model.norm")]
+    pairs += [(layer, f"language_model.layers.{i}") for i, layer in enumerate(lm.layers)]
+    handles = _hooks(pairs, context.capture)
+
+    def merged(_m: Any, _args: Any, kwargs: Any) -> None:  # text embeddings with the image in
+        context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
+
+    handles.append(lm.register_forward_pre_hook(merged, with_kwargs=True))
+    ids = _tensor(context, "input_ids").long()
+    pixels = _tensor(context, "pixel_values").float()
+    grid = _tensor(context, "image_grid_thw").long()
+    image = int(model.config.image_token_id)
+    count = int((ids == image).sum())
+    try:
+        with torch.no_grad():
+            out = model(
+                input_ids=ids,
+                pixel_values=pixels,
+                image_grid_thw=grid,
+                mm_token_type_ids=(ids == image).long(),
+                use_cache=False,
+            )
+    except (ValueError, RuntimeError) as exc:  # e.g. placeholders and features disagree
+        raise TracePluginError(
+            f"{exc} (the prompt holds {count} image placeholder tokens; the grid "
+            f"{grid.tolist()} gives {int(grid.prod(-1).sum())} patches)"
+        ) from None
+    finally:
+        for h in handles:
+            h.remove()
+    context.capture("logits", out.logits.float().numpy())
+    return name
+
+
 def trace(context: TraceContext) -> TraceOutcome:
     import torch
     import transformers
@@ -221,10 +272,16 @@ def trace(context: TraceContext) -> TraceOutcome:
         what = _clip_gguf(context)
     else:
         model_type = str((doc.metadata.get("config") or {}).get("model_type") or "")
-        runners = {"whisper": _whisper, "clip_vision_model": _clip_vision, "llava": _llava}
+        runners = {
+            "whisper": _whisper,
+            "clip_vision_model": _clip_vision,
+            "llava": _llava,
+            "qwen2_vl": _qwen_vl,
+            "qwen2_5_vl": _qwen_vl,
+        }
         if model_type not in runners:
             raise TracePluginError(
-                f"this tracer runs Whisper, CLIP vision and LLaVA, not {model_type!r}"
+                f"this tracer runs Whisper, CLIP vision, LLaVA and Qwen2/2.5-VL, not {model_type!r}"
             )
         context.capture_inputs()
         what = runners[model_type](context, Path(doc.path))

@@ -366,3 +366,73 @@ def test_a_clip_vision_snapshot_saved_by_transformers_4_traces(tmp_path: Path) -
     np.testing.assert_allclose(ours["pooled_output"], want.pooler_output.numpy(), rtol=1e-5)
     last = ours["encoder.layers.1"]
     np.testing.assert_allclose(last, want.last_hidden_state.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def _qwen_vl_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """transformers' own from_pretrained and forward of Qwen2-VL / Qwen2.5-VL, hooked."""
+    model = tf.AutoModelForImageTextToText.from_pretrained(str(folder)).eval()
+    inner = model.model
+    vis, lm = inner.visual, inner.language_model
+    out: dict[str, np.ndarray] = {}
+
+    def keep(name: str):  # noqa: ANN202
+        def fn(_m, _i, o) -> None:  # noqa: ANN001
+            out[name] = (o[0] if isinstance(o, tuple) else o).detach().numpy().copy()
+
+        return fn
+
+    mods = {"visual.patch_embed": vis.patch_embed, "image_embeds": vis.merger}
+    mods |= {f"visual.blocks.{i}": m for i, m in enumerate(vis.blocks)}
+    mods |= {"text_embeds": lm.embed_tokens, "language_model.norm": lm.norm}
+    mods |= {f"language_model.layers.{i}": m for i, m in enumerate(lm.layers)}
+    hs = [m.register_forward_hook(keep(n)) for n, m in mods.items()]
+    hs.append(
+        lm.register_forward_pre_hook(
+            lambda _m, _a, kw: out.__setitem__("inputs_embeds", kw["inputs_embeds"].numpy().copy()),
+            with_kwargs=True,
+        )
+    )
+    ids = torch.from_numpy(feeds["input_ids"])
+    with torch.no_grad():
+        out["logits"] = model(
+            input_ids=ids,
+            pixel_values=torch.from_numpy(feeds["pixel_values"]),
+            image_grid_thw=torch.from_numpy(feeds["image_grid_thw"]),
+            mm_token_type_ids=(ids == model.config.image_token_id).long(),
+            use_cache=False,
+        ).logits.numpy()
+    for h in hs:
+        h.remove()
+    return out
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["qwen2-vl-tiny", "qwen2.5-vl-tiny"])
+def test_qwen_vl_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    from nneditor.inputs import automatic, detect_inputs
+
+    folder = zoo_artifact(name)
+    with nneditor.open(folder) as doc:
+        specs = detect_inputs(doc).inputs
+        feeds = {s.name: automatic(s) for s in specs}
+        plan = make_plan(doc, feeds, tracer="nneditor.modalities")
+        declared = {k: v.shape for k, v in doc.graph.value_info.items()}
+    # the automatic inputs agree with each other: 16 patches on a 1 x 4 x 4 grid, 4 tokens
+    assert feeds["pixel_values"].shape == (16, 1176)
+    assert feeds["image_grid_thw"].tolist() == [[1, 4, 4]]
+    ids = feeds["input_ids"]
+    assert (ids[0, :4] == 299).all() and (ids[0, 4:] != 299).all()
+    result = TraceRunner().run(plan, approve(plan), tmp_path / "t")
+    assert result.published, result.message + result.log_tail
+    assert all(v["status"] == "captured" for v in result.manifest["values"])
+    ours = {v["name"]: read_value(tmp_path / "t", v) for v in result.manifest["values"]}
+    theirs = _qwen_vl_native(folder, feeds)
+    assert set(theirs) == {n for n in ours if n not in feeds} and len(theirs) == 10
+    seq = ids.shape[1]
+    for n, want in theirs.items():
+        shape = tuple(seq if d == "seq" else d for d in declared[n])
+        assert ours[n].shape == want.shape == shape, (n, want.shape, shape)
+        rel = float(np.abs(ours[n] - want).max() / max(np.abs(want).max(), 1e-30))
+        assert rel < 1e-5, (n, rel)
+    # the merge: the image rows of inputs_embeds are the merged image features
+    np.testing.assert_allclose(ours["inputs_embeds"][0, :4], ours["image_embeds"], rtol=1e-6)
