@@ -179,6 +179,14 @@ EXPECT: dict[str, E] = {
         }
         for name in ("qwen2-vl-tiny", "qwen2.5-vl-tiny")
     },
+    # Qwen3-VL: three vision blocks (two feed DeepStack mergers); the language blocks with
+    # their DeepStack additions form the language model's scope, not a stack of equal blocks
+    "qwen3-vl-tiny": {
+        "format": "huggingface",
+        "blocks": 3,
+        "patterns": {"attention": 5, "embedding": 3, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
     "llava-tiny": {
         "format": "huggingface",
         "blocks": 5,

@@ -137,8 +137,9 @@ def _llava(path: Path) -> None:
 
 
 def _qwen_vl(model_type: str, path: Path) -> None:
-    """Qwen2-VL / Qwen2.5-VL with 14-pixel, 2-frame patches (the real models' patch profile, so
-    automatic inputs get a grid that multiplies out), two vision and two language blocks."""
+    """Qwen2-VL / Qwen2.5-VL (14-pixel, 2-frame patches) and Qwen3-VL (16-pixel), the real
+    models' patch profiles, so automatic inputs get a grid that multiplies out; two (Qwen3-VL:
+    three) vision blocks and two language blocks."""
     import torch
     import transformers as tf
 
@@ -156,6 +157,25 @@ def _qwen_vl(model_type: str, path: Path) -> None:
     if model_type == "qwen2_vl":
         vision |= {"embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2}
         cls, config_cls = tf.Qwen2VLForConditionalGeneration, tf.Qwen2VLConfig
+    elif model_type == "qwen3_vl":  # 16-pixel patches, learned positions, DeepStack mergers
+        text |= {"head_dim": 16}
+        text["rope_scaling"] = {
+            "rope_type": "default",
+            "mrope_section": [2, 3, 3],
+            "mrope_interleaved": True,
+        }
+        vision = {
+            "depth": 3,
+            "num_heads": 4,
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "out_hidden_size": 64,
+            "patch_size": 16,
+            "spatial_merge_size": 2,
+            "num_position_embeddings": 64,
+            "deepstack_visual_indexes": [0, 1],
+        }
+        cls, config_cls = tf.Qwen3VLForConditionalGeneration, tf.Qwen3VLConfig
     else:  # Qwen2.5-VL: windowed attention except in the listed blocks, a SwiGLU MLP
         vision |= {
             "hidden_size": 32,
@@ -187,7 +207,11 @@ def register(generator: Callable[..., Any]) -> None:
     )
     zoo_clip_gguf.register(generator, _clip_vision_model)
     generator("llava-tiny", "transformers save_pretrained", "LLaVA: CLIP vision + Llama")(_llava)
-    for name, model_type in (("qwen2-vl-tiny", "qwen2_vl"), ("qwen2.5-vl-tiny", "qwen2_5_vl")):
+    for name, model_type in (
+        ("qwen2-vl-tiny", "qwen2_vl"),
+        ("qwen2.5-vl-tiny", "qwen2_5_vl"),
+        ("qwen3-vl-tiny", "qwen3_vl"),
+    ):
         generator(name, "transformers save_pretrained", f"{model_type}: vision + Qwen2")(
             lambda path, m=model_type: _qwen_vl(m, path)
         )

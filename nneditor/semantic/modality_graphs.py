@@ -378,10 +378,17 @@ def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None,
     return b.finish(doc, "logits"), ""
 
 
-#: Qwen2-VL / Qwen2.5-VL: the vision input the synthesized graph declares, one 56 x 56 image
-#: (4 x 4 patches of 14 px, 2 frames): 16 patch rows, merged 2 x 2 into 4 image tokens
+#: Qwen2-VL / Qwen2.5-VL / Qwen3-VL: the vision input the synthesized graph declares, one
+#: image of 4 x 4 patches (56 px at 14-pixel patches, 64 px at 16), 2 frames: 16 patch rows,
+#: merged 2 x 2 into 4 image tokens
 QWEN_VL_GRID = (1, 4, 4)
-QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl")
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+#: (name, patch side) of each Qwen-VL generation
+_QWEN_VL = {
+    "qwen2_vl": ("Qwen2-VL", 14),
+    "qwen2_5_vl": ("Qwen2.5-VL", 14),
+    "qwen3_vl": ("Qwen3-VL", 16),
+}
 
 
 def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:
@@ -392,18 +399,23 @@ def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:
 
 
 def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
-    """Qwen2-VL / Qwen2.5-VL: a vision transformer over flattened patches, the patch merger
-    (2 x 2 patches per token, projected to the language model's width), the image/text merge
-    at the image placeholder tokens, the Qwen2 language model with multimodal RoPE, logits."""
+    """Qwen2-VL / Qwen2.5-VL / Qwen3-VL: a vision transformer over flattened patches, the
+    patch merger (2 x 2 patches per token, projected to the language model's width), the
+    image/text merge at the image placeholder tokens, the language model with multimodal RoPE,
+    logits; Qwen3-VL's DeepStack also merges intermediate vision blocks and adds them to the
+    image positions after the first language blocks."""
     vision = config.get("vision_config")
     text = config.get("text_config") or config
     if not isinstance(vision, Mapping) or not isinstance(text, Mapping):
         return None, "config.json lacks vision_config"
-    v2 = config.get("model_type") == "qwen2_vl"
+    model_type = str(config.get("model_type"))
+    v2 = model_type == "qwen2_vl"
+    kind, default_patch = _QWEN_VL[model_type]
     try:
         dv = int(vision["embed_dim"] if v2 else vision["hidden_size"])
         depth = int(vision["depth"])
-        patch, frames = int(vision.get("patch_size", 14)), int(vision.get("temporal_patch_size", 2))
+        patch = int(vision.get("patch_size", default_patch))
+        frames = int(vision.get("temporal_patch_size", 2))
         channels = int(vision.get("in_channels", 3))
         dt, t_layers = int(text["hidden_size"]), int(text["num_hidden_layers"])
         vocab = int(text["vocab_size"])
@@ -411,7 +423,6 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         return None, f"config.json lacks a Qwen-VL size ({exc})"
     t, h, w = QWEN_VL_GRID
     rows, n_image = t * h * w, qwen_vl_image_tokens(config)
-    kind = "Qwen2-VL" if v2 else "Qwen2.5-VL"
     b = Builder(f"{config.get('model_type')} (from config.json)")
     b.input("pixel_values", (rows, channels * frames * patch * patch))
     b.input("image_grid_thw", (1, 3), "int64")
@@ -426,12 +437,12 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         f"Patch embedding: each {frames}-frame {patch} x {patch} patch row projected "
         f"(a 3-D convolution) to width {dv}.",
     )
-    windows = set(vision.get("fullatt_block_indexes") or [])
+    full = set(vision.get("fullatt_block_indexes") or [])
     for i in range(depth):
         what = (
-            "full attention"
-            if v2 or i in windows
-            else f"attention within {vision.get('window_size', 112)}-pixel windows"
+            f"attention within {vision.get('window_size', 112)}-pixel windows"
+            if model_type == "qwen2_5_vl" and i not in full
+            else "full attention"
         )
         x = b.node(
             f"visual/blocks.{i}",
@@ -452,6 +463,18 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         "Patch merger: each 2 x 2 group of patches concatenated, normalised and projected to "
         f"the language model's width {dt} (one row per image token).",
     )
+    stack = [int(k) for k in vision.get("deepstack_visual_indexes") or []]
+    for k, idx in enumerate(stack):
+        b.node(
+            f"visual/deepstack_merger_list.{k}",
+            "PatchMerger",
+            [f"visual.blocks.{idx}"],
+            f"deepstack.{k}",
+            (n_image, dt),
+            "ffn",
+            f"DeepStack merger {k}: the output of vision block {idx} merged like the final one, "
+            f"added to the image positions after language block {k}.",
+        )
     table = [n for n in doc.tensors if n.endswith("embed_tokens.weight")][:1]
     emb = b.node(
         "language_model/embed_tokens",
@@ -482,6 +505,16 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
             f"Language-model block ({kind}): self-attention with multimodal RoPE (time, height "
             "and width positions for image tokens) and a feed-forward.",
         )
+        if i < len(stack):
+            x = b.node(
+                f"language_model/deepstack.{i}",
+                "DeepStackAdd",
+                [x, f"deepstack.{i}", "input_ids"],
+                f"language_model.layers.{i}.deepstack",
+                (1, "seq", dt),
+                "residual",
+                f"DeepStack: vision features of block {stack[i]} added at the image positions.",
+            )
     x = b.node(
         "language_model/norm",
         "RMSNorm",

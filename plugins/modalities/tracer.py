@@ -1,4 +1,4 @@
-"""Whisper, CLIP vision, LLaVA and Qwen2/2.5-VL tracer: transformers' own modules are the
+"""Whisper, CLIP vision, LLaVA and Qwen2/2.5/3-VL tracer: transformers' own modules are the
 runtime.
 
 Built from config.json, weights loaded exactly from safetensors (float32, CPU), one forward
@@ -210,8 +210,8 @@ def _llava(context: TraceContext, folder: Path) -> str:
 
 
 def _qwen_vl(context: TraceContext, folder: Path) -> str:
-    """Qwen2-VL / Qwen2.5-VL: vision blocks, the patch merger, the image/text merge, the
-    language model's blocks and logits; ``mm_token_type_ids`` (1 at image tokens) is derived
+    """Qwen2-VL / Qwen2.5-VL / Qwen3-VL: vision blocks, the patch merger (and Qwen3-VL's
+    DeepStack mergers), the image/text merge, the language model's blocks and logits; ``mm_token_type_ids`` (1 at image tokens) is derived
     from the prompt as the model's processor derives it."""
     import torch
     import transformers as tf
@@ -219,6 +219,7 @@ def _qwen_vl(context: TraceContext, folder: Path) -> str:
     name = {
         "qwen2_vl": "Qwen2VLForConditionalGeneration",
         "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
+        "qwen3_vl": "Qwen3VLForConditionalGeneration",
     }[str(context.document.metadata["config"]["model_type"])]
     model = load_pretrained_exactly(getattr(tf, name), folder)
     inner = model.model
@@ -233,6 +234,18 @@ def _qwen_vl(context: TraceContext, folder: Path) -> str:
         context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
 
     handles.append(lm.register_forward_pre_hook(merged, with_kwargs=True))
+    # Qwen3-VL's DeepStack: each merger's features, and the hidden state after they are added
+    # (what the next block, or the final norm, receives)
+    stack = list(getattr(vis, "deepstack_merger_list", None) or [])
+    handles += _hooks([(m, f"deepstack.{k}") for k, m in enumerate(stack)], context.capture)
+    after = [*lm.layers[1:], lm.norm]
+    for k in range(len(stack)):
+
+        def injected(_m: Any, args: Any, k: int = k) -> None:
+            value = args[0].detach().float().numpy()
+            context.capture(f"language_model.layers.{k}.deepstack", value)
+
+        handles.append(after[k].register_forward_pre_hook(injected))
     ids = _tensor(context, "input_ids").long()
     pixels = _tensor(context, "pixel_values").float()
     grid = _tensor(context, "image_grid_thw").long()
@@ -278,10 +291,11 @@ def trace(context: TraceContext) -> TraceOutcome:
             "llava": _llava,
             "qwen2_vl": _qwen_vl,
             "qwen2_5_vl": _qwen_vl,
+            "qwen3_vl": _qwen_vl,
         }
         if model_type not in runners:
             raise TracePluginError(
-                f"this tracer runs Whisper, CLIP vision, LLaVA and Qwen2/2.5-VL, not {model_type!r}"
+                f"this tracer runs Whisper, CLIP vision, LLaVA and Qwen2/2.5/3-VL, not {model_type!r}"
             )
         context.capture_inputs()
         what = runners[model_type](context, Path(doc.path))

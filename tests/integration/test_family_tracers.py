@@ -392,6 +392,16 @@ def _qwen_vl_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.
             with_kwargs=True,
         )
     )
+    stack = list(getattr(vis, "deepstack_merger_list", None) or [])
+    hs += [m.register_forward_hook(keep(f"deepstack.{k}")) for k, m in enumerate(stack)]
+    for k, m in enumerate([*lm.layers[1:], lm.norm][: len(stack)]):  # after each addition
+        hs.append(
+            m.register_forward_pre_hook(
+                lambda _m, a, k=k: out.__setitem__(
+                    f"language_model.layers.{k}.deepstack", a[0].numpy().copy()
+                )
+            )
+        )
     ids = torch.from_numpy(feeds["input_ids"])
     with torch.no_grad():
         out["logits"] = model(
@@ -407,8 +417,17 @@ def _qwen_vl_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["qwen2-vl-tiny", "qwen2.5-vl-tiny"])
-def test_qwen_vl_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    ("name", "row", "values"),
+    [("qwen2-vl-tiny", 1176, 10), ("qwen2.5-vl-tiny", 1176, 10), ("qwen3-vl-tiny", 1536, 15)],
+)
+def test_qwen_vl_tracer_equals_the_native_forward(
+    name: str,
+    row: int,
+    values: int,
+    zoo_artifact,  # noqa: ANN001
+    tmp_path: Path,
+) -> None:
     from nneditor.inputs import automatic, detect_inputs
 
     folder = zoo_artifact(name)
@@ -418,7 +437,7 @@ def test_qwen_vl_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_p
         plan = make_plan(doc, feeds, tracer="nneditor.modalities")
         declared = {k: v.shape for k, v in doc.graph.value_info.items()}
     # the automatic inputs agree with each other: 16 patches on a 1 x 4 x 4 grid, 4 tokens
-    assert feeds["pixel_values"].shape == (16, 1176)
+    assert feeds["pixel_values"].shape == (16, row)
     assert feeds["image_grid_thw"].tolist() == [[1, 4, 4]]
     ids = feeds["input_ids"]
     assert (ids[0, :4] == 299).all() and (ids[0, 4:] != 299).all()
@@ -427,7 +446,7 @@ def test_qwen_vl_tracer_equals_the_native_forward(name: str, zoo_artifact, tmp_p
     assert all(v["status"] == "captured" for v in result.manifest["values"])
     ours = {v["name"]: read_value(tmp_path / "t", v) for v in result.manifest["values"]}
     theirs = _qwen_vl_native(folder, feeds)
-    assert set(theirs) == {n for n in ours if n not in feeds} and len(theirs) == 10
+    assert set(theirs) == {n for n in ours if n not in feeds} and len(theirs) == values
     seq = ids.shape[1]
     for n, want in theirs.items():
         shape = tuple(seq if d == "seq" else d for d in declared[n])
