@@ -99,3 +99,17 @@ def apply_patch_profile(
         ),
     )
     return [pixel_spec if s is pixels else grid_spec if s is grid else s for s in specs]
+
+
+#: The vision input NNEditor's Qwen2-VL / Qwen2.5-VL / Qwen3-VL graphs declare
+#: (semantic/modality_graphs.py): one image of 4 x 4 patches (56 px at 14-pixel patches, 64 px
+#: at 16), 2 frames: 16 patch rows, merged 2 x 2 into 4 image tokens
+QWEN_VL_GRID = (1, 4, 4)
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+
+
+def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:
+    """Image placeholder tokens of the declared image: patches / (spatial merge size)^2."""
+    merge = int((config.get("vision_config") or {}).get("spatial_merge_size", MERGE))
+    t, h, w = QWEN_VL_GRID
+    return t * h * w // (merge * merge)

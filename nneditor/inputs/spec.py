@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.errors import NNEditorError
-from nneditor.inputs.patches import apply_patch_profile
-from nneditor.semantic.modality_graphs import QWEN_VL_TYPES, qwen_vl_image_tokens
+from nneditor.inputs.patches import QWEN_VL_TYPES, apply_patch_profile, qwen_vl_image_tokens
 
 if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
     from nneditor.model.document import Document

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.inputs.patches import QWEN_VL_TYPES
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
 from nneditor.semantic import modality_graphs
@@ -192,7 +193,7 @@ def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None
         "whisper": modality_graphs.whisper_graph,
         "clip_vision_model": modality_graphs.clip_vision_graph,
         "llava": modality_graphs.llava_graph,
-        **{t: modality_graphs.qwen_vl_graph for t in modality_graphs.QWEN_VL_TYPES},
+        **{t: modality_graphs.qwen_vl_graph for t in QWEN_VL_TYPES},
     }
     build = builders.get(str(config.get("model_type") or ""))
     if build is None:

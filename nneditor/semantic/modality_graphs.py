@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.inputs.patches import QWEN_VL_GRID, qwen_vl_image_tokens
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
 from nneditor.semantic.graph_builder import Builder
@@ -378,24 +379,12 @@ def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None,
     return b.finish(doc, "logits"), ""
 
 
-#: Qwen2-VL / Qwen2.5-VL / Qwen3-VL: the vision input the synthesized graph declares, one
-#: image of 4 x 4 patches (56 px at 14-pixel patches, 64 px at 16), 2 frames: 16 patch rows,
-#: merged 2 x 2 into 4 image tokens
-QWEN_VL_GRID = (1, 4, 4)
-QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 #: (name, patch side) of each Qwen-VL generation
 _QWEN_VL = {
     "qwen2_vl": ("Qwen2-VL", 14),
     "qwen2_5_vl": ("Qwen2.5-VL", 14),
     "qwen3_vl": ("Qwen3-VL", 16),
 }
-
-
-def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:
-    """Image placeholder tokens of the declared image: patches / (spatial merge size)^2."""
-    merge = int((config.get("vision_config") or {}).get("spatial_merge_size", 2))
-    t, h, w = QWEN_VL_GRID
-    return t * h * w // (merge * merge)
 
 
 def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
