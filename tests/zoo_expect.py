@@ -37,6 +37,7 @@ DENSE_DECODERS = (
     "olmo2",
     "phi3",
     "phi2",
+    "gptneox",
 )
 
 EXPECT: dict[str, E] = {

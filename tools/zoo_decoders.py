@@ -164,6 +164,24 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "num_key_value_heads": 4, "partial_rotary_factor": 0.4},
         _SMOL,
     ),
+    # GPT-NeoX as Pythia configures it: attention and feed-forward in parallel, each on its
+    # own LayerNorm, a quarter of each head rotated, fused per-head qkv, exact (erf) GELU
+    "gptneox": (
+        "GPTNeoXConfig",
+        "GPTNeoXForCausalLM",
+        {
+            "hidden_size": 64,
+            "intermediate_size": 256,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "max_position_embeddings": 128,
+            "rotary_pct": 0.25,
+            "hidden_act": "gelu",
+            "use_parallel_residual": True,
+            "tie_word_embeddings": False,
+        },
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",
@@ -243,6 +261,9 @@ def _snapshot(family: str, path: Path) -> None:
     if family in _GPT2_TOKENIZER:  # how Phi-4 names its tokenizer (the converter reads it)
         meta = path / "tokenizer_config.json"
         meta.write_text(json.dumps({**json.loads(meta.read_text()), **_GPT2_TOKENIZER[family]}))
+    if family in _CONFIG_AS_RELEASED:  # keys the released checkpoints carry (and llama.cpp reads)
+        meta = path / "config.json"
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), **_CONFIG_AS_RELEASED[family]}))
 
 
 def _spm_model() -> bytes:
@@ -292,6 +313,9 @@ def _spm_model() -> bytes:
 
 
 _GPT2_TOKENIZER = {"phi3": {"tokenizer_class": "GPT2Tokenizer"}}
+#: Pythia's config.json names the rotated fraction rotary_pct (transformers 5 writes
+#: rope_parameters.partial_rotary_factor only; llama.cpp's converter needs the former)
+_CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}}
 
 
 #: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which
@@ -307,13 +331,35 @@ def _wheel(name: str) -> Path:
     return ensure(name)
 
 
-def convert(snapshot: Path, out: Path, outtype: str = "f32", flags: list[str] = []) -> None:  # noqa: B006
+#: Runs the converter with transformers' AutoConfig refused, so it takes its own fallback and
+#: reads config.json as released: transformers 5 folds GPT-NeoX's rotary_pct into
+#: rope_parameters, and this converter reads rotary_pct (as it did under transformers 4)
+_RAW_CONFIG = """
+import runpy, sys, transformers
+def refused(*args, **kwargs):
+    raise ValueError("config.json is read as released")
+transformers.AutoConfig.from_pretrained = refused
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+_RAW_CONFIG_FAMILIES = {"gptneox"}
+
+
+def convert(
+    snapshot: Path,
+    out: Path,
+    outtype: str = "f32",
+    flags: list[str] = [],  # noqa: B006
+    raw_config: bool = False,
+) -> None:
     """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter."""
     from testdata import ensure
 
     tool = ensure("llama.cpp-convert")
     env = {**os.environ, "PYTHONPATH": str(tool / "gguf-py")}
-    cmd = [sys.executable, str(tool / "convert_hf_to_gguf.py"), str(snapshot)]
+    script = str(tool / "convert_hf_to_gguf.py")
+    runner = [sys.executable, "-c", _RAW_CONFIG, script] if raw_config else [sys.executable, script]
+    cmd = [*runner, str(snapshot)]
     done = subprocess.run(
         [*cmd, *flags, "--outtype", outtype, "--outfile", str(out)],
         cwd=tool,
@@ -336,7 +382,9 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         )
 
         def gguf(path: Path, snap: str = name, f: str = family) -> None:
-            convert(generate(snap, path.parents[2]), path, "f32", _CONVERT_FLAGS.get(f, []))
+            flags = _CONVERT_FLAGS.get(f, [])
+            raw = f in _RAW_CONFIG_FAMILIES
+            convert(generate(snap, path.parents[2]), path, "f32", flags, raw_config=raw)
 
         generator(
             f"{name}.gguf",

@@ -39,6 +39,7 @@ ARCHES = (
     "olmo2",
     "phi3",
     "phi2",
+    "gptneox",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite"}
@@ -94,11 +95,14 @@ class DecoderConfig:
     #: sliding-window layers' own RoPE base, unscaled (Gemma 3); 0: as the full layers
     rope_theta_local: float = 0.0
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
-    activation: str = "silu"  # silu | gelu_tanh
+    activation: str = "silu"  # silu | gelu_tanh | gelu (exact, erf)
     gated: bool = True
     #: attention and feed-forward both read the block's one norm, summed into the residual
     #: (Phi-2)
     parallel: bool = False
+    #: the fused qkv projection's rows are per head [q, k, v] (GPT-NeoX snapshots; llama.cpp's
+    #: converter regroups them as [all q, all k, all v])
+    qkv_per_head: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
     fused_gate_up: bool = False
     embed_scale: float = 1.0
@@ -219,7 +223,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "gpt2":
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
-    if arch in ("stablelm", "starcoder2", "phi2"):
+    if arch in ("stablelm", "starcoder2", "phi2", "gptneox"):
         return _gguf_layer_norm_family(metadata, common)
     eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
@@ -277,10 +281,12 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def _plain_ffn(arch: str) -> dict[str, Any]:
-    """StarCoder2 and Phi-2: an ungated GELU (tanh) feed-forward; Phi-2 runs it in parallel."""
-    if arch not in ("starcoder2", "phi2"):
+    """StarCoder2, Phi-2 and GPT-NeoX: an ungated GELU feed-forward (GPT-NeoX's exact, erf
+    GELU, as Pythia's config names it); Phi-2 and GPT-NeoX run it in parallel."""
+    if arch not in ("starcoder2", "phi2", "gptneox"):
         return {}
-    return {"gated": False, "activation": "gelu_tanh", "parallel": arch == "phi2"}
+    act = "gelu" if arch == "gptneox" else "gelu_tanh"
+    return {"gated": False, "activation": act, "parallel": arch in ("phi2", "gptneox")}
 
 
 def _refuse_longrope(names: Mapping[str, str]) -> None:
@@ -296,7 +302,7 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
     Phi-2 (StarCoder2's parts, partial RoPE, attention and feed-forward in parallel, a biased
     head): LayerNorm with bias and NeoX RoPE, as llama.cpp builds them."""
     arch, head_dim, names = common["arch"], common["head_dim"], common["names"]
-    if metadata.get(f"{arch}.use_parallel_residual"):
+    if arch != "gptneox" and metadata.get(f"{arch}.use_parallel_residual"):
         raise DecoderUnsupported(
             "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
             "which the NumPy decoder does not implement"
@@ -307,6 +313,8 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
             "NumPy decoder does not implement"
         )
     plain = _plain_ffn(arch)
+    if arch == "gptneox":  # Pythia: parallel unless the file says otherwise
+        plain["parallel"] = bool(metadata.get(f"{arch}.use_parallel_residual", True))
     window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
     return DecoderConfig(
         **common,
@@ -430,7 +438,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "phi3")
+            if cfg.arch in ("gpt2", "phi3", "gptneox")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",
@@ -526,7 +534,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     rope = _hf_rope(config)
-    if arch in ("stablelm", "starcoder2", "phi2"):
+    if arch in ("stablelm", "starcoder2", "phi2", "gptneox"):
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
     if arch in ("gemma3", "gemma2"):
@@ -608,7 +616,7 @@ def _hf_layer_norm_family(
 ) -> DecoderConfig:
     """StableLM and StarCoder2 snapshots (see :func:`_gguf_layer_norm_family`)."""
     arch, head_dim = common["arch"], common["head_dim"]
-    if config.get("use_parallel_residual"):
+    if arch != "gptneox" and config.get("use_parallel_residual"):
         raise DecoderUnsupported(
             "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
             "which the NumPy decoder does not implement"
@@ -619,10 +627,20 @@ def _hf_layer_norm_family(
             "decoder does not implement"
         )
     act = str(config.get("hidden_act") or "")
-    want = ("gelu_pytorch_tanh", "gelu_new") if arch in ("starcoder2", "phi2") else ("silu",)
+    want = {
+        "starcoder2": ("gelu_pytorch_tanh", "gelu_new"),
+        "phi2": ("gelu_pytorch_tanh", "gelu_new"),
+        "gptneox": ("gelu", "gelu_new", "gelu_pytorch_tanh"),
+    }.get(arch, ("silu",))
     if act not in want:
         raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want[0]} is)")
     plain = _plain_ffn(arch)
+    if arch == "gptneox":
+        plain |= {
+            "parallel": bool(config.get("use_parallel_residual", True)),
+            "activation": "gelu" if act == "gelu" else "gelu_tanh",
+            "qkv_per_head": True,
+        }
     eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
     return DecoderConfig(
@@ -641,10 +659,11 @@ def _hf_layer_norm_family(
 
 
 def _partial_rotary(config: Mapping[str, Any]) -> float:
-    """The rotated fraction of each head: in rope_parameters (transformers 5) or top level."""
+    """The rotated fraction of each head: in rope_parameters (transformers 5) or top level
+    (GPT-NeoX's older name: rotary_pct)."""
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
-    return float(inner or config.get("partial_rotary_factor") or 1.0)
+    return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
 
 
 def _hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:

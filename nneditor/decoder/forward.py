@@ -125,9 +125,12 @@ def _block(
     if w.has(f"{p}.attn_norm.weight"):
         h = _norm(w, cfg, f"{p}.attn_norm", x)
         emit(f"{p}.attn_norm", h[None])
-    if cfg.parallel:  # Phi-2: x + attention(h) + feed-forward(h)
+    if cfg.parallel:  # Phi-2: x + attention(h) + feed-forward(h); GPT-NeoX: its own norm
         a = _attention(w, cfg, p, h, positions, freq, local, emit)
         emit(f"{p}.attn_output", a[None])
+        if w.has(f"{p}.ffn_norm.weight"):
+            h = _norm(w, cfg, f"{p}.ffn_norm", x)
+            emit(f"{p}.ffn_norm", h[None])
         f = _feed_forward(w, cfg, p, h)
         emit(f"{p}.ffn_output", f[None])
         x = x + a + f
@@ -175,7 +178,13 @@ def _attention(
     seq = h.shape[0]
     hd, heads, kv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
     gate = None
-    if w.has(f"{p}.attn_qkv.weight"):
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    if w.has(f"{p}.attn_qkv.weight") and cfg.qkv_per_head:  # GPT-NeoX: [heads, 3, hd]
+        qkv = _linear(w, p, "attn_qkv", h).reshape(seq, heads, 3, hd)
+        q, k, v = (qkv[:, :, j].reshape(seq, heads * hd) for j in range(3))
+    elif w.has(f"{p}.attn_qkv.weight"):
         qkv = _linear(w, p, "attn_qkv", h)
         q, k, v = np.split(qkv, [heads * hd, heads * hd + kv * hd], axis=-1)
     else:

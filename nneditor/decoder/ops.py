@@ -50,7 +50,23 @@ def gelu_tanh(x: np.ndarray) -> np.ndarray:
     return F32(0.5) * x * (F32(1.0) + np.tanh(c * (x + F32(0.044715) * x * x * x)))
 
 
-ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh}
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function in float64 (numpy has none; scipy is not a core dependency): the
+    Abramowitz-Stegun 7.1.26 form, |error| < 1.5e-7, below float32 resolution at erf's scale."""
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = t * (
+        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+    )
+    return np.sign(x) * (1.0 - poly * np.exp(-z * z))
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU with the error function (torch's default, GPT-NeoX / Pythia)."""
+    return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(F32)
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu}
 
 
 def inv_freq(

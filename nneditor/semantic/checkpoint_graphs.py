@@ -111,7 +111,8 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     hidden = _meta_int(meta, f"{arch}.embedding_length")
     title = f"{arch or 'gguf'} (from GGUF metadata)"
     vocab = _head_rows(doc, top)
-    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab)
+    parallel = bool(meta.get(f"{arch}.use_parallel_residual", arch == "gptneox"))
+    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel)
     used = set(g.initializers)
     unplaced = [n for n in names if n not in used]
     if unplaced:  # listed with the graph's weights, and said: never silently dropped
@@ -135,10 +136,12 @@ def _decoder_graph(
     rows: Callable[[str], int | None] | None = None,
     hidden: int | None = None,
     vocab: int | None = None,
+    parallel: bool = False,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names."""
     b = _Builder(title, rows)
+    b.parallel = parallel
     x = b.embedding(top, arch)
     for i in sorted(blocks):
         x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
@@ -191,6 +194,8 @@ class _Builder:
         self.graph = Graph(name)
         self.weights: list[str] = []
         self.widths: dict[str, int] = {}  # values whose width is not the hidden size
+        #: GPT-NeoX blocks run attention and feed-forward in parallel (the file or config says)
+        self.parallel = False
         self._rows = rows
 
     def rows(self, name: str) -> int | None:
@@ -305,7 +310,7 @@ class _Builder:
             a = self._gated_attention(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
-        if arch == "phi2":
+        if arch == "phi2" or (arch == "gptneox" and self.parallel):
             return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch == "olmo2"
@@ -399,11 +404,24 @@ class _Builder:
         return self.node(f"{s}/ffn", "FeedForward", [h], out, weights, "ffn", text, variant=variant)
 
     def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
-        """Phi-2: the feed-forward reads the same norm as attention; both join the residual."""
-        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_")]
+        """Phi-2: the feed-forward reads the same norm as attention; GPT-NeoX: its own norm of
+        the block input. Both join the residual."""
+        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
         text = (
             "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names)."
         )
+        if "ffn_norm.weight" in t:
+            h = self.node(
+                f"{s}/ffn_norm",
+                "LayerNorm",
+                [x],
+                f"{s}.ffn_norm",
+                [t["ffn_norm.weight"], t.get("ffn_norm.bias", "")],
+                "norm",
+                "Normalization: LayerNorm of the block input for the feed-forward (from tensor "
+                "names).",
+            )
+            text = "Feed-forward, GELU, in parallel with attention (from tensor names)."
         f = self._ffn(s, h, ffn, "GELU", text)
         return self.node(
             s,
@@ -709,7 +727,8 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     hidden = config.get("hidden_size") or config.get("n_embd")
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
-    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), width, vocab)
+    parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
+    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), width, vocab, parallel)
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
     return g

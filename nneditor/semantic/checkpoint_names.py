@@ -26,9 +26,16 @@ HF_ARCH = {
     "olmo3": "olmo2",
     "phi3": "phi3",
     "phi": "phi2",
+    "gpt_neox": "gptneox",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
-BUFFERS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")
+BUFFERS = (
+    ".attn.bias",
+    ".attn.masked_bias",
+    "rotary_emb.inv_freq",
+    ".attention.bias",  # Pythia's own checkpoints
+    ".attention.masked_bias",
+)
 
 
 @functools.cache

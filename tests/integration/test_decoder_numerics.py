@@ -34,7 +34,9 @@ def _ours(path: Path, ids: np.ndarray = IDS) -> dict[str, np.ndarray]:
 
 
 def _layers(model: object) -> list:
-    inner = getattr(model, "model", None) or model.transformer  # type: ignore[attr-defined]
+    inner = (
+        getattr(model, "model", None) or getattr(model, "gpt_neox", None) or model.transformer  # type: ignore[attr-defined]
+    )
     return list(getattr(inner, "layers", None) or inner.h)
 
 
