@@ -38,6 +38,7 @@ DENSE_DECODERS = (
     "phi3",
     "phi2",
     "gptneox",
+    "command-r",
 )
 
 EXPECT: dict[str, E] = {

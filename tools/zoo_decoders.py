@@ -182,6 +182,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Command-R (Cohere): one bias-free LayerNorm feeding attention and SwiGLU in parallel,
+    # adjacent-pair RoPE, tied head, logits scaled by 1/16
+    "command-r": (
+        "CohereConfig",
+        "CohereForCausalLM",
+        {**_COMMON, "logit_scale": 0.0625, "tie_word_embeddings": True},
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",

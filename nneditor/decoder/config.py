@@ -40,6 +40,7 @@ ARCHES = (
     "phi3",
     "phi2",
     "gptneox",
+    "command-r",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite"}
@@ -223,7 +224,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "gpt2":
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
-    if arch in ("stablelm", "starcoder2", "phi2", "gptneox"):
+    if arch in _LAYER_NORM_FAMILIES:
         return _gguf_layer_norm_family(metadata, common)
     eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
@@ -280,6 +281,10 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     )
 
 
+#: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
+_LAYER_NORM_FAMILIES = ("stablelm", "starcoder2", "phi2", "gptneox", "command-r")
+
+
 def _plain_ffn(arch: str) -> dict[str, Any]:
     """StarCoder2, Phi-2 and GPT-NeoX: an ungated GELU feed-forward (GPT-NeoX's exact, erf
     GELU, as Pythia's config names it); Phi-2 and GPT-NeoX run it in parallel."""
@@ -315,13 +320,17 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
     plain = _plain_ffn(arch)
     if arch == "gptneox":  # Pythia: parallel unless the file says otherwise
         plain["parallel"] = bool(metadata.get(f"{arch}.use_parallel_residual", True))
+    if arch == "command-r":  # one LayerNorm, attention and SwiGLU in parallel, scaled logits
+        scale = float(metadata.get(f"{arch}.logit_scale") or 1.0)
+        plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
+    rope_mode = plain.pop("rope", "neox")
     window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
     return DecoderConfig(
         **common,
         **plain,
         norm="layer",
         norm_eps=float(metadata.get(f"{arch}.attention.layer_norm_epsilon") or 1e-5),
-        rope="neox",
+        rope=rope_mode,
         rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
         rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=1 / math.sqrt(head_dim),
@@ -534,7 +543,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     rope = _hf_rope(config)
-    if arch in ("stablelm", "starcoder2", "phi2", "gptneox"):
+    if arch in _LAYER_NORM_FAMILIES:
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
     if arch in ("gemma3", "gemma2"):
@@ -641,6 +650,15 @@ def _hf_layer_norm_family(
             "activation": "gelu" if act == "gelu" else "gelu_tanh",
             "qkv_per_head": True,
         }
+    if arch == "command-r":  # Cohere: rotates adjacent pairs (interleaved), scales its logits
+        if config.get("use_qk_norm"):
+            raise DecoderUnsupported(
+                "this Command-R normalises queries and keys per head (use_qk_norm), which the "
+                "NumPy decoder does not implement"
+            )
+        scale = float(config.get("logit_scale") or 1.0)
+        plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
+    rope_mode = plain.pop("rope", "neox")
     eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
     return DecoderConfig(
@@ -648,7 +666,7 @@ def _hf_layer_norm_family(
         **plain,
         norm="layer",
         norm_eps=float(eps),
-        rope="neox",
+        rope=rope_mode,
         rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],

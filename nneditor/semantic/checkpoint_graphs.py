@@ -28,6 +28,8 @@ from nneditor.model.graph import Graph, Node, ValueInfo
 
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+#: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
+_BIASLESS_LN = frozenset({"command-r"})
 
 
 def open_with_graph(path: str | os.PathLike[str]) -> Document:
@@ -292,7 +294,7 @@ class _Builder:
         self, i: int | str, t: dict[str, str], x: str, arch: str, heads: int | None, kv: int | None
     ) -> str:
         s = f"blk.{i}"
-        norm_op = "LayerNorm" if "attn_norm.bias" in t else "RMSNorm"
+        norm_op = "LayerNorm" if "attn_norm.bias" in t or arch in _BIASLESS_LN else "RMSNorm"
         h = x
         if "attn_norm.weight" in t:
             h = self.node(
@@ -310,7 +312,7 @@ class _Builder:
             a = self._gated_attention(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
-        if arch == "phi2" or (arch == "gptneox" and self.parallel):
+        if arch in ("phi2", "command-r") or (arch == "gptneox" and self.parallel):
             return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch == "olmo2"
@@ -557,7 +559,7 @@ class _Builder:
     def head(self, top: dict[str, str], x: str, arch: str) -> None:
         if "output_norm.weight" not in top and "output.weight" not in top:
             return  # an encoder (BERT): the last block's output is the model's output
-        norm = "LayerNorm" if "output_norm.bias" in top else "RMSNorm"
+        norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
         x = self.node(
             "output_norm",
             norm,

@@ -27,6 +27,7 @@ HF_ARCH = {
     "phi3": "phi3",
     "phi": "phi2",
     "gpt_neox": "gptneox",
+    "cohere": "command-r",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
