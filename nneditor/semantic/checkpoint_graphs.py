@@ -279,13 +279,11 @@ class _Builder:
             )
             x = self.node("token_embd", "Add", [x, types], "inp_embd_types", [])
         if "token_embd_norm.weight" in top:
-            x = self.node(
+            x = self.layer_norm(
                 "token_embd_norm",
-                "LayerNorm",
-                [x],
+                x,
                 "inp_norm",
-                [top["token_embd_norm.weight"], top.get("token_embd_norm.bias", "")],
-                "norm",
+                top,
                 "Normalization: LayerNorm of the summed embeddings (from tensor names).",
             )
         return x
@@ -336,13 +334,11 @@ class _Builder:
             "Residual connection around the mixer.",
         )
         if "attn_output_norm.weight" in t:  # BERT's post-norm: after the residual add
-            x = self.node(
+            x = self.layer_norm(
                 f"{s}/attn_output_norm",
-                "LayerNorm",
-                [x],
+                x,
                 f"{s}.attn_output_norm",
-                [t["attn_output_norm.weight"], t.get("attn_output_norm.bias", "")],
-                "norm",
+                t,
                 "Normalization: LayerNorm after the attention residual (post-norm, from "
                 "tensor names).",
             )
@@ -390,16 +386,22 @@ class _Builder:
         )
         if not post_ln:
             return y
-        return self.node(
+        return self.layer_norm(
             f"{s}/layer_output_norm",
-            "LayerNorm",
-            [y],
+            y,
             f"{s}.output",
-            [t["layer_output_norm.weight"], t.get("layer_output_norm.bias", "")],
-            "norm",
+            t,
             "Normalization: LayerNorm after the feed-forward residual (post-norm, from tensor "
             "names).",
         )
+
+    def layer_norm(self, scope: str, x: str, out: str, t: Mapping[str, str], text: str) -> str:
+        """A LayerNorm node reading ``<key>.weight`` (and ``.bias`` when stored) of ``t``,
+        where the key is the scope's last part (``blk.0/attn_output_norm`` ->
+        ``attn_output_norm``)."""
+        key = scope.rsplit("/", 1)[-1]
+        weights = [t[f"{key}.weight"], t.get(f"{key}.bias", "")]
+        return self.node(scope, "LayerNorm", [x], out, weights, "norm", text)
 
     def _ffn(self, s: str, h: str, weights: list[str], variant: str, text: str) -> str:
         out = f"{s}.ffn_output"
@@ -413,13 +415,11 @@ class _Builder:
             "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names)."
         )
         if "ffn_norm.weight" in t:
-            h = self.node(
+            h = self.layer_norm(
                 f"{s}/ffn_norm",
-                "LayerNorm",
-                [x],
+                x,
                 f"{s}.ffn_norm",
-                [t["ffn_norm.weight"], t.get("ffn_norm.bias", "")],
-                "norm",
+                t,
                 "Normalization: LayerNorm of the block input for the feed-forward (from tensor "
                 "names).",
             )

@@ -18,7 +18,7 @@ also publish the sequence output as ``last_hidden_state``, a graph output of its
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from nneditor.inputs.patches import QWEN_VL_GRID, qwen_vl_image_tokens
@@ -329,52 +329,13 @@ def llava_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None,
         "ffn",
         "Projector from vision features to the language model's width.",
     )
-    table = [n for n in doc.tensors if n.endswith("embed_tokens.weight")][:1]
-    emb = b.node(
-        "language_model/embed_tokens",
-        "Embedding",
-        ["input_ids", *table],
-        "text_embeds",
-        (1, "seq", dt),
-        "embedding",
-        "Token embedding of the prompt.",
-    )
-    x = b.node(
-        "merge",
-        "ImageTextMerge",
-        [emb, proj, "input_ids"],
-        "inputs_embeds",
-        (1, "seq", dt),
-        "embedding",
+    _language_model(
+        b,
+        doc,
+        proj,
+        (dt, t_layers, vocab),
         "The projected image features replace the image placeholder tokens' embeddings.",
-    )
-    for i in range(t_layers):
-        x = b.node(
-            f"language_model/layers.{i}",
-            "DecoderLayer",
-            [x],
-            f"language_model.layers.{i}",
-            (1, "seq", dt),
-            "attention",
-            "Language-model block: self-attention and feed-forward.",
-        )
-    x = b.node(
-        "language_model/norm",
-        "RMSNorm",
-        [x],
-        "language_model.norm",
-        (1, "seq", dt),
-        "norm",
-        "Final norm of the language model.",
-    )
-    b.node(
-        "lm_head",
-        "LMHead",
-        [x],
-        "logits",
-        (1, "seq", vocab),
-        "head",
-        "Output projection to the vocabulary.",
+        "Language-model block: self-attention and feed-forward.",
     )
     return b.finish(doc, "logits"), ""
 
@@ -464,6 +425,46 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
             f"DeepStack merger {k}: the output of vision block {idx} merged like the final one, "
             f"added to the image positions after language block {k}.",
         )
+
+    def deepstack(i: int, x: str) -> str:
+        if i >= len(stack):
+            return x
+        return b.node(
+            f"language_model/deepstack.{i}",
+            "DeepStackAdd",
+            [x, f"deepstack.{i}", "input_ids"],
+            f"language_model.layers.{i}.deepstack",
+            (1, "seq", dt),
+            "residual",
+            f"DeepStack: vision features of block {stack[i]} added at the image positions.",
+        )
+
+    _language_model(
+        b,
+        doc,
+        image,
+        (dt, t_layers, vocab),
+        "The merged image features replace the image placeholder tokens' embeddings.",
+        f"Language-model block ({kind}): self-attention with multimodal RoPE (time, height and "
+        "width positions for image tokens) and a feed-forward.",
+        deepstack,
+    )
+    return b.finish(doc, "logits"), ""
+
+
+def _language_model(
+    b: Builder,
+    doc: Document,
+    image: str,
+    sizes: tuple[int, int, int],
+    merge_text: str,
+    block_text: str,
+    after_block: Callable[[int, str], str] | None = None,
+) -> None:
+    """The language side of a vision-language graph: prompt embedding, the image/text merge,
+    the blocks (``after_block`` may add a node after each), the final norm and the logits.
+    ``sizes``: (width, blocks, vocabulary)."""
+    dt, t_layers, vocab = sizes
     table = [n for n in doc.tensors if n.endswith("embed_tokens.weight")][:1]
     emb = b.node(
         "language_model/embed_tokens",
@@ -481,7 +482,7 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         "inputs_embeds",
         (1, "seq", dt),
         "embedding",
-        "The merged image features replace the image placeholder tokens' embeddings.",
+        merge_text,
     )
     for i in range(t_layers):
         x = b.node(
@@ -491,19 +492,10 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
             f"language_model.layers.{i}",
             (1, "seq", dt),
             "attention",
-            f"Language-model block ({kind}): self-attention with multimodal RoPE (time, height "
-            "and width positions for image tokens) and a feed-forward.",
+            block_text,
         )
-        if i < len(stack):
-            x = b.node(
-                f"language_model/deepstack.{i}",
-                "DeepStackAdd",
-                [x, f"deepstack.{i}", "input_ids"],
-                f"language_model.layers.{i}.deepstack",
-                (1, "seq", dt),
-                "residual",
-                f"DeepStack: vision features of block {stack[i]} added at the image positions.",
-            )
+        if after_block is not None:
+            x = after_block(i, x)
     x = b.node(
         "language_model/norm",
         "RMSNorm",
@@ -522,4 +514,3 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         "head",
         "Output projection to the vocabulary.",
     )
-    return b.finish(doc, "logits"), ""
