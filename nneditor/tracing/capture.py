@@ -147,7 +147,10 @@ class CaptureStore:
         rec = self.records.get(name) or self._register_late(name)
         if not isinstance(value, np.ndarray):
             kind = type(value).__name__
-            return self._drop(rec, f"not captured: a {kind} value (only tensors are stored)")
+            reason = f"not captured: a {kind} value (only tensors are stored)"
+            if rec.get("op_type") == "ZipMap":  # scikit-learn converters' label -> score maps
+                reason += "; ZipMap only pairs its input's scores with labels, and that tensor is captured"
+            return self._drop(rec, reason)
         arr, widened = storable(value)
         rec["dtype"] = str(value.dtype) if widened is None else widened
         rec["shape"] = list(value.shape)
