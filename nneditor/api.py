@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING
 
 from nneditor.jobs.collector import paused_collection
-from nneditor.model.capabilities import Capabilities, Capability
+from nneditor.model.capabilities import Capability
 from nneditor.model.document import Document
 
 if TYPE_CHECKING:
@@ -29,51 +29,36 @@ def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
     from nneditor.semantic.checkpoint_graphs import open_with_graph
 
     doc = open_with_graph(path)
-    if doc.graph is not None and doc.format in ("gguf", "huggingface"):
-        entries = dict(doc.capabilities)
-        entries["trace"] = _checkpoint_trace(doc)
-        doc.capabilities = Capabilities(entries)
-    elif doc.format != "onnx" and not doc.capabilities["trace"].available:
-        _say_what_traces(doc)
+    if doc.format != "onnx" and not doc.capabilities["trace"].available:
+        doc.capabilities = doc.capabilities.replaced(trace=_what_traces(doc))
     return doc
 
 
-def _say_what_traces(doc: Document) -> None:
-    """Formats the built-in tracers do not run: a tracer plugin that does, or the sentence
-    ``nneditor trace`` refuses with."""
+def _what_traces(doc: Document) -> Capability:
+    """What traces an artifact the ONNX tracers do not: the NumPy decoder (a checkpoint with
+    a synthesized graph), else a tracer plugin, else the sentence ``nneditor trace`` refuses
+    with."""
+    refusal = (
+        "this build traces ONNX models, GGUF files and Hugging Face snapshots; a tracer plugin "
+        f"can add {doc.format} artifacts"
+    )
+    if doc.graph is not None and doc.format in ("gguf", "huggingface"):
+        from nneditor.decoder import DecoderUnsupported, decoder_config
+
+        try:
+            cfg = decoder_config(doc)
+        except DecoderUnsupported as exc:
+            refusal = str(exc)
+        except Exception as exc:  # metadata the decoder cannot read: said, the open goes on
+            return Capability(False, f"the NumPy decoder cannot read this checkpoint ({exc})")
+        else:
+            return Capability(True, f"NumPy decoder on CPU: {cfg.describe()}")
     from nneditor.tracing.plugins.compat import compatible_plugins
 
     ids = compatible_plugins(doc, "auto")
-    entries = dict(doc.capabilities)
-    entries["trace"] = (
-        Capability(True, f"with the tracer plugin {', '.join(ids)}")
-        if ids
-        else Capability(
-            False,
-            f"this build traces ONNX models, GGUF files and Hugging Face snapshots; a tracer "
-            f"plugin can add {doc.format} artifacts",
-        )
-    )
-    doc.capabilities = Capabilities(entries)
-
-
-def _checkpoint_trace(doc: Document) -> Capability:
-    """What traces a checkpoint with a graph: the NumPy decoder, a tracer plugin, or why not
-    (the sentence ``nneditor trace`` refuses with)."""
-    from nneditor.decoder import DecoderUnsupported, decoder_config
-
-    try:
-        cfg = decoder_config(doc)
-    except DecoderUnsupported as exc:
-        from nneditor.tracing.plugins.compat import compatible_plugins
-
-        ids = compatible_plugins(doc, "auto")
-        if ids:
-            return Capability(True, f"with the tracer plugin {', '.join(ids)}")
-        return Capability(False, str(exc))
-    except Exception as exc:  # metadata the decoder cannot read: said, the open goes on
-        return Capability(False, f"the NumPy decoder cannot read this checkpoint ({exc})")
-    return Capability(True, f"NumPy decoder on CPU: {cfg.describe()}")
+    if ids:
+        return Capability(True, f"with the tracer plugin {', '.join(ids)}")
+    return Capability(False, refusal)
 
 
 def hierarchy(doc: Document) -> Hierarchy | None:

@@ -47,6 +47,10 @@ class Capabilities(Mapping[str, Capability]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def replaced(self, **entries: Capability) -> Capabilities:
+        """A copy with the named actions' capabilities replaced."""
+        return Capabilities({**self._entries, **entries})
+
     def as_dict(self) -> dict[str, dict[str, object]]:
         return {k: v.as_dict() for k, v in self._entries.items()}
 

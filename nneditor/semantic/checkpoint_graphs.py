@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from nneditor.model.capabilities import Capabilities, Capability
+from nneditor.model.capabilities import Capability
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
 
@@ -56,13 +56,13 @@ def attach_graph(doc: Document) -> bool:
         return False
     doc.graph = graph
     doc.graph_unavailable_reason = ""
-    entries = dict(doc.capabilities)
-    entries["view_graph"] = Capability(
-        True,
-        "synthesized from the checkpoint's architecture metadata and tensor names; "
-        "the file itself stores no topology",
+    doc.capabilities = doc.capabilities.replaced(
+        view_graph=Capability(
+            True,
+            "synthesized from the checkpoint's architecture metadata and tensor names; "
+            "the file itself stores no topology",
+        )
     )
-    doc.capabilities = Capabilities(entries)
     return True
 
 

@@ -39,6 +39,16 @@ def _hooks(pairs: list[tuple[Any, str]], capture: Callable[[str, Any], None]) ->
     return [module.register_forward_hook(make(name)) for module, name in pairs]
 
 
+def _merge_hook(lm: Any, context: TraceContext) -> Any:
+    """Capture ``inputs_embeds``: the language model's input, text embeddings with the image
+    features merged in (a vision-language model's image/text merge)."""
+
+    def merged(_m: Any, _args: Any, kwargs: Any) -> None:
+        context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
+
+    return lm.register_forward_pre_hook(merged, with_kwargs=True)
+
+
 def _tensor(context: TraceContext, name: str) -> Any:
     import torch
 
@@ -187,11 +197,8 @@ def _llava(context: TraceContext, folder: Path) -> str:
     def projector_input(_m: Any, args: Any) -> None:  # the selected image features
         context.capture("image_features", args[0].detach().float().numpy())
 
-    def merged(_m: Any, _args: Any, kwargs: Any) -> None:  # text embeddings with the image in
-        context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
-
     handles.append(inner.multi_modal_projector.register_forward_pre_hook(projector_input))
-    handles.append(lm.register_forward_pre_hook(merged, with_kwargs=True))
+    handles.append(_merge_hook(lm, context))
     ids = _tensor(context, "input_ids").long()
     pixels = _tensor(context, "pixel_values").float()
     count = int((ids == config.image_token_id).sum())
@@ -211,8 +218,9 @@ def _llava(context: TraceContext, folder: Path) -> str:
 
 def _qwen_vl(context: TraceContext, folder: Path) -> str:
     """Qwen2-VL / Qwen2.5-VL / Qwen3-VL: vision blocks, the patch merger (and Qwen3-VL's
-    DeepStack mergers), the image/text merge, the language model's blocks and logits; ``mm_token_type_ids`` (1 at image tokens) is derived
-    from the prompt as the model's processor derives it."""
+    DeepStack mergers), the image/text merge, the language model's blocks and logits;
+    ``mm_token_type_ids`` (1 at image tokens) is derived from the prompt as the model's
+    processor derives it."""
     import torch
     import transformers as tf
 
@@ -229,11 +237,7 @@ def _qwen_vl(context: TraceContext, folder: Path) -> str:
     pairs += [(lm.embed_tokens, "text_embeds"), (lm.norm, "language_model.norm")]
     pairs += [(layer, f"language_model.layers.{i}") for i, layer in enumerate(lm.layers)]
     handles = _hooks(pairs, context.capture)
-
-    def merged(_m: Any, _args: Any, kwargs: Any) -> None:  # text embeddings with the image in
-        context.capture("inputs_embeds", kwargs["inputs_embeds"].detach().float().numpy())
-
-    handles.append(lm.register_forward_pre_hook(merged, with_kwargs=True))
+    handles.append(_merge_hook(lm, context))
     # Qwen3-VL's DeepStack: each merger's features, and the hidden state after they are added
     # (what the next block, or the final norm, receives)
     stack = list(getattr(vis, "deepstack_merger_list", None) or [])
