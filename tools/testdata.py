@@ -232,6 +232,37 @@ ITEMS: dict[str, Item] = {
         check_file="Data/com.apple.CoreML/model.mlmodel",
         what="MediaPipe face mesh as a Core ML neural network in an mlpackage",
     ),
+    "ddddocr-common.onnx": Item(
+        "ddddocr==1.6.1",
+        "ddddocr/common.onnx",
+        "33b5cd351ee94e73a6bf8fa18c415ed8b819b3ffd342e267c30d8ad8334e34e8",
+        what="ddddocr text recognizer: CNN + LSTM over a 64-pixel line of open width, PyTorch 1.9",
+    ),
+    "ddddocr-det.onnx": Item(
+        "ddddocr==1.6.1",
+        "ddddocr/common_det.onnx",
+        "6faa8ea85a8c1a634e5050c4a138fca10f30194e0d7abbe9ade1fcd423af6ed6",
+        what="ddddocr YOLO-style detector (SiLU convolutions, 416 x 416), PyTorch 1.9",
+    ),
+    "ppocr-v6-rec-small.onnx": Item(
+        "rapidocr==3.10.0",
+        "rapidocr/models/PP-OCRv6_rec_small.onnx",
+        "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884",
+        what="PP-OCRv6 recognizer: convolutions and 2 SVTR attention blocks, paddle2onnx "
+        "(135 Identity operators, open width)",
+    ),
+    "ppocr-v6-det-small.onnx": Item(
+        "rapidocr==3.10.0",
+        "rapidocr/models/PP-OCRv6_det_small.onnx",
+        "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f",
+        what="PP-OCRv6 text detector, paddle2onnx, open height and width",
+    ),
+    "resemblyzer.pt": Item(
+        "resemblyzer==0.1.4",
+        "resemblyzer/pretrained.pt",
+        "39373b86598fa3da9fcddee6142382efe09777e8d37dc9c0561f41f0070f134e",
+        what="Resemblyzer speaker encoder: a 3-layer LSTM state dict saved with torch.save",
+    ),
     "llama.cpp-vocab": Item(
         "llama-cpp-python==0.3.36",
         "llama_cpp_python-0.3.36/vendor/llama.cpp/models/",

@@ -136,7 +136,7 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         print(f"provider: {result.provider}; wrote {result.out_dir}/manifest.json")
     if not result.published:
         failed = result.status == "failed" and not result.write_failed
-        hint = input_plan.open_extents_at_one(arrays) if failed else ""
+        hint = input_plan.open_extents_hint(arrays) if failed else ""
         print(f"nneditor: {result.message}" + (f"; {hint}" if hint else ""), file=sys.stderr)
         return EXIT_REFUSED if result.write_failed else EXIT_FAILED
     return 0

@@ -13,13 +13,15 @@ Invariants:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nneditor.errors import NNEditorError
+from nneditor.inputs.extents import image_extents
 from nneditor.inputs.patches import QWEN_VL_TYPES, apply_patch_profile, qwen_vl_image_tokens
 
 if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
@@ -150,32 +152,45 @@ class InputPlan:
     def names(self) -> list[str]:
         return [spec.name for spec in self.inputs]
 
-    def open_extents_at_one(self, arrays: Mapping[str, np.ndarray]) -> str:
-        """A sentence naming the inputs whose open extents (beyond the batch axis) hold 1 in
-        ``arrays``, with the options that set them; "" when there are none. A model that
-        fails on such inputs usually needs a longer sequence or a larger image."""
+    def open_extents_hint(self, arrays: Mapping[str, np.ndarray]) -> str:
+        """A sentence naming the extents the model leaves open (beyond the batch axis) and what
+        ``arrays`` hold there, with the options that set them; "" when there are none. A model
+        that fails on such inputs usually needs a longer sequence or another image size."""
         found: list[str] = []
-        dims: list[str] = []
+        options: list[str] = []
+        at_one = True
         for spec in self.inputs:
             arr = arrays.get(spec.name)
             declared = spec.declared_shape
             if arr is None or declared is None or arr.ndim != len(declared):
                 continue
             for axis, d in enumerate(declared):
-                fixed = isinstance(d, int) and d >= 0
-                if fixed or arr.shape[axis] != 1 or (axis == 0 and arr.ndim > 1):
+                if (isinstance(d, int) and d >= 0) or (axis == 0 and arr.ndim > 1):
                     continue
                 label = repr(d) if isinstance(d, str) and d else "?"
-                found.append(f"{spec.name!r} axis {axis} ({label})")
-                dims.append(
-                    f"--dim {d}=N" if isinstance(d, str) and d else f"--shape {spec.name}=..."
+                size = int(arr.shape[axis])
+                at_one = at_one and size == 1
+                found.append(
+                    f"{spec.name!r} axis {axis} ({label})" + ("" if size == 1 else f" = {size}")
+                )
+                options.append(
+                    f"--dim {d}=N"
+                    if isinstance(d, str) and d
+                    else f"--shape {spec.name}={'x'.join(map(str, arr.shape))}"
                 )
         if not found:
             return ""
+        if at_one:
+            return (
+                f"the inputs hold 1 where the model leaves the extent open ({', '.join(found)}); "
+                "models often need more: generate them again with "
+                f"`nneditor inputs MODEL --auto {' '.join(dict.fromkeys(options))}`"
+            )
         return (
-            f"the inputs hold 1 where the model leaves the extent open ({', '.join(found)}); "
-            "models often need more: generate them again with "
-            f"`nneditor inputs MODEL --auto {' '.join(dict.fromkeys(dims))}`"
+            f"the inputs chose the extents the model leaves open ({', '.join(found)}); the model "
+            "may need other sizes (a text recognizer a fixed height, for example): generate them "
+            f"again with `nneditor inputs MODEL --auto {' '.join(dict.fromkeys(options))}`, "
+            "changing the sizes"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -210,8 +225,12 @@ def detect_inputs(
             f"--shape names {unknown} but the model's inputs are "
             f"{[vi.name for vi in doc.graph.inputs]}"
         )
+    uses = Counter(
+        d for vi in doc.graph.inputs for d in set(vi.shape or ()) if isinstance(d, str) and d
+    )
+    shared = {d for d, n in uses.items() if n > 1}
     specs = [
-        _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name))
+        _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name), shared)
         for vi in doc.graph.inputs
     ]
     if any(s.role == "sample_rate" for s in specs):
@@ -260,6 +279,7 @@ def _spec_for(
     declared: tuple[Dim, ...] | None,
     dims: Mapping[str, int],
     override: tuple[int, ...] | None,
+    shared: Collection[str] = (),
 ) -> InputSpec:
     notes: list[str] = []
     problem = None
@@ -279,7 +299,8 @@ def _spec_for(
             f"input {name!r} declares no shape; set one explicitly (e.g. --shape {name}=1x16)"
         )
     else:
-        shape = _resolve_dims(name, declared, dims, notes)
+        picture = image_extents(declared, dtype, shared, dims, _text_recognizer(doc))
+        shape = _resolve_dims(name, declared, dims, notes, picture)
     role, vocab = _role_for(doc, name, dtype, shape, notes)
     first = _decoder_start(doc, name) if role == "tokens" else None
     if first is not None:
@@ -295,6 +316,12 @@ def _spec_for(
             "per image feature, then random text tokens (a diagnostic prompt)"
         )
     return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem, first, image)
+
+
+def _text_recognizer(doc: Document) -> bool:
+    """A PaddleOCR recognizer: its CTC alphabet in the ``character`` metadata entry."""
+    props = doc.metadata.get("metadata_props") if isinstance(doc.metadata, Mapping) else None
+    return isinstance(props, Mapping) and "character" in props
 
 
 def _image_placeholders(doc: Document) -> tuple[int, int] | None:
@@ -326,7 +353,11 @@ def _decoder_start(doc: Document, name: str) -> int | None:
 
 
 def _resolve_dims(
-    name: str, declared: tuple[Dim, ...], dims: Mapping[str, int], notes: list[str]
+    name: str,
+    declared: tuple[Dim, ...],
+    dims: Mapping[str, int],
+    notes: list[str],
+    image: Mapping[int, tuple[int, str]],
 ) -> tuple[int, ...]:
     out = []
     for axis, d in enumerate(declared):
@@ -335,6 +366,15 @@ def _resolve_dims(
         elif isinstance(d, str) and d in dims:
             out.append(int(dims[d]))
             notes.append(f"dim {d!r} of input {name!r} set to {int(dims[d])} by request")
+        elif axis in image:
+            value, what_it_is = image[axis]
+            what = f"dim {d!r}" if isinstance(d, str) and d else "the unknown extent"
+            how = f"--dim {d}=N" if isinstance(d, str) and d else f"--shape {name}=..."
+            out.append(value)
+            notes.append(
+                f"{what} of input {name!r} (axis {axis}) set to {value}: the {what_it_is} "
+                f"(set it with {how})"
+            )
         elif isinstance(d, str) and d:
             out.append(1)
             notes.append(f"dim {d!r} of input {name!r} (axis {axis}) set to 1")

@@ -57,6 +57,36 @@ def test_checkpoint_equals_torch_load(
     check()
 
 
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """torch.load's nested containers as dotted names (dict keys and list indices)."""
+    if torch.is_tensor(obj):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    if isinstance(obj, (dict, list, tuple)):
+        for key, value in obj.items() if isinstance(obj, dict) else enumerate(obj):
+            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def test_a_training_checkpoint_lists_model_and_optimizer_tensors(
+    realdata: Any, unchanged: Any
+) -> None:
+    """Resemblyzer's legacy pickle nests the model's state beside Adam's moments (keyed by
+    parameter ids): every tensor is listed under its path, with torch.load's bytes."""
+    path: Path = realdata("resemblyzer.pt")
+    check = unchanged(path)
+    expected = _flat(torch.load(path, map_location="cpu", weights_only=True))  # saved on CUDA
+    assert len(expected) == 48 and "model_state.lstm.weight_hh_l2" in expected
+    with registry.open_document(path) as doc:
+        assert doc.metadata["container"] == "legacy"
+        assert sorted(doc.tensors) == sorted(expected)
+        for key, t in expected.items():
+            ref = doc.tensors[key]
+            assert ref.shape == tuple(t.shape), key
+            assert ref.read().tobytes() == raw_bytes(t), key
+    check()
+
+
 def test_torchscript_equals_jit_load(realdata: Any, unchanged: Any) -> None:
     path: Path = realdata("silero_vad.jit")
     check = unchanged(path)

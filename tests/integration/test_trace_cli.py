@@ -177,17 +177,18 @@ def test_a_refused_trace_leaves_no_pre_started_worker(tmp_path, capsys):
 
 
 def test_a_failed_trace_names_open_extents_left_at_one(tmp_path):
-    """A model that cannot run on a 1-pixel image: the failure says which open extents the
-    automatic inputs set to 1 and how to set them; the folder `inputs --out` wrote is accepted."""
+    """A model that cannot run on a 1-sample signal: the failure says which open extents the
+    automatic inputs set to 1 and how to set them; the folder `inputs --out` wrote is accepted.
+    (An image's open height and width get an ordinary picture's size instead: test_inputs_spec.)"""
     graph = helper.make_graph(
         [
-            helper.make_node("Conv", ["images", "w"], ["p"], kernel_shape=[3, 3]),
+            helper.make_node("Conv", ["signal", "w"], ["p"], kernel_shape=[3]),
             helper.make_node("Relu", ["p"], ["y"]),
         ],
         "g",
-        [helper.make_tensor_value_info("images", TensorProto.FLOAT, ["n", 3, "height", "width"])],
+        [helper.make_tensor_value_info("signal", TensorProto.FLOAT, ["n", 3, "length"])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-        [onnx.numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "w")],
+        [onnx.numpy_helper.from_array(np.ones((4, 3, 3), np.float32), "w")],
     )
     path = tmp_path / "pool.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
@@ -197,14 +198,12 @@ def test_a_failed_trace_names_open_extents_left_at_one(tmp_path):
     last = failed.stderr.strip().splitlines()[-1]
     assert last.startswith("nneditor: the trace failed:")
     assert last.endswith(
-        "the inputs hold 1 where the model leaves the extent open ('images' axis 2 ('height'), "
-        "'images' axis 3 ('width')); models often need more: generate them again with "
-        "`nneditor inputs MODEL --auto --dim height=N --dim width=N`"
+        "the inputs hold 1 where the model leaves the extent open ('signal' axis 2 ('length')); "
+        "models often need more: generate them again with "
+        "`nneditor inputs MODEL --auto --dim length=N`"
     )
     assert not (tmp_path / "t").exists()
-    again = run(
-        "inputs", path, "--auto", "--out", tmp_path / "in2", "--dim", "height=8", "--dim", "width=8"
-    )
+    again = run("inputs", path, "--auto", "--out", tmp_path / "in2", "--dim", "length=8")
     assert again.returncode == 0
     ok = run("trace", path, "--inputs", tmp_path / "in2", "--out", tmp_path / "t", "--yes")
     assert ok.returncode == 0, ok.stderr

@@ -339,3 +339,76 @@ def test_a_float_signal_beside_a_sample_rate_is_a_waveform_frame(tmp_path):
         assert not any("'input' at axis 1" in a for a in plan["input"].assumptions)
         assert detect_inputs(doc, dims={"samples": 100})["input"].shape == (1, 100)
         assert detect_inputs(doc, shapes={"input": (2, 7)})["input"].shape == (2, 7)
+
+
+def _images(path, inputs):
+    graph = helper.make_graph(
+        [helper.make_node("Identity", [inputs[0].name], ["y"])],
+        "g",
+        inputs,
+        [_vi("y", TensorProto.FLOAT, None)],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_an_images_open_height_and_width_get_an_ordinary_pictures_size(tmp_path):
+    """PaddleOCR-style [?, 3, ?, ?] -> 224 x 224; a text line [?, 1, 64, ?] -> 256 wide (four
+    times its height, a multiple of 32); NHWC too; a symbol another input shares, one the user
+    sets and a non-float input keep their rule; every choice is stated with its option."""
+    path = _images(
+        tmp_path / "i.onnx",
+        [
+            _vi("det", TensorProto.FLOAT, ["n", 3, "DynamicDimension.1", "DynamicDimension.2"]),
+            _vi("line", TensorProto.FLOAT, ["n", 1, 48, "w"]),
+            _vi("strip", TensorProto.FLOAT, [1, 1, 64, None]),
+            _vi("nhwc", TensorProto.FLOAT, [1, "h2", "w2", 3]),
+            _vi("big", TensorProto.FLOAT, [1, 3, 320, "w3"]),
+            _vi("a", TensorProto.FLOAT, [1, 3, "side", "side2"]),
+            _vi("b", TensorProto.FLOAT, [1, "side"]),
+            _vi("ints", TensorProto.INT64, [1, 3, "h4", "w4"]),
+        ],
+    )
+    plan = _plan(path)
+    assert plan["det"].shape == (1, 3, 224, 224)
+    assert plan["line"].shape == (1, 1, 48, 192)
+    assert plan["strip"].shape == (1, 1, 64, 256)
+    assert plan["nhwc"].shape == (1, 224, 224, 3)
+    assert plan["big"].shape == (1, 3, 320, 320)
+    assert plan["a"].shape == (1, 3, 1, 1)  # 'side' is shared with input b
+    assert plan["b"].shape == (1, 1)
+    assert plan["ints"].shape == (1, 3, 1, 1)
+    assert (
+        "dim 'DynamicDimension.1' of input 'det' (axis 2) set to 224: the height of an ordinary "
+        "image (set it with --dim DynamicDimension.1=N)" in plan.assumptions
+    )
+    assert (
+        "the unknown extent of input 'strip' (axis 3) set to 256: the width of an ordinary image "
+        "(set it with --shape strip=...)" in plan.assumptions
+    )
+    asked = _plan(path, dims={"w": 100, "DynamicDimension.2": 64})
+    assert asked["line"].shape == (1, 1, 48, 100)
+    assert asked["det"].shape == (1, 3, 64, 64)
+
+
+def test_a_paddleocr_recognizer_gets_paddleocrs_text_line_size(tmp_path):
+    """Its CTC alphabet in the `character` metadata marks a PaddleOCR recognizer: an open
+    height and width become PaddleOCR's 48 x 320 (PP-OCRv4's declares both open, yet needs 48);
+    a failed trace's hint names the sizes chosen and the option that changes them."""
+    path = _images(tmp_path / "rec.onnx", [_vi("x", TensorProto.FLOAT, ["n", 3, None, "w"])])
+    model = onnx.load(path)
+    helper.set_model_props(model, {"character": "a\nb\nc"})
+    onnx.save(model, path)
+    plan = _plan(path)
+    assert plan["x"].shape == (1, 3, 48, 320)
+    assert (
+        "dim 'w' of input 'x' (axis 3) set to 320: the width of a PaddleOCR text line (48 x 320) "
+        "(set it with --dim w=N)" in plan.assumptions
+    )
+    hint = plan.open_extents_hint({"x": np.zeros((1, 3, 48, 320), np.float32)})
+    assert hint == (
+        "the inputs chose the extents the model leaves open ('x' axis 2 (?) = 48, 'x' axis 3 "
+        "('w') = 320); the model may need other sizes (a text recognizer a fixed height, for "
+        "example): generate them again with `nneditor inputs MODEL --auto --shape x=1x3x48x320 "
+        "--dim w=N`, changing the sizes"
+    )
