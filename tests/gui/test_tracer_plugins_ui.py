@@ -44,9 +44,12 @@ def test_trace_view_chooses_installs_and_runs_plugins(
         "example.onnx-only" in t for t in labels
     )
     note = choice.note.text()
-    assert "example.onnx-only" in note and "this artifact is a gguf_model (artifact kind)" in note
+    assert "Made for other files than this GGUF file: " in note
+    assert "onnx-only (NumPy decoder) (runs ONNX models)" in note
     onnx_index = next(i for i, t in enumerate(labels) if "onnx-only" in t)
     assert choice.combo.itemData(onnx_index) is None  # not selectable
+    tip = choice.combo.model().item(onnx_index).toolTip()  # the item keeps the whole reason
+    assert tip == "runs onnx_model; this artifact is a gguf_model (artifact kind)"
     choice.combo.setCurrentIndex(choice.combo.findData("example.mine"))
     assert panel.plan is not None, panel.plan_text.toPlainText()
     text = panel.plan_text.toPlainText()

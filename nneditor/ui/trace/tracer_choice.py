@@ -30,6 +30,17 @@ from nneditor.tracing.plugins.manifest import PluginError
 BUILTIN = ""
 
 
+#: artifact kinds as the note names them
+_KIND_TEXT = {
+    "onnx_model": "ONNX model",
+    "gguf_model": "GGUF file",
+    "huggingface_model": "Hugging Face snapshot",
+    "safetensors_model": "safetensors file",
+    "pytorch_model": "PyTorch checkpoint",
+    "stablehlo_model": "StableHLO module",
+}
+
+
 class TracerChoice(QWidget):
     changed = Signal()
 
@@ -104,13 +115,16 @@ class TracerChoice(QWidget):
             self.install_folder(Path(folder))
 
     def _fill(self) -> None:
-        from nneditor.tracing.plugins.compat import incompatibility
+        from nneditor.tracing.plugins.compat import artifact_kind, incompatibility
 
         keep = self.selected()
         self.combo.blockSignals(True)
         self.combo.clear()
         self.combo.addItem("NNEditor's built-in tracers", BUILTIN)
         self.reasons = {}
+        other_kinds: dict[str, tuple[str, ...]] = {}  # plugin name -> the kinds it runs
+        kind_only: set[str] = set()  # labels of the plugins listed in that line
+        kind = artifact_kind(self.doc) if self.doc is not None else ""
         model = self.combo.model()
         for r in self.records:
             m = r.manifest
@@ -121,6 +135,9 @@ class TracerChoice(QWidget):
             self.combo.addItem(label, r.id if not reason else None)
             if reason:
                 self.reasons[label] = reason
+                if m is not None and not r.reason and kind not in m.artifact_kinds:
+                    other_kinds[m.name] = tuple(m.artifact_kinds)
+                    kind_only.add(label)
                 if isinstance(model, QStandardItemModel):
                     item = model.item(self.combo.count() - 1)
                     item.setEnabled(False)
@@ -128,7 +145,17 @@ class TracerChoice(QWidget):
         index = self.combo.findData(keep) if keep else 0
         self.combo.setCurrentIndex(max(index, 0))
         self.combo.blockSignals(False)
-        lines = [f"{label}: cannot be used — {why}" for label, why in self.reasons.items()]
+        lines = [
+            f"{label}: cannot be used — {why}"
+            for label, why in self.reasons.items()
+            if label not in kind_only
+        ]
+        if other_kinds:  # one line for the plugins made for other kinds of files
+            each = "; ".join(
+                f"{name} (runs {', '.join(_KIND_TEXT.get(k, k) + 's' for k in kinds)})"
+                for name, kinds in other_kinds.items()
+            )
+            lines.append(f"Made for other files than this {_KIND_TEXT.get(kind, kind)}: {each}")
         if not self.records:
             lines = ["No tracer plugins found (bundled, per-user or NNEDITOR_TRACE_PLUGIN_PATH)."]
         self.note.setText("\n".join(lines))
