@@ -30,6 +30,7 @@ DENSE_DECODERS = (
     "qwen2",
     "qwen3",
     "gemma3",
+    "gemma",
     "gpt2",
     "granite",
     "stablelm",
@@ -145,6 +146,8 @@ EXPECT: dict[str, E] = {
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
     "minilm.gguf": {"format": "gguf", **_lm(6), "trace": "this GGUF's architecture is bert"},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
+    "decoder-gemma": {"format": "huggingface", **_lm(2)},
+    "decoder-gemma.gguf": {"format": "gguf", **_lm(2)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3.gguf": {"format": "gguf", **_lm(4)},

@@ -155,6 +155,15 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         "sentencepiece",
     ),
+    # Gemma (1): scaled embeddings, (1 + w) RMSNorm before attention and feed-forward, GeGLU,
+    # tied head, no window and no soft-capping; its config says "gelu" as Gemma's releases do
+    # (meaning the tanh approximation); SentencePiece like Gemma 2
+    "gemma": (
+        "GemmaConfig",
+        "GemmaForCausalLM",
+        {**_COMMON, "head_dim": 16, "hidden_act": "gelu"},
+        "sentencepiece",
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

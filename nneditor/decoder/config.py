@@ -31,6 +31,7 @@ ARCHES = (
     "qwen3",
     "gemma3",
     "gemma2",
+    "gemma",
     "gpt2",
     "qwen35",
     "granite",
@@ -209,8 +210,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama, granite, qwen2, qwen3, gemma2, gemma3, gpt2, stablelm and starcoder2 from GGUF metadata
-    (qwen35: qwen35.py)."""
+    """The ARCHES from GGUF metadata (qwen35: qwen35.py)."""
     arch = common["arch"]
     n_layers, hidden, heads = common["n_layers"], common["hidden"], common["n_heads"]
     head_dim = common["head_dim"]
@@ -230,7 +230,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
     theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
     rope = "normal" if arch in _ROPE_NORMAL else "neox"
-    if arch in ("gemma3", "gemma2"):
+    if arch in _GEMMAS:  # Gemma (1) has no window and no caps: those read as absent
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         # llama.cpp: Gemma 3 has every sixth layer global, Gemma 2 every other one; the 27B
         # models (62 and 46 layers) scale by hidden/heads
@@ -281,6 +281,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     )
 
 
+#: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
+_GEMMAS = ("gemma3", "gemma2", "gemma")
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
 _LAYER_NORM_FAMILIES = ("stablelm", "starcoder2", "phi2", "gptneox", "command-r")
 
@@ -528,8 +530,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """llama (and Mistral), granite, qwen2, qwen3, gemma2, gemma3, gpt2, stablelm and starcoder2
-    snapshots (qwen35: qwen35.py)."""
+    """The ARCHES (llama covering Mistral) from snapshots (qwen35: qwen35.py)."""
     arch, n_layers, head_dim = common["arch"], common["n_layers"], common["head_dim"]
     hidden = common["hidden"]
     if arch == "gpt2":
@@ -546,8 +547,10 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if arch in _LAYER_NORM_FAMILIES:
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
-    if arch in ("gemma3", "gemma2"):
+    if arch in _GEMMAS:
         act = str(config.get("hidden_activation") or config.get("hidden_act") or "")
+        if arch == "gemma" and act == "gelu":  # Gemma's releases say gelu, meaning tanh
+            act = "gelu_pytorch_tanh"  # (transformers reads it so)
         if act != "gelu_pytorch_tanh":
             raise DecoderUnsupported(f"Gemma activation {act!r} is not implemented")
         types = list(config.get("layer_types") or [])

@@ -17,6 +17,7 @@ HF_ARCH = {
     "gemma3": "gemma3",
     "gemma3_text": "gemma3",
     "gemma2": "gemma2",
+    "gemma": "gemma",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",

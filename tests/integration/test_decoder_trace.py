@@ -260,3 +260,25 @@ def test_gemma2_gguf_prompt_tokens_equal_sentencepiece(zoo_artifact, tmp_path) -
     with np.load(tmp_path / "t.npz") as npz:
         ids = npz["tokens"][0].tolist()
     assert ids == [model.bos_id(), *model.encode(text)]
+
+
+def test_a_gemma_config_saying_gelu_runs_the_tanh_gelu(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """Gemma's own config.json files say hidden_act "gelu" and mean the tanh approximation
+    (transformers reads it so): the decoder runs such a snapshot exactly as transformers does."""
+    import nneditor
+    from nneditor.decoder import decoder_config, run_forward
+
+    snap = tmp_path / "gemma"
+    shutil.copytree(zoo_artifact("decoder-gemma"), snap)
+    config = json.loads((snap / "config.json").read_text())
+    assert config["model_type"] == "gemma"
+    (snap / "config.json").write_text(json.dumps({**config, "hidden_act": "gelu"}))
+    ids = np.array([[2, 17, 40, 99, 5, 63]])
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        assert cfg.activation == "gelu_tanh"
+        ours = run_forward(doc, cfg, ids, lambda name, value: None)
+    model = tf.AutoModelForCausalLM.from_pretrained(snap, dtype=torch.float32).eval()
+    with torch.no_grad():
+        want = model(torch.tensor(ids)).logits.numpy()
+    np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4)
