@@ -23,7 +23,7 @@ def _lm(blocks: int, **extra: Any) -> E:
 
 
 #: dense decoder families, each a snapshot and its llama.cpp conversion (gemma3: 7 blocks,
-#: the others 2)
+#: smollm3: 4, the others 2)
 DENSE_DECODERS = (
     "llama",
     "llama3-rope",
@@ -31,6 +31,7 @@ DENSE_DECODERS = (
     "qwen3",
     "gemma3",
     "gemma",
+    "smollm3",
     "gpt2",
     "granite",
     "stablelm",
@@ -137,7 +138,7 @@ EXPECT: dict[str, E] = {
     **{
         f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
-            **_lm(7 if family == "gemma3" else 2),
+            **_lm({"gemma3": 7, "smollm3": 4}.get(family, 2)),
         }
         for family in DENSE_DECODERS
         for suffix in ("", ".gguf")
@@ -146,8 +147,6 @@ EXPECT: dict[str, E] = {
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
     "minilm.gguf": {"format": "gguf", **_lm(6), "trace": "this GGUF's architecture is bert"},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
-    "decoder-gemma": {"format": "huggingface", **_lm(2)},
-    "decoder-gemma.gguf": {"format": "gguf", **_lm(2)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3.gguf": {"format": "gguf", **_lm(4)},

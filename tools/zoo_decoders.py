@@ -164,6 +164,21 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "head_dim": 16, "hidden_act": "gelu"},
         "sentencepiece",
     ),
+    # SmolLM3: Llama whose every fourth layer attends without RoPE (NoPE); four layers, so
+    # the last is one
+    "smollm3": (
+        "SmolLM3Config",
+        "SmolLM3ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "tie_word_embeddings": True,
+            "pad_token_id": None,  # its defaults are Llama 3's ids, past this vocabulary
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+        },
+        _SMOL,
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

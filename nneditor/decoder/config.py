@@ -32,6 +32,7 @@ ARCHES = (
     "gemma3",
     "gemma2",
     "gemma",
+    "smollm3",
     "gpt2",
     "qwen35",
     "granite",
@@ -44,7 +45,7 @@ ARCHES = (
     "command-r",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-_ROPE_NORMAL = {"llama", "granite"}
+_ROPE_NORMAL = {"llama", "granite", "smollm3"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -111,6 +112,8 @@ class DecoderConfig:
     attn_scale: float = 0.0
     sliding_window: int = 0
     local_layers: tuple[bool, ...] = ()
+    #: layers without RoPE (SmolLM3's NoPE layers: every fourth); empty: none
+    nope_layers: tuple[bool, ...] = ()
     final_softcap: float = 0.0
     #: Gemma 2: attention scores pass through ``tanh(s / cap) * cap`` before the softmax
     attn_softcap: float = 0.0
@@ -142,6 +145,9 @@ class DecoderConfig:
     def is_local(self, i: int) -> bool:
         return bool(self.local_layers) and self.local_layers[i]
 
+    def is_nope(self, i: int) -> bool:
+        return bool(self.nope_layers) and self.nope_layers[i]
+
     def describe(self) -> str:
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",
@@ -150,6 +156,8 @@ class DecoderConfig:
         ]
         if self.sliding_window:
             bits.append(f"sliding window {self.sliding_window} on local layers")
+        if any(self.nope_layers):
+            bits.append(f"{sum(self.nope_layers)} layers without RoPE")
         if self.layer_kinds:
             n = self.layer_kinds.count("recurrent")
             bits.append(f"{n} Gated DeltaNet and {len(self.layer_kinds) - n} attention layers")
@@ -263,6 +271,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
         extra["local_layers"] = (True,) * n_layers if window else ()
+    if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
+        extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "granite":  # llama.cpp: a zero or absent scale means the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
@@ -605,6 +615,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         phi_window = int(config.get("sliding_window") or 0)
         extra.update(fused_gate_up=True, sliding_window=phi_window)
         extra.update(local_layers=(True,) * n_layers if phi_window else ())
+    if arch == "smollm3":  # no_rope_layers: 1 where the layer rotates
+        interval = int(config.get("no_rope_layer_interval") or 4)
+        uses = config.get("no_rope_layers") or [
+            int((i + 1) % interval != 0) for i in range(n_layers)
+        ]
+        extra.update(nope_layers=tuple(not bool(v) for v in uses))
     if arch == "granite":
         extra = {
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),

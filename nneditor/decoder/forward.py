@@ -81,7 +81,10 @@ def run_forward(
         )
     for i in range(cfg.n_layers):
         local = cfg.is_local(i)
-        x = _block(w, cfg, i, x, positions, freq_local if local else freq_full, local, emit)
+        freq = freq_local if local else freq_full
+        if cfg.is_nope(i):  # SmolLM3's NoPE layers attend without positions
+            freq = np.zeros(0, F32)
+        x = _block(w, cfg, i, x, positions, freq, local, emit)
         step()
     h = _norm(w, cfg, "output_norm", x)
     emit("result_norm", h[None])
@@ -198,7 +201,7 @@ def _attention(
     q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
     k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
     v = v.reshape(seq, kv, hd)
-    if cfg.rope != "none":
+    if cfg.rope != "none" and freq.size:
         q = ops.rope(q, positions, freq, cfg.rope)
         k = ops.rope(k, positions, freq, cfg.rope)
     window = cfg.sliding_window if local else 0

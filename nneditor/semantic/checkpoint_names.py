@@ -18,6 +18,7 @@ HF_ARCH = {
     "gemma3_text": "gemma3",
     "gemma2": "gemma2",
     "gemma": "gemma",
+    "smollm3": "smollm3",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",
