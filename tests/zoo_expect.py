@@ -32,6 +32,7 @@ DENSE_DECODERS = (
     "gemma3",
     "gemma",
     "smollm3",
+    "ernie4_5",
     "gpt2",
     "granite",
     "stablelm",

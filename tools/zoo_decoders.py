@@ -179,6 +179,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # ERNIE 4.5 (dense, as ERNIE-4.5-0.3B): Llama-shaped, but RoPE rotates adjacent pairs in
+    # its own weights too (llama.cpp converts them unpermuted); SentencePiece
+    "ernie4_5": (
+        "Ernie4_5Config",
+        "Ernie4_5ForCausalLM",
+        {**_COMMON, "tie_word_embeddings": True, "use_bias": False},
+        "sentencepiece",
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

@@ -33,6 +33,7 @@ ARCHES = (
     "gemma2",
     "gemma",
     "smollm3",
+    "ernie4_5",
     "gpt2",
     "qwen35",
     "granite",
@@ -45,7 +46,9 @@ ARCHES = (
     "command-r",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-_ROPE_NORMAL = {"llama", "granite", "smollm3"}
+_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5"}
+#: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
+_HF_ROPE_NORMAL = {"ernie4_5"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -631,7 +634,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     return DecoderConfig(
         **common,
         norm_eps=eps,
-        rope="neox",
+        rope="normal" if arch in _HF_ROPE_NORMAL else "neox",
         rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],

@@ -19,6 +19,7 @@ HF_ARCH = {
     "gemma2": "gemma2",
     "gemma": "gemma",
     "smollm3": "smollm3",
+    "ernie4_5": "ernie4_5",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",
