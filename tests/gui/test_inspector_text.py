@@ -26,3 +26,18 @@ def test_long_names_keep_their_distinguishing_tail() -> None:
     assert "characters" not in text  # items inside a list are only shortened
     one = _short("a" * 50 + "TAIL", limit=30)
     assert one.startswith("“aaaaaaaaaa…") and one.endswith("TAIL” (54 characters)")
+
+
+def test_a_gguf_array_read_on_demand_shows_its_first_items_and_length() -> None:
+    """GGUF vocabularies are lazy arrays: the inspector lists their first items and count,
+    never the Python object's repr."""
+    from nneditor.model.document import LazyList
+    from nneditor.ui.panels.inspector_html import _attr_text
+
+    tokens = [f"tok{i}" for i in range(40)]
+    long = LazyList(len(tokens), tokens.__getitem__, "string")
+    text = _attr_text(long)
+    assert text.startswith("<code>[tok0, tok1,") and text.endswith("… (40 items)]</code>")
+    short = LazyList(3, [7, 8, 9].__getitem__, "uint32")
+    assert _attr_text(short) == "<code>[7, 8, 9]</code>"
+    assert "object at" not in text + _attr_text(short)

@@ -20,6 +20,7 @@ from urllib.parse import quote
 import numpy as np
 
 from nneditor.model.capabilities import ACTIONS
+from nneditor.model.document import LazyList
 from nneditor.model.graph import ValueInfo
 from nneditor.semantic.hierarchy import Group
 from nneditor.ui.model_index import ModelIndex, style_category
@@ -191,7 +192,9 @@ def _short(value: Any, limit: int = 80, nested: bool = False) -> str:
         items = list(value.items())
         text = ", ".join(f"{k}: {_short(v, 40, True)}" for k, v in items[:8])
         return "{" + text + (f", … ({len(items)} entries)" if len(items) > 8 else "") + "}"
-    if isinstance(value, (list, tuple)) and len(value) > 16:
+    if isinstance(value, LazyList) and len(value) <= 16:  # a GGUF array read on demand
+        value = list(value)
+    if isinstance(value, (list, tuple, LazyList)) and len(value) > 16:
         shown = ", ".join(_short(v, 32, True) for v in value[:16])
         return f"[{shown}, … ({len(value):,} items)]"
     text = str(value)
@@ -207,7 +210,9 @@ def float_text(value: float) -> str:
 
 
 def _attr_text(value: Any) -> str:
-    if isinstance(value, (dict, str)) or (isinstance(value, (list, tuple)) and len(value) > 16):
+    if isinstance(value, (dict, str, LazyList)) or (
+        isinstance(value, (list, tuple)) and len(value) > 16
+    ):
         return f"<code>{esc(_short(value))}</code>"
     if isinstance(value, bytes):
         try:
