@@ -145,6 +145,15 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    # LFM2: one attention layer among three short convolutions
+    **{
+        f"decoder-lfm2{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 4,
+            "patterns": {"attention": 1, "ffn": 4},
+        }
+        for suffix in ("", ".gguf")
+    },
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
     "minilm.gguf": {"format": "gguf", **_lm(6), "trace": "this GGUF's architecture is bert"},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},

@@ -187,6 +187,20 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "tie_word_embeddings": True, "use_bias": False},
         "sentencepiece",
     ),
+    # LFM2 (Liquid AI): short gated convolutions and attention with per-head q/k norms, its
+    # last norm stored as the embedding norm; the feed-forward width derived as LFM2's config
+    # does (two thirds, rounded up to a multiple of 32 here)
+    "lfm2": (
+        "Lfm2Config",
+        "Lfm2ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "layer_types": ["conv", "conv", "full_attention", "conv"],
+            "block_multiple_of": 32,
+        },
+        _SMOL,
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

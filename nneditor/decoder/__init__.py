@@ -22,14 +22,14 @@ __all__ = ["DecoderConfig", "DecoderUnsupported", "decoder_config", "run_forward
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import qwen35
+    from nneditor.decoder import lfm2, qwen35
     from nneditor.decoder.config import from_gguf, from_hf, gguf_common, hf_common
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
         common = gguf_common(doc.metadata, names)
-        hybrid = common["arch"] == qwen35.ARCH
-        cfg = (qwen35.from_gguf if hybrid else from_gguf)(doc.metadata, common)
+        family = {qwen35.ARCH: qwen35.from_gguf, lfm2.ARCH: lfm2.from_gguf}
+        cfg = family.get(common["arch"], from_gguf)(doc.metadata, common)
     elif doc.format == "huggingface":
         weights = doc.metadata.get("weights") or {}
         if not str(weights.get("layout", "")).startswith("safetensors"):
@@ -40,15 +40,16 @@ def decoder_config(doc: Document) -> DecoderConfig:
             )
         config = doc.metadata.get("config") or {}
         common = hf_common(config, names)
-        hybrid = common["arch"] == qwen35.ARCH
-        cfg = (qwen35.from_hf if hybrid else from_hf)(config, common)
+        hf_family = {qwen35.ARCH: qwen35.from_hf, lfm2.ARCH: lfm2.from_hf}
+        cfg = hf_family.get(common["arch"], from_hf)(config, common)
     else:
         raise DecoderUnsupported(
             f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"
         )
     check_tensors(cfg)
     if cfg.layer_kinds:
-        qwen35.check_layers(cfg, list(cfg.names))
+        needs = lfm2.NEEDS if cfg.arch == lfm2.ARCH else qwen35.NEEDS
+        qwen35.check_layers(cfg, list(cfg.names), needs)
     for name in cfg.names.values():
         reason = getattr(doc.tensors[name].loader, "reason", None)
         if reason:

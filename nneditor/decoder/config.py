@@ -34,6 +34,7 @@ ARCHES = (
     "gemma",
     "smollm3",
     "ernie4_5",
+    "lfm2",
     "gpt2",
     "qwen35",
     "granite",
@@ -201,7 +202,8 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     n_layers = int(num("block_count"))
     hidden = int(num("embedding_length"))
     heads = _first(num("attention.head_count"))
-    kv = _first(metadata.get(f"{arch}.attention.head_count_kv", heads))
+    kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
+    kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
     head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
     vocab = _vocab(metadata, arch)
     scaling = _gguf_scaling(metadata, arch)
@@ -427,6 +429,10 @@ _BLOCK_KEYS = {
     "ssm_beta.weight",
     "ssm_alpha.weight",
     "ssm_out.weight",
+    # LFM2: the short gated convolution
+    "shortconv.in_proj.weight",
+    "shortconv.conv.weight",
+    "shortconv.out_proj.weight",
 }
 _TOP_KEYS = {
     "token_embd.weight",

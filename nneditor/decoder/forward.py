@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, ops
+from nneditor.decoder import hybrid, lfm2, ops
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 
@@ -141,6 +141,8 @@ def _block(
         return x
     if cfg.kind(i) == "recurrent":
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
+    elif cfg.kind(i) == "shortconv":
+        a = lfm2.short_conv(w, cfg, p, h, emit)
     else:
         a = _attention(w, cfg, p, h, positions, freq, local, emit)
     emit(f"{p}.attn_output", a[None])

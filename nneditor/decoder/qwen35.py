@@ -186,14 +186,16 @@ NEEDS = {
 }
 
 
-def check_layers(cfg: DecoderConfig, present: Sequence[str]) -> None:
+def check_layers(
+    cfg: DecoderConfig, present: Sequence[str], needs: Mapping[str, list[str]] | None = None
+) -> None:
     """Each layer holds exactly its kind's tensors: a recurrent weight in an attention layer
     (or the reverse) means the layer pattern was read wrong."""
     have = set(present)
     for i in range(cfg.n_layers):
         kind = cfg.kind(i)
         a = "an" if kind == "attention" else "a"
-        want = {f"blk.{i}.{k}" for k in NEEDS[kind]}
+        want = {f"blk.{i}.{k}" for k in (needs or NEEDS)[kind]}
         missing = sorted(want - have)
         if missing:
             raise DecoderUnsupported(

@@ -55,7 +55,8 @@ class Weights:
         self.bytes_read += ref.nbytes
         if key in self.cfg.transposed:
             return arr.T.copy()
-        if arr.ndim == 3 and key.endswith("ssm_conv1d.weight"):  # torch Conv1d [C, 1, K]
+        if arr.ndim == 3 and key.endswith(("ssm_conv1d.weight", "shortconv.conv.weight")):
+            # torch Conv1d [C, 1, K]
             return arr.reshape(arr.shape[0], arr.shape[-1])
         return arr
 

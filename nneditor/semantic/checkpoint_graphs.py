@@ -144,6 +144,9 @@ def _decoder_graph(
     ``token_embd.weight``) to the checkpoint's own tensor names."""
     b = _Builder(title, rows)
     b.parallel = parallel
+    if arch == "lfm2" and "token_embd_norm.weight" in top:  # LFM2's last norm, so named
+        top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
+        del top["token_embd_norm.weight"]
     x = b.embedding(top, arch)
     for i in sorted(blocks):
         x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
@@ -308,6 +311,8 @@ class _Builder:
             a = self._recurrent_mixer(s, t, h)
         elif arch == "qwen35":
             a = self._gated_attention(s, t, h, heads, kv)
+        elif "shortconv.in_proj.weight" in t:
+            a = self._short_conv(s, t, h)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
         if arch in ("phi2", "command-r") or (arch == "gptneox" and self.parallel):
@@ -549,6 +554,30 @@ class _Builder:
             [t.get("ssm_out.weight", "")],
             "recurrent",
             "Recurrent output projection (from tensor names).",
+        )
+
+    def _short_conv(self, s: str, t: dict[str, str], h: str) -> str:
+        """LFM2's short convolution: the input projection into B, C and x, the causal
+        convolution of B * x, then C times it through the output projection."""
+        scope = f"{s}/shortconv"
+        conv = self.node(
+            scope,
+            "CausalConv1D",
+            [h],
+            f"{s}.shortconv",
+            [t.get("shortconv.in_proj.weight", ""), t.get("shortconv.conv.weight", "")],
+            "conv",
+            "Input projection into B, C and x, then a short causal depthwise convolution over "
+            "time of B * x (from tensor names).",
+        )
+        return self.node(
+            scope,
+            "MatMul",
+            [conv, h],
+            f"{s}.attn_output",
+            [t.get("shortconv.out_proj.weight", "")],
+            "conv",
+            "C gate times the convolution, then the output projection (from tensor names).",
         )
 
     def _rename_last(self, value: str, new: str) -> str:

@@ -20,6 +20,7 @@ HF_ARCH = {
     "gemma": "gemma",
     "smollm3": "smollm3",
     "ernie4_5": "ernie4_5",
+    "lfm2": "lfm2",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",
