@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -48,6 +49,25 @@ VOCABS = [
     "command-r",
     "bert-bge",
 ]
+
+#: pre-tokenizers llama.cpp ships no vocabulary for, applied to llama-bpe's vocabulary renamed
+#: (tools/gguf_pre.py): "llama-bpe+tekken" and so on
+PRE_VARIANTS = ("tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez")
+
+
+def variant_file(folder: Path, name: str, dest: Path) -> Path:
+    """The vocabulary file of ``name`` ("llama-bpe" or "llama-bpe+tekken") under ``folder``,
+    a renamed copy written into ``dest`` for a variant."""
+    from gguf_pre import with_pre
+
+    base, _, pre = name.partition("+")
+    src = folder / f"ggml-vocab-{base}.gguf"
+    return with_pre(src, pre, dest / f"ggml-vocab-{base}-{pre}.gguf") if pre else src
+
+
+def inp_texts(folder: Path, base: str) -> list[str]:
+    raw = (folder / f"ggml-vocab-{base}.gguf.inp").read_bytes().decode("utf-8")
+    return raw.split("\n__ggml_vocab_test__\n")
 
 
 PROMPTS = [
@@ -98,11 +118,19 @@ def main() -> int:
     out: dict[str, object] = {"texts": TEXTS, "llama_cpp_python": "0.3.36", "vocabs": {}}
     files = {v: testdata.ensure("llama.cpp-vocab") / f"ggml-vocab-{v}.gguf" for v in VOCABS}
     files["SmolLM2-135M-Instruct.Q4_1.gguf"] = testdata.ensure("SmolLM2-135M-Instruct.Q4_1.gguf")
+    tmp = Path(tempfile.mkdtemp())
+    folder = testdata.ensure("llama.cpp-vocab")
+    for pre in PRE_VARIANTS:
+        files[f"llama-bpe+{pre}"] = variant_file(folder, f"llama-bpe+{pre}", tmp)
     for name, path in files.items():
         llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
         plain = [llm.tokenize(t.encode(), add_bos=True, special=False) for t in TEXTS]
         special = [llm.tokenize(t.encode(), add_bos=True, special=True) for t in TEXTS]
-        out["vocabs"][name] = {"plain": plain, "special": special}  # type: ignore[index]
+        entry: dict[str, object] = {"plain": plain, "special": special}
+        if "+" in name:  # and llama.cpp's own test texts for the vocabulary
+            texts = inp_texts(folder, name.partition("+")[0])
+            entry["inp"] = [llm.tokenize(t.encode(), add_bos=False, special=False) for t in texts]
+        out["vocabs"][name] = entry  # type: ignore[index]
         print(name, "done")
     dest = Path(__file__).resolve().parents[1] / "tests" / "data" / "llama_cpp_token_refs.json"
     dest.write_text(json.dumps(out, ensure_ascii=False, indent=0) + "\n", encoding="utf-8")

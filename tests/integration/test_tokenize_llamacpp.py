@@ -4,6 +4,7 @@ vocabulary-only GGUFs with ``.inp`` texts and the ids its test-tokenizer-0 produ
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,9 @@ import pytest
 import nneditor
 from nneditor.tokenize import TokenizerError, load_tokenizer
 from nneditor.tokenize.gguf_vocab import gguf_tokenizer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from llama_cpp_refs import PRE_VARIANTS, inp_texts, variant_file  # noqa: E402
 
 EXACT = [
     "gpt-2",
@@ -87,7 +91,7 @@ def _refs() -> dict:  # noqa: ANN202
 @pytest.mark.realdata
 @pytest.mark.parametrize("vocab", list(_refs()["vocabs"]))
 @pytest.mark.parametrize("special", [False, True])
-def test_multilingual_ids_equal_llama_cpp(realdata, vocab: str, special: bool) -> None:  # noqa: ANN001
+def test_multilingual_ids_equal_llama_cpp(realdata, vocab: str, special: bool, tmp_path) -> None:  # noqa: ANN001
     """CJK, Arabic, emoji (incl. ZWJ sequences and flags), combining marks, digit and
     whitespace runs, code and special-token text; ids as llama-cpp-python 0.3.36 returned them
     (tools/llama_cpp_refs.py), BOS/EOS included as the file's flags say."""
@@ -95,10 +99,27 @@ def test_multilingual_ids_equal_llama_cpp(realdata, vocab: str, special: bool) -
     path = (
         realdata(vocab)
         if vocab.endswith(".gguf")
-        else realdata("llama.cpp-vocab") / f"ggml-vocab-{vocab}.gguf"
+        else variant_file(realdata("llama.cpp-vocab"), vocab, tmp_path)
     )
     tok = load_tokenizer(path)
     want = refs["vocabs"][vocab]["special" if special else "plain"]
     got = [tok.encode(t, special=special) for t in refs["texts"]]
     wrong = [(t, g, w) for t, g, w in zip(refs["texts"], got, want, strict=True) if g != w]
+    assert not wrong, wrong[:2]
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("pre", PRE_VARIANTS)
+def test_pre_tokenizers_without_a_llama_cpp_vocabulary_equal_llama_cpp(
+    realdata, pre: str, tmp_path
+) -> None:  # noqa: ANN001
+    """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4 and megrez: llama.cpp
+    ships no vocabulary naming them, so llama-bpe's vocabulary renamed to each was tokenized
+    by llama-cpp-python 0.3.36 on llama.cpp's own 47 test texts (tools/llama_cpp_refs.py)."""
+    folder = realdata("llama.cpp-vocab")
+    tok = load_tokenizer(variant_file(folder, f"llama-bpe+{pre}", tmp_path))
+    want = _refs()["vocabs"][f"llama-bpe+{pre}"]["inp"]
+    texts = inp_texts(folder, "llama-bpe")
+    got = [tok.encoder.encode(t, False) for t in texts]  # no BOS, as captured
+    wrong = [(t, g, w) for t, g, w in zip(texts, got, want, strict=True) if g != w]
     assert not wrong, wrong[:2]
