@@ -48,6 +48,7 @@ VOCABS = [
     "starcoder",
     "command-r",
     "bert-bge",
+    "gemma-4",
 ]
 
 #: pre-tokenizers llama.cpp ships no vocabulary for, applied to llama-bpe's vocabulary renamed

@@ -88,6 +88,13 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         encoder = _Encoder(spm, tokens, types, rstrip)
         add_bos_default = True
         name = "gguf:llama-spm"
+    elif model == "gemma4":
+        merges_md = metadata.get("tokenizer.ggml.merges")
+        if merges_md is None:
+            raise TokenizerError("this Gemma 4 vocabulary has no tokenizer.ggml.merges")
+        encoder = _Encoder(_gemma4_bpe(tokens, _strings(merges_md)), tokens, types, rstrip)
+        add_bos_default = True  # llama.cpp adds BOS for Gemma 4 even when the file says not
+        name = "gguf:gemma4"
     elif model == "bert":
         lower = metadata.get("tokenizer.ggml.normalizer.lowercase")
         wpm = _wpm(tokens, types, True if lower is None else bool(lower))
@@ -97,7 +104,7 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
     else:
         raise TokenizerError(
             f"the GGUF vocabulary kind {model!r} is not supported yet (supported: gpt2 byte-level "
-            "BPE, llama SentencePiece, bert WordPiece); choose a smoke-test --codebook"
+            "BPE, llama SentencePiece, gemma4 BPE, bert WordPiece); choose a smoke-test --codebook"
         )
     add_bos = metadata.get("tokenizer.ggml.add_bos_token")
     add_eos = metadata.get("tokenizer.ggml.add_eos_token")
@@ -107,6 +114,8 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         bos = metadata.get("tokenizer.ggml.cls_token_id") if bos is None else bos
         eos = metadata.get("tokenizer.ggml.seperator_token_id") if eos is None else eos
         add_eos = True if add_eos is None else add_eos
+    if model == "gemma4":  # llama.cpp overrides add_bos_token = false for Gemma 4
+        add_bos = True
     specials = frozenset(int(i) for i in np.flatnonzero(np.isin(types, (_CONTROL, _UNKNOWN))))
     return TextTokenizer(
         name,
@@ -239,6 +248,29 @@ def _spm(tokens: list[str], scores: np.ndarray, types: np.ndarray, space_prefix:
     if space_prefix:
         dec.append(decoders.Strip(" ", 1, 0))
     tok.decoder = decoders.Sequence(dec)
+    return tok
+
+
+def _gemma4_bpe(tokens: list[str], merges: list[str]) -> Any:
+    """llama.cpp's Gemma 4 vocabulary: BPE over raw UTF-8 (no byte-level mapping), spaces
+    written as "▁", merges over each run of non-newlines and each run of newlines (a newline
+    run that is a token is that token), and unknown characters as <0xXX> byte tokens."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    pairs = []
+    for m in merges:
+        cut = m.find(" ", 1)
+        if cut < 0:
+            raise TokenizerError(f"the BPE merge {m!r} has no separating space")
+        pairs.append((m[:cut], m[cut + 1 :]))
+    tok = Tokenizer(
+        models.BPE(vocab=_vocab(tokens), merges=pairs, byte_fallback=True, fuse_unk=False)
+    )
+    tok.normalizer = normalizers.Replace(" ", "▁")
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("[^\\n]+|[\\n]+"), behavior="isolated")
+    tok.decoder = decoders.Sequence(
+        [decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()]
+    )
     return tok
 
 

@@ -30,6 +30,7 @@ EXACT = [
     "mpt",
     "deepseek-coder",
     "bert-bge",
+    "gemma-4",
 ]
 
 
