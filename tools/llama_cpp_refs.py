@@ -49,11 +49,12 @@ VOCABS = [
     "command-r",
     "bert-bge",
     "gemma-4",
+    "deepseek-llm",
 ]
 
 #: pre-tokenizers llama.cpp ships no vocabulary for, applied to llama-bpe's vocabulary renamed
 #: (tools/gguf_pre.py): "llama-bpe+tekken" and so on
-PRE_VARIANTS = ("tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez")
+PRE_VARIANTS = ("tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez", "deepseek-v3")
 
 
 def variant_file(folder: Path, name: str, dest: Path) -> Path:

@@ -46,6 +46,22 @@ _SEED_CODER = (
     + r"|\s+(?!\S)|\s+"
 )
 
+# DeepSeek LLM's letters are listed by range (Latin, Greek, Cyrillic, ... as its tokenizer.json
+# has them); DeepSeek V3 splits CJK and digits first
+_DEEPSEEK_LLM = (
+    "[\r\n]",
+    "\\s?[A-Za-z\xb5\xc0-\xd6\xd8-\xf6\xf8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+",
+    "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+",
+    "\\s+$",
+    "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+",
+    "\\p{N}+",
+)
+_DEEPSEEK_V3 = (
+    "\\p{N}{1,3}",
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+)
+
 
 @dataclass(frozen=True)
 class PreTokenizer:
@@ -71,6 +87,8 @@ _FAMILIES = {
     "tekken": PreTokenizer("tekken", (_TEKKEN,), ignore_merges=True, add_bos=True),
     "gpt-4o": PreTokenizer("gpt-4o", (_GPT4O,)),
     "seed-coder": PreTokenizer("seed-coder", (_SEED_CODER,)),
+    "deepseek-llm": PreTokenizer("deepseek-llm", _DEEPSEEK_LLM),
+    "deepseek-v3": PreTokenizer("deepseek-v3", _DEEPSEEK_V3),
     "deepseek-coder": PreTokenizer(
         "deepseek-coder",
         ("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"),
@@ -107,6 +125,8 @@ _NAMES = {
     "tekken": "tekken",
     **{n: "gpt-4o" for n in ("gpt-4o", "llama4", "kanana2", "talkie")},
     "seed-coder": "seed-coder",
+    "deepseek-llm": "deepseek-llm",
+    **{n: "deepseek-v3" for n in ("deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4")},
     "qwen35": "qwen35",
     "deepseek-coder": "deepseek-coder",
 }

@@ -31,6 +31,7 @@ EXACT = [
     "deepseek-coder",
     "bert-bge",
     "gemma-4",
+    "deepseek-llm",
 ]
 
 
@@ -73,11 +74,12 @@ def test_bos_follows_the_file_and_llama_cpp_defaults(realdata) -> None:  # noqa:
 @pytest.mark.realdata
 @pytest.mark.parametrize(
     ("name", "phrase"),
-    [("nomic-bert-moe", "'t5' is not supported"), ("deepseek-llm", "'deepseek-llm' is not one")],
+    [("nomic-bert-moe", "'t5' is not supported"), ("llama-bpe+kimi-k2", "'kimi-k2' is not one")],
 )
-def test_unsupported_vocabularies_say_so(realdata, name: str, phrase: str) -> None:  # noqa: ANN001
+def test_unsupported_vocabularies_say_so(realdata, name: str, phrase: str, tmp_path) -> None:  # noqa: ANN001
+    """Kimi K2's pre-tokenizer is code in llama.cpp (not a regular expression): refused."""
     with pytest.raises(TokenizerError, match=phrase):
-        load_tokenizer(realdata("llama.cpp-vocab") / f"ggml-vocab-{name}.gguf")
+        load_tokenizer(variant_file(realdata("llama.cpp-vocab"), name, tmp_path))
 
 
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_token_refs.json"
@@ -114,7 +116,7 @@ def test_multilingual_ids_equal_llama_cpp(realdata, vocab: str, special: bool, t
 def test_pre_tokenizers_without_a_llama_cpp_vocabulary_equal_llama_cpp(
     realdata, pre: str, tmp_path
 ) -> None:  # noqa: ANN001
-    """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4 and megrez: llama.cpp
+    """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4, megrez, deepseek-v3: llama.cpp
     ships no vocabulary naming them, so llama-bpe's vocabulary renamed to each was tokenized
     by llama-cpp-python 0.3.36 on llama.cpp's own 47 test texts (tools/llama_cpp_refs.py)."""
     folder = realdata("llama.cpp-vocab")
