@@ -4,6 +4,7 @@ and printing JSON."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -14,6 +15,18 @@ EXIT_USAGE = 2
 
 class CLIError(Exception):
     """A user error in CLI arguments, reported as one line."""
+
+
+def check_destination(out: str | Path) -> Path:
+    """``--out`` as a path whose folder exists (as the export commands require), else the
+    sentence that says so before anything is computed."""
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise CLIError(
+            f"the destination folder {path.parent} does not exist; create it or choose "
+            "another --out"
+        )
+    return path
 
 
 def open_document(path: str) -> Document:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
-from nneditor.cli.common import CLIError, open_document, print_json
+from nneditor.cli.common import CLIError, check_destination, open_document, print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +68,7 @@ def cmd_tensors(args: argparse.Namespace) -> int:
 def cmd_tensor(args: argparse.Namespace) -> int:
     from nneditor.cli.report import npy_compatible
 
-    out = Path(args.out)
+    out = check_destination(args.out)
     if out.suffix != ".npy":
         raise CLIError(f"--out must name a .npy file, got {out.name!r}")
     with open_document(args.path) as doc:

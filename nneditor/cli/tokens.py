@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nneditor.cli.common import CLIError, print_json
+from nneditor.cli.common import CLIError, check_destination, print_json
 from nneditor.tracing.capture_file import CaptureReadError, read_value
 
 
@@ -84,6 +84,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     if args.out:
         if not args.out.endswith(".npz"):
             raise CLIError(f"--out must name a .npz file, got {args.out!r}")
+        check_destination(args.out)
         if note:
             raise CLIError(note + "; nothing written")
         write_token_npz(args.out, name, ids, tok, args.text, args.dtype, args.special)

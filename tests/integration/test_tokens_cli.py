@@ -158,3 +158,18 @@ def test_text_command_errors_are_one_clear_line(tmp_path) -> None:  # noqa: ANN0
     r = ok("tokenize", str(EXAMPLE), "--text", "hi", "--codebook", "bytes")
     assert r["ids"] == [ord("h") % r["vocab_size"], ord("i") % r["vocab_size"]]
     assert r["fidelity"].startswith("not the model's tokenizer")
+
+
+@pytest.mark.realdata
+def test_an_out_file_in_a_missing_folder_is_refused_with_a_sentence(realdata, tmp_path) -> None:  # noqa: ANN001
+    """`tokenize --out` and `tensor --out` say the folder is missing (as the export commands
+    do) instead of failing on their temporary file, and write nothing."""
+    gguf = realdata(SMOL)
+    missing = tmp_path / "not-there"
+    done = run("tokenize", str(gguf), "--text", "Hello", "--out", str(missing / "p.npz"))
+    assert done.returncode == 2
+    want = f"nneditor: the destination folder {missing} does not exist; create it or choose"
+    assert done.stderr.startswith(want), done.stderr
+    done = run("tensor", str(gguf), "output_norm.weight", "--out", str(missing / "w.npy"))
+    assert done.returncode == 2 and done.stderr.startswith(want), done.stderr
+    assert not missing.exists()
