@@ -33,6 +33,7 @@ DENSE_DECODERS = (
     "gemma",
     "smollm3",
     "ernie4_5",
+    "qwen3-yarn",
     "gpt2",
     "granite",
     "stablelm",

@@ -201,6 +201,23 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Qwen3 with YaRN context extension (factor 4 over an original 32 positions, as the
+    # long-context Qwen3 releases configure it): blended frequencies, cos/sin scaled
+    "qwen3-yarn": (
+        "Qwen3Config",
+        "Qwen3ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 10000.0,
+                "factor": 4.0,
+                "original_max_position_embeddings": 32,
+            },
+        },
+        _SMOL,
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

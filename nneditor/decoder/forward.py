@@ -204,8 +204,10 @@ def _attention(
     k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
     v = v.reshape(seq, kv, hd)
     if cfg.rope != "none" and freq.size:
-        q = ops.rope(q, positions, freq, cfg.rope)
-        k = ops.rope(k, positions, freq, cfg.rope)
+        # local layers with their own RoPE base (Gemma 3, OLMo 3) rotate unscaled
+        scale = 1.0 if local and cfg.rope_theta_local else cfg.rope_scaling.attention
+        q = ops.rope(q, positions, freq, cfg.rope, scale)
+        k = ops.rope(k, positions, freq, cfg.rope, scale)
     window = cfg.sliding_window if local else 0
     out = ops.attention(
         q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap

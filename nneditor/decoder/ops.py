@@ -90,17 +90,34 @@ def inv_freq(
         smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
         medium = ~(wavelen < high) & ~(wavelen > low)
         freq = np.where(medium, smoothed, scaled).astype(F32)
+    elif scaling.kind == "yarn":  # blend original and interpolated frequencies per pair
+        pairs = freq.size
+
+        def bound(rotations: float) -> float:
+            turns = scaling.original_context / (rotations * 2 * math.pi)
+            return dim * math.log(turns) / (2 * math.log(theta))
+
+        low = max(math.floor(bound(scaling.beta_fast)), 0)
+        high = min(math.ceil(bound(scaling.beta_slow)), dim - 1)
+        ramp = np.clip((np.arange(pairs, dtype=F32) - low) / max(high - low, 0.001), 0, 1)
+        keep = (1 - ramp) * F32(scaling.ext_factor)  # the original frequency's share
+        freq = ((freq / F32(scaling.factor)) * (1 - keep) + freq * keep).astype(F32)
     return freq
 
 
-def rope(x: np.ndarray, positions: np.ndarray, freq: np.ndarray, mode: str) -> np.ndarray:
+def rope(
+    x: np.ndarray, positions: np.ndarray, freq: np.ndarray, mode: str, scale: float = 1.0
+) -> np.ndarray:
     """Rotate the first ``2 * len(freq)`` features of every head of ``x`` [seq, heads, dim].
 
     "neox" rotates the two halves (transformers' rotate_half); "normal" rotates adjacent
-    pairs (ggml's default RoPE, which llama.cpp pairs with permuted Llama weights)."""
+    pairs (ggml's default RoPE, which llama.cpp pairs with permuted Llama weights). ``scale``
+    multiplies cos and sin (YaRN's attention factor)."""
     angles = positions.astype(F32)[:, None] * freq[None, :]  # [seq, dim/2]
     cos = np.cos(angles)[:, None, :]
     sin = np.sin(angles)[:, None, :]
+    if scale != 1.0:
+        cos, sin = cos * F32(scale), sin * F32(scale)
     n = freq.size * 2
     rot, rest = x[..., :n], x[..., n:]
     if mode == "neox":
