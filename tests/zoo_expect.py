@@ -34,6 +34,7 @@ DENSE_DECODERS = (
     "smollm3",
     "ernie4_5",
     "qwen3-yarn",
+    "ministral3",
     "gpt2",
     "granite",
     "stablelm",

@@ -218,6 +218,30 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Ministral 3: Llama with YaRN (mscale = mscale_all_dim = 1, as released) and Llama 4's
+    # attention temperature, here over an original context of 8 so that the tests' positions
+    # 8-11 are warmed (log 2 x 0.1)
+    "ministral3": (
+        "Ministral3Config",
+        "Ministral3ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "tie_word_embeddings": False,
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 10000.0,
+                "factor": 4.0,
+                "original_max_position_embeddings": 8,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "mscale": 1.0,
+                "mscale_all_dim": 1.0,
+                "llama_4_scaling_beta": 0.1,
+            },
+        },
+        _SMOL,
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

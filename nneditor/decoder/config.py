@@ -35,6 +35,7 @@ ARCHES = (
     "smollm3",
     "ernie4_5",
     "lfm2",
+    "mistral3",
     "gpt2",
     "qwen35",
     "granite",
@@ -47,7 +48,7 @@ ARCHES = (
     "command-r",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5"}
+_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3"}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 _HF_ROPE_NORMAL = {"ernie4_5"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
@@ -129,6 +130,10 @@ class DecoderConfig:
     local_layers: tuple[bool, ...] = ()
     #: layers without RoPE (SmolLM3's NoPE layers: every fourth); empty: none
     nope_layers: tuple[bool, ...] = ()
+    #: Llama 4's attention temperature (Ministral 3): queries at position p are scaled by
+    #: ``1 + attn_temp_scale * log(1 + floor(p / attn_temp_floor))``; 0: none
+    attn_temp_scale: float = 0.0
+    attn_temp_floor: int = 0
     final_softcap: float = 0.0
     #: Gemma 2: attention scores pass through ``tanh(s / cap) * cap`` before the softmax
     attn_softcap: float = 0.0
@@ -287,6 +292,12 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
         extra["local_layers"] = (True,) * n_layers if window else ()
+    if arch == "mistral3":  # Ministral 3: the temperature counts in original contexts
+        temp = float(metadata.get(f"{arch}.attention.temperature_scale") or 0.0)
+        floor = common["rope_scaling"].original_context
+        if temp and common["rope_scaling"].kind != "yarn":
+            raise DecoderUnsupported("attention temperature without YaRN's original context")
+        extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "granite":  # llama.cpp: a zero or absent scale means the default
@@ -655,6 +666,15 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         phi_window = int(config.get("sliding_window") or 0)
         extra.update(fused_gate_up=True, sliding_window=phi_window)
         extra.update(local_layers=(True,) * n_layers if phi_window else ())
+    if arch == "mistral3":  # Ministral 3: Llama 4's attention temperature
+        params = config.get("rope_parameters") or {}
+        temp = float(params.get("llama_4_scaling_beta") or 0.0)
+        floor = int(params.get("original_max_position_embeddings") or 0)
+        if temp and not floor:
+            raise DecoderUnsupported(
+                "attention temperature without original_max_position_embeddings"
+            )
+        extra.update(attn_temp_scale=temp, attn_temp_floor=floor if temp else 0)
     if arch == "smollm3":  # no_rope_layers: 1 where the layer rotates
         interval = int(config.get("no_rope_layer_interval") or 4)
         uses = config.get("no_rope_layers") or [

@@ -208,6 +208,10 @@ def _attention(
         scale = 1.0 if local and cfg.rope_theta_local else cfg.rope_scaling.attention
         q = ops.rope(q, positions, freq, cfg.rope, scale)
         k = ops.rope(k, positions, freq, cfg.rope, scale)
+    if cfg.attn_temp_scale:  # Ministral 3: queries warm up past each original context
+        steps = np.floor(positions / cfg.attn_temp_floor).astype(F32)
+        temperature = F32(1) + F32(cfg.attn_temp_scale) * np.log1p(steps).astype(F32)
+        q = (q * temperature[:, None, None]).astype(F32)
     window = cfg.sliding_window if local else 0
     out = ops.attention(
         q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap

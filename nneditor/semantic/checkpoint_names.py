@@ -21,6 +21,7 @@ HF_ARCH = {
     "smollm3": "smollm3",
     "ernie4_5": "ernie4_5",
     "lfm2": "lfm2",
+    "ministral3": "mistral3",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",
