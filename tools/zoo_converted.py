@@ -1,5 +1,5 @@
 """ONNX models as the converters and optimizers in the wild rewrite them: ONNX Runtime's
-quantizers (QDQ and QOperator static, dynamic int8), its float16 converter, and scikit-learn
+quantizers (QDQ and QOperator static, dynamic int8, 4-bit MatMulNBits), its float16 converter, and scikit-learn
 models converted by skl2onnx (tree ensembles and pipelines in the ``ai.onnx.ml`` domain, with
 a ZipMap output that is a sequence of maps, not a tensor).
 
@@ -65,6 +65,21 @@ def _dynamic(path: Path) -> None:
     quantize_dynamic(_source("bert.onnx"), str(path), weight_type=QuantType.QInt8)
 
 
+def _int4(path: Path) -> None:
+    """ONNX Runtime's weight-only 4-bit quantizer (MatMulNBits, as onnxruntime-genai's models
+    carry); it also re-sorts the graph topologically, moving the rotary embedding's operators
+    in among the first block's."""
+    import logging
+
+    import onnx
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    logging.getLogger("onnxruntime.quantization.matmul_nbits_quantizer").setLevel(logging.WARNING)
+    quantizer = MatMulNBitsQuantizer(onnx.load(_source("llama.onnx")), block_size=32)
+    quantizer.process()
+    quantizer.model.save_model_to_file(str(path), False)
+
+
 def _float16(path: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -107,6 +122,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
     generator("bert-int8-dynamic.onnx", f"{ort} quantize_dynamic", "BERT, dynamic int8 MatMul")(
         _dynamic
     )
+    generator(
+        "llama-int4.onnx",
+        f"{ort} MatMulNBitsQuantizer",
+        "Llama with 4-bit MatMulNBits weights (com.microsoft), topologically re-sorted",
+    )(_int4)
     generator(
         "cls-fp16.onnx",
         "onnxruntime.transformers.float16",

@@ -265,7 +265,10 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
 
     ``layers.0 … layers.N`` (and the calls of one shared module) run back to back; Keras'
     numbered names (``conv2d_1``, ``activation_1``, ``conv2d_2`` …) are different layers that
-    interleave, so they are no stack. Operators of the parent itself may sit between blocks.
+    interleave, so they are no stack. Operators of the parent itself may sit between blocks,
+    and a few of its other children's: a topological re-sort (ONNX Runtime's quantizers and
+    optimizers write one) moves a shared computation, such as the rotary embedding's, to just
+    before the first block operator that reads it.
     """
     out: dict[str, list[ScopeNode]] = {}
     for prefix, kids in stack_children(trie).items():
@@ -274,14 +277,20 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
         if not inside or not _alike(kids, ix):
             continue
         lo, hi = min(inside), max(inside)
-        if not any(
-            lo < i < hi and ix.op(i) not in IGNORED_OPS
+        between = sum(
+            1
             for c in trie.children.values()
             if id(c) not in ids
             for i in c.all_nodes()
-        ):
+            if lo < i < hi and ix.op(i) not in IGNORED_OPS
+        )
+        if between <= _INTERLEAVED_SHARE * len(inside):
             out[prefix] = kids
     return out
+
+
+#: operators of other scopes that may sit among a stack's, as a share of the stack's own
+_INTERLEAVED_SHARE = 0.05
 
 
 def _alike(kids: list[ScopeNode], ix: GraphIndex) -> bool:
