@@ -137,6 +137,7 @@ EXPECT: dict[str, E] = {
     "bert-int8-dynamic.onnx": {"format": "onnx", **_lm(2)},
     # ONNX Runtime's re-sort puts rotary-embedding operators among the first block's
     "llama-int4.onnx": {"format": "onnx", **_lm(2)},
+    "gpt2-ort-optimized.onnx": {"format": "onnx", **_lm(2)},
     "sklearn-forest.onnx": {"format": "onnx", "tensors": 0},
     "sklearn-pipeline.onnx": {"format": "onnx", "tensors": 0},
     # decoder families: transformers snapshots and llama.cpp's conversions of them

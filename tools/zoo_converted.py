@@ -1,5 +1,5 @@
 """ONNX models as the converters and optimizers in the wild rewrite them: ONNX Runtime's
-quantizers (QDQ and QOperator static, dynamic int8, 4-bit MatMulNBits), its float16 converter, and scikit-learn
+quantizers (QDQ and QOperator static, dynamic int8, 4-bit MatMulNBits), its float16 converter, a session's saved optimized graph, and scikit-learn
 models converted by skl2onnx (tree ensembles and pipelines in the ``ai.onnx.ml`` domain, with
 a ZipMap output that is a sequence of maps, not a tensor).
 
@@ -80,6 +80,18 @@ def _int4(path: Path) -> None:
     quantizer.model.save_model_to_file(str(path), False)
 
 
+def _ort_optimized(source: str, path: Path) -> None:
+    """The model as an ONNX Runtime session saves it after its extended graph optimizations
+    (com.microsoft FusedMatMul, SkipLayerNormalization, FastGelu; portable across CPUs, unlike
+    the NCHWc layouts of the highest level)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(path)
+    ort.InferenceSession(_source(source), options, providers=["CPUExecutionProvider"])
+
+
 def _float16(path: Path) -> None:
     import onnx
     from onnxruntime.transformers.float16 import convert_float_to_float16
@@ -127,6 +139,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         f"{ort} MatMulNBitsQuantizer",
         "Llama with 4-bit MatMulNBits weights (com.microsoft), topologically re-sorted",
     )(_int4)
+    generator(
+        "gpt2-ort-optimized.onnx",
+        "onnxruntime SessionOptions.optimized_model_filepath (extended)",
+        "GPT-2 with ONNX Runtime's fused operators (FusedMatMul attention scores, FastGelu)",
+    )(lambda path: _ort_optimized("gpt2.onnx", path))
     generator(
         "cls-fp16.onnx",
         "onnxruntime.transformers.float16",

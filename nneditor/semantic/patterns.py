@@ -221,8 +221,13 @@ def _walk_back(
     return None, path
 
 
+#: activation-by-activation products around an attention Softmax (ONNX Runtime's optimizer
+#: folds the transpose and the scale into com.microsoft FusedMatMul)
+_PRODUCTS = {"MatMul", "Einsum", "FusedMatMul"}
+
+
 def _unfused_attention(ix: GraphIndex, s: int) -> Pattern | None:
-    scores, score_path = _walk_back(ix, s, SCORE_PATH, {"MatMul", "Einsum"}, 6)
+    scores, score_path = _walk_back(ix, s, SCORE_PATH, _PRODUCTS, 6)
     if scores is None or any(ix.is_weight(n) for n in ix.nodes[scores].inputs if n):
         return None
     # forward to probs @ V
@@ -230,7 +235,7 @@ def _unfused_attention(ix: GraphIndex, s: int) -> Pattern | None:
     ctx = None
     for _ in range(4):
         kids = ix.children(cur)
-        ctx = next((k for k in kids if ix.op(k) in ("MatMul", "Einsum")), None)
+        ctx = next((k for k in kids if ix.op(k) in _PRODUCTS), None)
         if ctx is not None:
             break
         # PyTorch's SDPA guards fully masked rows: Where(IsNaN(p), 0, p)
