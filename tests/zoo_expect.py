@@ -116,6 +116,14 @@ EXPECT: dict[str, E] = {
     "t5.onnx": {"format": "onnx", "blocks": 4, "patterns": {"attention": 6, "ffn": 4}},
     "vit.onnx": {"format": "onnx", **_lm(2)},
     "whisper.onnx": {"format": "onnx", "blocks": 4, "patterns": {"attention": 6, "conv": 2}},
+    # counts from the configs: one block per stage (Swin, ConvNeXt, SegFormer), BART's two
+    # encoder and two decoder layers (self- and cross-attention in each decoder layer)
+    "swin.onnx": {"format": "onnx", "patterns": {"attention": 2, "ffn": 2}},
+    "convnext.onnx": {"format": "onnx", "patterns": {"conv": 4, "ffn": 2}},
+    "segformer.onnx": {"format": "onnx", "patterns": {"attention": 2, "conv": 6}},
+    # a raw waveform of open length: one second by its name (inputs/spec.py), no dims given
+    "wav2vec2.onnx": {"format": "onnx", "patterns": {"attention": 2, "ffn": 2, "conv": 3}},
+    "bart.onnx": {"format": "onnx", "patterns": {"attention": 6, "ffn": 4}},
     "bert_traced.pt": {"format": "torchscript", "graph": False},
     "vit.pt2": {"format": "pt2", "blocks": 2},
     "cnn_legacy.pth": {"format": "pytorch", "graph": False},

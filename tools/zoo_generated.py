@@ -503,6 +503,10 @@ import zoo_converted  # noqa: E402 - ONNX as quantizers, float16 and skl2onnx re
 
 zoo_converted.register(generator, generate)
 
+import zoo_exports  # noqa: E402 - more architectures through torch.onnx.export
+
+zoo_exports.register(generator)
+
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(Path(__file__).parent))

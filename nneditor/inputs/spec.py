@@ -235,6 +235,13 @@ def detect_inputs(
     ]
     if any(s.role == "sample_rate" for s in specs):
         specs = [_as_waveform(s, dims, shapes) for s in specs]
+    else:
+        specs = [
+            _as_waveform(s, dims, shapes, NAMED_WAVEFORM_SAMPLES, "its name says so")
+            if _WAVEFORM_NAME.search(s.name)
+            else s
+            for s in specs
+        ]
     specs = apply_patch_profile(specs, dims, shapes)
     return InputPlan(str(doc.path), specs)
 
@@ -244,11 +251,25 @@ def detect_inputs(
 WAVEFORM_SAMPLES = 512
 
 
+#: samples of a waveform input named as one (wav2vec2's input_values) whose length is open:
+#: one second at 16 kHz, what speech encoders are exported with
+NAMED_WAVEFORM_SAMPLES = 16000
+_WAVEFORM_NAME = re.compile(
+    r"(^|[_./:])(input_values|waveforms?|wav|audio|speech|pcm|audio_signal)$", re.IGNORECASE
+)
+
+
 def _as_waveform(
-    spec: InputSpec, dims: Mapping[str, int], shapes: Mapping[str, tuple[int, ...]]
+    spec: InputSpec,
+    dims: Mapping[str, int],
+    shapes: Mapping[str, tuple[int, ...]],
+    samples: int = WAVEFORM_SAMPLES,
+    why: str = "the model also takes a sample rate",
 ) -> InputSpec:
     """Beside a sample-rate input, a float [batch, samples] input with an open length is audio:
-    its length becomes one frame instead of a single sample (which no audio model accepts)."""
+    its length becomes one frame instead of a single sample (which no audio model accepts).
+    An input named as a waveform (``input_values``, ``waveform``, ``audio``...) gets one second
+    (:data:`NAMED_WAVEFORM_SAMPLES`)."""
     declared = spec.declared_shape
     if (
         spec.role != "generic"
@@ -262,11 +283,9 @@ def _as_waveform(
     ):
         return spec
     notes = [n for n in spec.assumptions if f"input {spec.name!r}" not in n or "axis 1" not in n]
-    notes.append(
-        f"input {spec.name!r} is a waveform (the model also takes a sample rate): "
-        f"{WAVEFORM_SAMPLES} samples (32 ms at {DEFAULT_SAMPLE_RATE} Hz)"
-    )
-    shape = (spec.shape[0], WAVEFORM_SAMPLES)
+    span = f"{samples * 1000 // DEFAULT_SAMPLE_RATE} ms at {DEFAULT_SAMPLE_RATE} Hz"
+    notes.append(f"input {spec.name!r} is a waveform ({why}): {samples} samples ({span})")
+    shape = (spec.shape[0], samples)
     return InputSpec(
         spec.name, spec.dtype, declared, shape, "waveform", None, tuple(notes), spec.problem
     )

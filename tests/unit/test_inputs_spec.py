@@ -412,3 +412,23 @@ def test_a_paddleocr_recognizer_gets_paddleocrs_text_line_size(tmp_path):
         "example): generate them again with `nneditor inputs MODEL --auto --shape x=1x3x48x320 "
         "--dim w=N`, changing the sizes"
     )
+
+
+def test_an_input_named_as_a_waveform_gets_one_second(tmp_path):
+    """wav2vec2's input_values [batch, samples] with an open length: 16000 samples (1 s at
+    16 kHz), not 1; a name that says nothing, or a length the user sets, keeps its rule."""
+    path = _images(
+        tmp_path / "a.onnx",
+        [
+            _vi("input_values", TensorProto.FLOAT, ["batch", "samples"]),
+            _vi("features", TensorProto.FLOAT, ["batch", "frames"]),
+        ],
+    )
+    plan = _plan(path)
+    assert plan["input_values"].shape == (1, 16000) and plan["input_values"].role == "waveform"
+    assert (
+        "input 'input_values' is a waveform (its name says so): 16000 samples (1000 ms at "
+        "16000 Hz)" in plan.assumptions
+    )
+    assert plan["features"].shape == (1, 1)
+    assert _plan(path, dims={"samples": 400})["input_values"].shape == (1, 400)
