@@ -120,7 +120,7 @@ EXPECT: dict[str, E] = {
     # encoder and two decoder layers (self- and cross-attention in each decoder layer)
     "swin.onnx": {"format": "onnx", "patterns": {"attention": 2, "ffn": 2}},
     "convnext.onnx": {"format": "onnx", "patterns": {"conv": 4, "ffn": 2}},
-    "segformer.onnx": {"format": "onnx", "patterns": {"attention": 2, "conv": 6}},
+    "segformer.onnx": {"format": "onnx", "patterns": {"attention": 2, "conv": 6, "ffn": 2}},
     # a raw waveform of open length: one second by its name (inputs/spec.py), no dims given
     "wav2vec2.onnx": {"format": "onnx", "patterns": {"attention": 2, "ffn": 2, "conv": 3}},
     "bart.onnx": {"format": "onnx", "patterns": {"attention": 6, "ffn": 4}},

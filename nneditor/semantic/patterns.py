@@ -424,7 +424,11 @@ def detect_ffn(ix: GraphIndex) -> list[Pattern]:
         used.update(members)
         act_names = sorted({ix.op(a) for a in acts})
         act = _activation_name(act_names)
-        if gate is not None:
+        mixed = any(ix.op(m) == "Conv" for m in members)
+        if mixed:  # SegFormer's Mix-FFN, PVT v2: a grouped convolution between projections
+            kind = "convolutional"
+            text = f"Feed-forward: projection, depthwise convolution, {act}, projection"
+        elif gate is not None:
             kind = (
                 "SwiGLU" if act in ("SiLU", "Sigmoid") else ("GeGLU" if act == "GELU" else "gated")
             )
@@ -479,7 +483,9 @@ def _ffn_from(ix: GraphIndex, up: int):
                         return members | {k}, k, acts, gate
                     down = k
                     continue
-                if op not in ELEMENTWISE and op not in _SHAPE_ONLY:
+                grouped = op == "Conv" and int(ix.nodes[k].attributes.get("group", 1)) > 1
+                moved = op == "Transpose"  # to and from the convolution's channels-first layout
+                if op not in ELEMENTWISE and op not in _SHAPE_ONLY and not (grouped or moved):
                     continue
                 if op == "Mul":
                     other = _other_linear_sibling(ix, k, up, members)
