@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.qwen35 import ATTENTION_KEYS
 
 if TYPE_CHECKING:
     from nneditor.decoder.weights import Weights
@@ -36,16 +37,7 @@ Emit = Callable[[str, np.ndarray], None]
 _FFN = ["ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"]
 #: tensors of each LFM2 layer kind (the feed-forward half is shared)
 NEEDS = {
-    "attention": [
-        "attn_norm.weight",
-        "attn_q.weight",
-        "attn_k.weight",
-        "attn_v.weight",
-        "attn_q_norm.weight",
-        "attn_k_norm.weight",
-        "attn_output.weight",
-        *_FFN,
-    ],
+    "attention": [*ATTENTION_KEYS, *_FFN],
     "shortconv": [
         "attn_norm.weight",
         "shortconv.in_proj.weight",

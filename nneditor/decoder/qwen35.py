@@ -157,19 +157,20 @@ def _check_ssm(ssm: SsmShape) -> None:
         )
 
 
+#: an attention layer's own tensors in the hybrid stacks (qwen35, LFM2): q/k-normed GQA
+ATTENTION_KEYS = [
+    "attn_norm.weight",
+    "attn_q.weight",
+    "attn_k.weight",
+    "attn_v.weight",
+    "attn_q_norm.weight",
+    "attn_k_norm.weight",
+    "attn_output.weight",
+]
 #: tensors of each qwen35 layer kind (the feed-forward half is shared)
 _FFN = ["post_attention_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"]
 NEEDS = {
-    "attention": [
-        "attn_norm.weight",
-        "attn_q.weight",
-        "attn_k.weight",
-        "attn_v.weight",
-        "attn_q_norm.weight",
-        "attn_k_norm.weight",
-        "attn_output.weight",
-        *_FFN,
-    ],
+    "attention": [*ATTENTION_KEYS, *_FFN],
     "recurrent": [
         "attn_norm.weight",
         "attn_qkv.weight",

@@ -192,15 +192,22 @@ def _vocab(tokens: list[str]) -> dict[str, int]:
     return vocab
 
 
-def _bpe(tokens: list[str], merges: list[str], rules: Any) -> Any:
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
-
+def _merge_pairs(merges: list[str]) -> list[tuple[str, str]]:
+    """tokenizer.ggml.merges entries ("a b", split at the first space after the first
+    character, as llama.cpp splits them) as pairs."""
     pairs = []
     for m in merges:
         cut = m.find(" ", 1)
         if cut < 0:
             raise TokenizerError(f"the BPE merge {m!r} has no separating space")
         pairs.append((m[:cut], m[cut + 1 :]))
+    return pairs
+
+
+def _bpe(tokens: list[str], merges: list[str], rules: Any) -> Any:
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    pairs = _merge_pairs(merges)
     tok = Tokenizer(
         models.BPE(
             vocab=_vocab(tokens),
@@ -257,12 +264,7 @@ def _gemma4_bpe(tokens: list[str], merges: list[str]) -> Any:
     run that is a token is that token), and unknown characters as <0xXX> byte tokens."""
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-    pairs = []
-    for m in merges:
-        cut = m.find(" ", 1)
-        if cut < 0:
-            raise TokenizerError(f"the BPE merge {m!r} has no separating space")
-        pairs.append((m[:cut], m[cut + 1 :]))
+    pairs = _merge_pairs(merges)
     tok = Tokenizer(
         models.BPE(vocab=_vocab(tokens), merges=pairs, byte_fallback=True, fuse_unk=False)
     )
