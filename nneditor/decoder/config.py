@@ -428,7 +428,7 @@ def _gguf_scaling(metadata: Mapping[str, Any], arch: str) -> RopeScaling:
             attention=attention * float(metadata.get(key + "attn_factor") or 1.0),
         )
     raise DecoderUnsupported(
-        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear and Llama 3 "
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, YaRN and Llama 3 "
         "frequency factors are)"
     )
 

@@ -132,7 +132,7 @@ def test_mixture_of_experts_is_refused(tmp_path) -> None:  # noqa: ANN001
     _refused(path, tmp_path, "is a mixture of experts")
 
 
-def test_other_architectures_and_yarn_are_refused(tmp_path) -> None:  # noqa: ANN001
+def test_other_architectures_and_rope_scalings_are_refused(tmp_path) -> None:  # noqa: ANN001
     z = np.zeros
     base = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
     base |= {"blk.0.ffn_up.weight": z((16, 8)), "blk.0.ffn_down.weight": z((8, 16))}
@@ -142,13 +142,13 @@ def test_other_architectures_and_yarn_are_refused(tmp_path) -> None:  # noqa: AN
         tmp_path / "phi3.gguf", "phi3", {**base, "rope_factors_long.weight": z(4)}
     )
     _refused(longrope, tmp_path, "extends its context with LongRoPE")
-    yarn = _write_gguf(
-        tmp_path / "yarn.gguf",
+    scaled = _write_gguf(  # YaRN runs (test_decoder_numerics: qwen3-yarn); LongRoPE does not
+        tmp_path / "longrope.gguf",
         "llama",
         {**base, "blk.0.ffn_gate.weight": z((16, 8))},
-        **{"llama.rope.scaling.type": "yarn", "llama.rope.scaling.factor": 4.0},
+        **{"llama.rope.scaling.type": "longrope", "llama.rope.scaling.factor": 4.0},
     )
-    _refused(yarn, tmp_path, "RoPE scaling 'yarn' is not implemented")
+    _refused(scaled, tmp_path, "RoPE scaling 'longrope' is not implemented")
     missing = _write_gguf(tmp_path / "missing.gguf", "llama", base)  # no ffn_gate
     _refused(missing, tmp_path, "lacks blk.0.ffn_gate.weight")
 
@@ -158,9 +158,9 @@ def test_snapshots_the_decoder_cannot_compute_exactly_are_refused(zoo_artifact, 
     _refused(zoo_artifact("gpt2_bin"), tmp_path, "PyTorch pickle shards (pytorch_model.bin)")
     snap = shutil.copytree(zoo_artifact("decoder-llama"), tmp_path / "snap")
     config = json.loads((snap / "config.json").read_text())
-    config["rope_parameters"] = {"rope_type": "yarn", "factor": 4.0, "rope_theta": 10000.0}
+    config["rope_parameters"] = {"rope_type": "dynamic", "factor": 4.0, "rope_theta": 10000.0}
     (snap / "config.json").write_text(json.dumps(config))
-    _refused(snap, tmp_path, "RoPE scaling 'yarn' is not implemented")
+    _refused(snap, tmp_path, "RoPE scaling 'dynamic' is not implemented")
     config["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0}
     config["model_type"] = "llava"
     config["text_config"] = {"model_type": "llama"}
