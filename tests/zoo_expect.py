@@ -35,6 +35,7 @@ DENSE_DECODERS = (
     "ernie4_5",
     "qwen3-yarn",
     "ministral3",
+    "exaone4",
     "gpt2",
     "granite",
     "stablelm",
@@ -152,7 +153,7 @@ EXPECT: dict[str, E] = {
     **{
         f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
-            **_lm({"gemma3": 7, "smollm3": 4}.get(family, 2)),
+            **_lm({"gemma3": 7, "smollm3": 4, "exaone4": 4}.get(family, 2)),
         }
         for family in DENSE_DECODERS
         for suffix in ("", ".gguf")

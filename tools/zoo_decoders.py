@@ -242,6 +242,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # EXAONE 4: norms after attention and feed-forward only, per-head q/k RMSNorm, hybrid
+    # attention (three windowed layers with RoPE, then a global one without), window 4 of the
+    # tests' 12 positions
+    "exaone4": (
+        "Exaone4Config",
+        "Exaone4ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "head_dim": 16,
+            "sliding_window": 4,
+            "sliding_window_pattern": 4,
+            "tie_word_embeddings": True,
+        },
+        _SMOL,
+    ),
     # Phi-2: one LayerNorm feeding attention and a GELU feed-forward in parallel, partial RoPE
     # (0.4 as in phi-2), biases everywhere including the head; no grouped-query attention
     # (llama.cpp's converter writes as many key-value heads as heads)

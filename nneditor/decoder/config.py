@@ -36,6 +36,7 @@ ARCHES = (
     "ernie4_5",
     "lfm2",
     "mistral3",
+    "exaone4",
     "gpt2",
     "qwen35",
     "granite",
@@ -287,6 +288,10 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         if window:
             local = list(pattern) if pattern is not None else [True] * n_layers
             extra = {"sliding_window": window, "local_layers": tuple(bool(v) for v in local)}
+    if arch == "exaone4":  # windowed layers rotate, the others attend globally without RoPE
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
+        extra = _exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
     if arch == "phi3":
         _refuse_longrope(common["names"])
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
@@ -316,6 +321,38 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_theta=theta,
         **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
     )
+
+
+def _exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict[str, Any]:
+    """EXAONE 4's hybrid attention: with a window, the listed (or every fourth-but-last)
+    layers are local and rotate; the global ones use no RoPE. Without a window (the 1.2B
+    model) every layer attends globally with RoPE. The file's metadata is followed (llama.cpp
+    switches the hybrid on for its 64-layer model only, whose files carry it)."""
+    if not window:
+        return {}
+    local = local if local is not None else [(i + 1) % 4 != 0 for i in range(n_layers)]
+    return {
+        "sliding_window": window,
+        "local_layers": tuple(bool(v) for v in local),
+        "nope_layers": tuple(not v for v in local),
+    }
+
+
+def _window_of(config: Mapping[str, Any]) -> int:
+    return int(config.get("sliding_window") or 0)
+
+
+def _hf_local(config: Mapping[str, Any], n_layers: int) -> list[bool] | None:
+    """Local (sliding) layers from layer_types, or a "LLLG" string, or a period."""
+    types = config.get("layer_types")
+    if types:
+        return [t == "sliding_attention" for t in types]
+    pattern = config.get("sliding_window_pattern")
+    if isinstance(pattern, str) and pattern:
+        return [pattern[i % len(pattern)] == "L" for i in range(n_layers)]
+    if isinstance(pattern, int) and pattern > 0:
+        return [(i + 1) % pattern != 0 for i in range(n_layers)]
+    return None
 
 
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
@@ -518,7 +555,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
             ]
         )
         # OLMo 2 normalises each half's output instead of its input
-        norms = ("post_attention_norm", "post_ffw_norm") if cfg.arch == "olmo2" else ()
+        post_norm = cfg.arch in ("olmo2", "exaone4")
+        norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
         need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
@@ -662,6 +700,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         )
     elif window and arch == "llama":  # Mistral: every layer attends within the window
         extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    if arch == "exaone4":
+        extra.update(_exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
     if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
         phi_window = int(config.get("sliding_window") or 0)
         extra.update(fused_gate_up=True, sliding_window=phi_window)

@@ -318,7 +318,7 @@ class _Builder:
         if arch in ("phi2", "command-r") or (arch == "gptneox" and self.parallel):
             return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
-        post = "ffn_norm.weight" in t or arch == "olmo2"
+        post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")
         if post and "post_attention_norm.weight" in t:
             a = self.node(
                 f"{s}/attn_post_norm",

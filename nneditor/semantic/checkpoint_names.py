@@ -22,6 +22,7 @@ HF_ARCH = {
     "ernie4_5": "ernie4_5",
     "lfm2": "lfm2",
     "ministral3": "mistral3",
+    "exaone4": "exaone4",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "granite": "granite",
