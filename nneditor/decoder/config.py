@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nneditor.decoder.hadamard import Hadamard
-from nneditor.errors import NNEditorError
+from nneditor.decoder.rope_scaling import RopeScaling, gguf_scaling, hf_rope
+from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names
 
 ARCHES = (
@@ -54,30 +55,6 @@ _ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3"}
 _HF_ROPE_NORMAL = {"ernie4_5"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
-
-
-class DecoderUnsupported(NNEditorError):
-    """The checkpoint is not one the NumPy decoder runs; the message says what and why."""
-
-
-@dataclass(frozen=True)
-class RopeScaling:
-    kind: str = "none"  # none | linear | llama3 | yarn
-    factor: float = 1.0
-    low_freq_factor: float = 1.0
-    high_freq_factor: float = 4.0
-    original_context: int = 8192
-    #: YaRN: the rotations bounding the blend of interpolated and original frequencies, the
-    #: blend's strength (llama.cpp's ext_factor), and the factor cos and sin are scaled by
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-    ext_factor: float = 1.0
-    attention: float = 1.0
-
-
-def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
-    """YaRN's magnitude correction for a context ``factor`` times the original."""
-    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
 
 
 @dataclass(frozen=True)
@@ -223,7 +200,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
     head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
     vocab = _vocab(metadata, arch)
-    scaling = _gguf_scaling(metadata, arch)
+    scaling = gguf_scaling(metadata, arch)
     common: dict[str, Any] = {
         "arch": arch,
         "source": "gguf",
@@ -437,39 +414,6 @@ def _vocab(metadata: Mapping[str, Any], arch: str) -> int:
     return int(vocab)
 
 
-def _gguf_scaling(metadata: Mapping[str, Any], arch: str) -> RopeScaling:
-    kind = str(metadata.get(f"{arch}.rope.scaling.type") or "none")
-    factor = float(metadata.get(f"{arch}.rope.scaling.factor") or 1.0)
-    if kind in ("none", "") or factor == 1.0:
-        return RopeScaling()
-    if kind == "linear":
-        return RopeScaling("linear", factor)
-    if kind == "yarn":  # as llama.cpp's context sets it up (llama-context.cpp)
-        key = f"{arch}.rope.scaling."
-        original = int(
-            metadata.get(key + "original_context_length")
-            or metadata.get(f"{arch}.context_length")
-            or 0
-        )
-        if not original:
-            raise DecoderUnsupported("YaRN scaling without the original context length")
-        log_mul = float(metadata.get(key + "yarn_log_multiplier") or 0.0)
-        attention = yarn_mscale(factor) / (yarn_mscale(factor, log_mul) if log_mul else 1.0)
-        return RopeScaling(
-            "yarn",
-            factor,
-            original_context=original,
-            beta_fast=float(metadata.get(key + "yarn_beta_fast") or 32.0),
-            beta_slow=float(metadata.get(key + "yarn_beta_slow") or 1.0),
-            ext_factor=float(metadata.get(key + "yarn_ext_factor", 1.0)),
-            attention=attention * float(metadata.get(key + "attn_factor") or 1.0),
-        )
-    raise DecoderUnsupported(
-        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, YaRN and Llama 3 "
-        "frequency factors are)"
-    )
-
-
 def _refuse_common(arch: str, names: Mapping[str, str]) -> None:
     moe = sorted(n for n in names if _MOE.search(n))
     if moe:
@@ -642,7 +586,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **_GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
-    rope = _hf_rope(config)
+    rope = hf_rope(config)
     if arch in _LAYER_NORM_FAMILIES:
         return _hf_layer_norm_family(config, common, rope)
     eps = float(config.get("rms_norm_eps") or 1e-6)
@@ -801,73 +745,6 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
     return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
-
-
-def _hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
-    """{"full": (theta, scaling), "local": (theta, scaling)} from rope_parameters (transformers
-    5) or rope_theta/rope_scaling (earlier releases)."""
-    params = config.get("rope_parameters")
-    out: dict[str, tuple[float, RopeScaling]] = {}
-    if isinstance(params, Mapping) and "full_attention" in params:
-        for key, layer in (("full", "full_attention"), ("local", "sliding_attention")):
-            p = params.get(layer) or {}
-            out[key] = (float(p.get("rope_theta") or 10000.0), _hf_scaling(p, config))
-        return out
-    if isinstance(params, Mapping):
-        theta = float(params.get("rope_theta") or config.get("rope_theta") or 10000.0)
-        out["full"] = (theta, _hf_scaling(params, config))
-    else:
-        theta = float(config.get("rope_theta") or 10000.0)
-        out["full"] = (theta, _hf_scaling(config.get("rope_scaling") or {}, config))
-    local = float(config.get("rope_local_base_freq") or 10000.0)
-    out["local"] = (local, RopeScaling())
-    return out
-
-
-def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
-    kind = str(p.get("rope_type") or p.get("type") or "default")
-    if kind == "default":
-        return RopeScaling()
-    factor = float(p.get("factor") or 1.0)
-    if kind == "linear":
-        return RopeScaling("linear", factor)
-    if kind == "yarn":  # transformers' _compute_yarn_parameters
-        context = config.get("max_position_embeddings")
-        original = int(p.get("original_max_position_embeddings") or context or 0)
-        if not original:
-            raise DecoderUnsupported("YaRN scaling without original_max_position_embeddings")
-        if not p.get("factor"):
-            factor = float(context or original) / original
-        attention = p.get("attention_factor")
-        if attention is None:
-            mscale, all_dims = p.get("mscale"), p.get("mscale_all_dim")
-            attention = (
-                yarn_mscale(factor, mscale) / yarn_mscale(factor, all_dims)
-                if mscale and all_dims
-                else yarn_mscale(factor)
-            )
-        if p.get("truncate") is False:
-            raise DecoderUnsupported("YaRN without truncated correction bounds is not implemented")
-        return RopeScaling(
-            "yarn",
-            factor,
-            original_context=original,
-            beta_fast=float(p.get("beta_fast") or 32.0),
-            beta_slow=float(p.get("beta_slow") or 1.0),
-            attention=float(attention),
-        )
-    if kind == "llama3":
-        return RopeScaling(
-            "llama3",
-            factor,
-            float(p.get("low_freq_factor") or 1.0),
-            float(p.get("high_freq_factor") or 4.0),
-            int(p.get("original_max_position_embeddings") or 8192),
-        )
-    raise DecoderUnsupported(
-        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3 and yarn "
-        "are)"
-    )
 
 
 def _hf_names(

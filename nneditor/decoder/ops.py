@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from nneditor.decoder.config import RopeScaling
+from nneditor.decoder.rope_scaling import RopeScaling
 
 F32 = np.float32
 

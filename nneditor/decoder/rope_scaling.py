@@ -1,0 +1,132 @@
+"""RoPE scaling as checkpoints state it: linear, Llama 3's frequency bands and YaRN, read from
+GGUF metadata (as llama.cpp's context sets them up) or config.json (as transformers'
+rope utilities do); anything else is refused with a sentence."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nneditor.decoder.unsupported import DecoderUnsupported
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    kind: str = "none"  # none | linear | llama3 | yarn
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_context: int = 8192
+    #: YaRN: the rotations bounding the blend of interpolated and original frequencies, the
+    #: blend's strength (llama.cpp's ext_factor), and the factor cos and sin are scaled by
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    ext_factor: float = 1.0
+    attention: float = 1.0
+
+
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's magnitude correction for a context ``factor`` times the original."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def gguf_scaling(metadata: Mapping[str, Any], arch: str) -> RopeScaling:
+    kind = str(metadata.get(f"{arch}.rope.scaling.type") or "none")
+    factor = float(metadata.get(f"{arch}.rope.scaling.factor") or 1.0)
+    if kind in ("none", "") or factor == 1.0:
+        return RopeScaling()
+    if kind == "linear":
+        return RopeScaling("linear", factor)
+    if kind == "yarn":  # as llama.cpp's context sets it up (llama-context.cpp)
+        key = f"{arch}.rope.scaling."
+        original = int(
+            metadata.get(key + "original_context_length")
+            or metadata.get(f"{arch}.context_length")
+            or 0
+        )
+        if not original:
+            raise DecoderUnsupported("YaRN scaling without the original context length")
+        log_mul = float(metadata.get(key + "yarn_log_multiplier") or 0.0)
+        attention = yarn_mscale(factor) / (yarn_mscale(factor, log_mul) if log_mul else 1.0)
+        return RopeScaling(
+            "yarn",
+            factor,
+            original_context=original,
+            beta_fast=float(metadata.get(key + "yarn_beta_fast") or 32.0),
+            beta_slow=float(metadata.get(key + "yarn_beta_slow") or 1.0),
+            ext_factor=float(metadata.get(key + "yarn_ext_factor", 1.0)),
+            attention=attention * float(metadata.get(key + "attn_factor") or 1.0),
+        )
+    raise DecoderUnsupported(
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, YaRN and Llama 3 "
+        "frequency factors are)"
+    )
+
+
+def hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
+    """{"full": (theta, scaling), "local": (theta, scaling)} from rope_parameters (transformers
+    5) or rope_theta/rope_scaling (earlier releases)."""
+    params = config.get("rope_parameters")
+    out: dict[str, tuple[float, RopeScaling]] = {}
+    if isinstance(params, Mapping) and "full_attention" in params:
+        for key, layer in (("full", "full_attention"), ("local", "sliding_attention")):
+            p = params.get(layer) or {}
+            out[key] = (float(p.get("rope_theta") or 10000.0), _hf_scaling(p, config))
+        return out
+    if isinstance(params, Mapping):
+        theta = float(params.get("rope_theta") or config.get("rope_theta") or 10000.0)
+        out["full"] = (theta, _hf_scaling(params, config))
+    else:
+        theta = float(config.get("rope_theta") or 10000.0)
+        out["full"] = (theta, _hf_scaling(config.get("rope_scaling") or {}, config))
+    local = float(config.get("rope_local_base_freq") or 10000.0)
+    out["local"] = (local, RopeScaling())
+    return out
+
+
+def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
+    kind = str(p.get("rope_type") or p.get("type") or "default")
+    if kind == "default":
+        return RopeScaling()
+    factor = float(p.get("factor") or 1.0)
+    if kind == "linear":
+        return RopeScaling("linear", factor)
+    if kind == "yarn":  # transformers' _compute_yarn_parameters
+        context = config.get("max_position_embeddings")
+        original = int(p.get("original_max_position_embeddings") or context or 0)
+        if not original:
+            raise DecoderUnsupported("YaRN scaling without original_max_position_embeddings")
+        if not p.get("factor"):
+            factor = float(context or original) / original
+        attention = p.get("attention_factor")
+        if attention is None:
+            mscale, all_dims = p.get("mscale"), p.get("mscale_all_dim")
+            attention = (
+                yarn_mscale(factor, mscale) / yarn_mscale(factor, all_dims)
+                if mscale and all_dims
+                else yarn_mscale(factor)
+            )
+        if p.get("truncate") is False:
+            raise DecoderUnsupported("YaRN without truncated correction bounds is not implemented")
+        return RopeScaling(
+            "yarn",
+            factor,
+            original_context=original,
+            beta_fast=float(p.get("beta_fast") or 32.0),
+            beta_slow=float(p.get("beta_slow") or 1.0),
+            attention=float(attention),
+        )
+    if kind == "llama3":
+        return RopeScaling(
+            "llama3",
+            factor,
+            float(p.get("low_freq_factor") or 1.0),
+            float(p.get("high_freq_factor") or 4.0),
+            int(p.get("original_max_position_embeddings") or 8192),
+        )
+    raise DecoderUnsupported(
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3 and yarn "
+        "are)"
+    )
