@@ -159,6 +159,8 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
+    # the first of 3 split files: both blocks only when the other shards' tensors are listed
+    "decoder-llama-00001-of-00003.gguf": {"format": "gguf", **_lm(2)},
     # LFM2: one attention layer among three short convolutions
     **{
         f"decoder-lfm2{suffix}": {

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -479,8 +481,26 @@ def convert(
         text=True,
         timeout=600,
     )
-    if done.returncode != 0 or not out.is_file():
+    shards = list(out.parent.glob(f"{out.stem}-*-of-*.gguf"))  # --split-max-* writes these
+    if done.returncode != 0 or not (out.is_file() or shards):
         raise RuntimeError(f"convert_hf_to_gguf.py failed: {done.stderr.strip()[-600:]}")
+
+
+#: the first shard of a split GGUF (its siblings -00002- and -00003- lie beside it)
+SPLIT = "decoder-llama-00001-of-00003.gguf"
+
+
+def _split(snapshot: Path, path: Path) -> None:
+    """Convert into 3 shards; the first becomes ``path``, the others go where ``path`` will
+    be moved (zoo_generated.generate stages ``path`` in a temporary folder of that folder)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        convert(snapshot, Path(tmp) / "decoder-llama.gguf", "f32", ["--split-max-tensors", "8"])
+        shards = sorted(Path(tmp).glob("decoder-llama-*-of-00003.gguf"))
+        if len(shards) != 3:
+            raise RuntimeError(f"expected 3 shards, the converter wrote {len(shards)}")
+        for shard in shards[1:]:
+            shutil.move(shard, path.parents[1] / shard.name)
+        shutil.move(shards[0], path)
 
 
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
@@ -507,6 +527,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama.cpp convert_hf_to_gguf.py --outtype q8_0",
         "llama decoder converted by llama.cpp, Q8_0 weights",
     )(lambda path: convert(generate("decoder-llama", path.parents[2]), path, "q8_0"))
+    generator(
+        SPLIT,
+        "llama.cpp convert_hf_to_gguf.py --split-max-tensors 8",
+        "llama decoder converted by llama.cpp into 3 files of at most 8 tensors (F32); the "
+        "other two shards are written beside it",
+    )(lambda path: _split(generate("decoder-llama", path.parents[2]), path))
     generator(
         "minilm.gguf",
         "llama.cpp convert_hf_to_gguf.py --outtype f16",

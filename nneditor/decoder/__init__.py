@@ -27,6 +27,14 @@ def decoder_config(doc: Document) -> DecoderConfig:
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
+        shards = (doc.tree or {}).get("split") or []
+        count = doc.metadata.get("split.count")
+        if shards and isinstance(count, int) and len(shards) < count:
+            there = ", ".join(str(s["shard"]) for s in shards)
+            raise DecoderUnsupported(
+                f"this model is split into {count} files and only shard(s) {there} could be "
+                "opened; a trace needs every shard (see the note on the missing ones)"
+            )
         common = gguf_common(doc.metadata, names)
         family = {qwen35.ARCH: qwen35.from_gguf, lfm2.ARCH: lfm2.from_gguf}
         cfg = family.get(common["arch"], from_gguf)(doc.metadata, common)

@@ -90,6 +90,23 @@ def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) 
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("shard", [1, 3])
+def test_split_gguf_traces_as_the_whole_model(shard: int, zoo_artifact) -> None:  # noqa: ANN001
+    """llama.cpp's converter wrote the Llama snapshot as 3 files of at most 8 tensors; opening
+    any one of them runs the whole model, equal to transformers' forward of the snapshot."""
+    first = zoo_artifact("decoder-llama-00001-of-00003.gguf")
+    path = first.with_name(f"decoder-llama-0000{shard}-of-00003.gguf")
+    model = tf.AutoModelForCausalLM.from_pretrained(
+        str(zoo_artifact("decoder-llama")), dtype=torch.float32
+    ).eval()
+    blocks, logits = _theirs(model)
+    ours = _ours(path)
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_smollm2_q4_1_agrees_with_transformers_and_llama_cpp(realdata) -> None:  # noqa: ANN001
     """The top-20 logits are within 1e-3 of transformers' fp32 forward of the same weights
     dequantized by gguf-py, at every position of four prompts.

@@ -14,14 +14,17 @@ Invariants:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nneditor.artifacts.gguf.index import FORMAT, GGUFIndex, TensorInfo, parse_index
+from nneditor.artifacts.gguf.split import plan, split_count
 from nneditor.errors import ArtifactError
-from nneditor.io.identity import fast_identity
-from nneditor.io.source import ByteSource, open_source
+from nneditor.io.identity import Identity, fast_identity
+from nneditor.io.source import ByteSource, FileSource, open_source
 from nneditor.model import capabilities
 from nneditor.model.capabilities import WEIGHTS_ONLY, no, yes
 from nneditor.model.document import Document
@@ -49,46 +52,182 @@ class _Layout:
 
 
 def open_document(path: Path) -> Document:
-    """Open a GGUF file lazily. Raises ArtifactError with a sentence for malformed files."""
+    """Open a GGUF file lazily. Raises ArtifactError with a sentence for malformed files.
+
+    A shard of a split model (``NAME-00001-of-00003.gguf``) opens the whole model: every
+    shard's tensors, the first shard's metadata (see :mod:`split`)."""
+    path = Path(path)
     source = open_source(path)
+    shards: list[_Shard] = []
+    notes: list[str] = []
     try:
         index = parse_index(source)
-        layouts = validate_tensors(index, source)
-        catalog = TensorCatalog(_ref(source, lay) for lay in layouts)
-        identity = fast_identity(source, source.mtime_ns)
+        shards.append(_Shard(path, source, index, validate_tensors(index, source)))
+        declared = split_count(index)
+        if declared is not None:
+            shards = _open_shards(path, shards[0], *declared, notes)
+        catalog = _catalog(shards, path)
+        identity = _identity(shards)
     except BaseException:
-        source.close()
+        for shard in shards or [_Shard(path, source, None, [])]:
+            shard.source.close()
         raise
+    first = next((s for s in shards if _shard_no(s) == 0), shards[0])
+    assert first.index is not None
     caps = capabilities.build(
         inspect=yes(),
         read_tensors=yes(),
         view_graph=no(GRAPH_REASON),
         export_weights=WEIGHTS_ONLY,
     )
-    tree = {
+    tree: dict[str, Any] = {
         "gguf": {
-            "version": index.version,
-            "alignment": index.alignment,
-            "tensor_infos_end": index.infos_end,
-            "data_offset": index.data_offset,
-            "value_types": index.value_types,
+            "version": first.index.version,
+            "alignment": first.index.alignment,
+            "tensor_infos_end": first.index.infos_end,
+            "data_offset": first.index.data_offset,
+            "value_types": first.index.value_types,
         }
     }
+    if declared is not None:
+        tree["split"] = [
+            {"file": s.path.name, "shard": _shard_no(s) + 1, "tensors": len(s.layouts)}
+            for s in shards
+        ]
+    for s in shards:
+        assert s.index is not None
+        notes.extend(s.index.notes)
     return Document(
         format=FORMAT,
-        format_version=str(index.version),
-        path=Path(path),
-        size_bytes=source.size,
+        format_version=str(first.index.version),
+        path=path,
+        size_bytes=sum(s.source.size for s in shards),
         identity=identity,
-        metadata=index.metadata,
+        metadata=first.index.metadata,
         tensors=catalog,
         graph=None,
         graph_unavailable_reason=GRAPH_REASON,
         capabilities=caps,
         tree=tree,
-        sources=[source],
-        notes=index.notes,
+        sources=[s.source for s in shards],
+        notes=notes,
     )
+
+
+@dataclass(slots=True)
+class _Shard:
+    path: Path
+    source: FileSource
+    index: GGUFIndex | None
+    layouts: list[_Layout]
+
+
+def _shard_no(shard: _Shard) -> int:
+    declared = split_count(shard.index) if shard.index is not None else None
+    return declared[0] if declared else 0
+
+
+def _open_shards(path: Path, opened: _Shard, no: int, count: int, notes: list[str]) -> list[_Shard]:
+    """Every readable shard of a split model, in order; what is missing goes to ``notes``."""
+    where = plan(path, no, count)
+    if isinstance(where, str):
+        notes.append(where)
+        return [opened]
+    shards: list[_Shard] = []
+    missing: list[str] = []
+    try:
+        for i, shard_path in enumerate(where.paths):
+            if i == no:
+                shards.append(opened)
+                continue
+            shard = _open_shard(shard_path, i, count, missing)
+            if shard is not None:
+                shards.append(shard)
+    except BaseException:
+        for s in shards:
+            if s is not opened:
+                s.source.close()
+        raise
+    first = shards[0] if _shard_no(shards[0]) == 0 else None
+    listed = sum(len(s.layouts) for s in shards)
+    expected = first.index.metadata.get("split.tensors.count") if first and first.index else None
+    if missing:
+        left = (
+            f"; {expected - listed:,} of the model's {expected:,} tensors are not listed"
+            if isinstance(expected, int) and expected > listed
+            else ""
+        )
+        notes.append(
+            f"split model of {count} files: {'; '.join(missing)}{left}. Put every shard in "
+            "the same folder under the names llama.cpp gave them to open the whole model"
+        )
+    elif isinstance(expected, int) and expected != listed:
+        notes.append(
+            f"the first shard says the model has {expected:,} tensors (split.tensors.count), "
+            f"but its {count} files hold {listed:,}"
+        )
+    if first is None:
+        notes.append(
+            f"the metadata shown is shard {no + 1}'s own: the first shard, which holds the "
+            "model's metadata, is missing"
+        )
+    return shards
+
+
+def _open_shard(path: Path, i: int, count: int, missing: list[str]) -> _Shard | None:
+    """Shard ``i`` (0-based) at ``path``, or None with the reason appended to ``missing``."""
+    if not path.is_file():
+        missing.append(f"shard {i + 1} ({path.name}) is missing")
+        return None
+    source = open_source(path)
+    try:
+        index = parse_index(source)
+        declared = split_count(index)
+        if declared != (i, count):
+            said = f"shard {declared[0] + 1} of {declared[1]}" if declared else "not a split shard"
+            missing.append(f"{path.name} is left out: by its own metadata it is {said}")
+            source.close()
+            return None
+        return _Shard(path, source, index, validate_tensors(index, source))
+    except ArtifactError as exc:
+        source.close()
+        missing.append(f"shard {i + 1} ({path.name}) cannot be read: {exc}")
+        return None
+    except BaseException:
+        source.close()
+        raise
+
+
+def _catalog(shards: list[_Shard], opened: Path) -> TensorCatalog:
+    where: dict[str, str] = {}
+    refs: list[TensorRef] = []
+    for s in shards:
+        for lay in s.layouts:
+            name = lay.info.name
+            if name in where:
+                raise ArtifactError(
+                    f"tensor {name!r} is stored in two shards ({where[name]} and {s.path.name})",
+                    format=FORMAT,
+                    path=str(s.path),
+                    offset=lay.info.info_offset,
+                )
+            where[name] = s.path.name
+            ref = _ref(s.source, lay)
+            if s.path != opened:  # stored in another shard of the split model
+                ref.location = s.path.name
+            refs.append(ref)
+    return TensorCatalog(refs)
+
+
+def _identity(shards: list[_Shard]) -> Identity:
+    """One shard's identity, or one over every shard (so editing any of them changes it)."""
+    ids = [fast_identity(s.source, s.source.mtime_ns) for s in shards]
+    if len(ids) == 1:
+        return ids[0]
+    h = hashlib.blake2b(digest_size=16)
+    for s, ident in zip(shards, ids, strict=True):
+        h.update(f"{s.path.name}\0{ident.fingerprint}\0".encode())
+    return Identity(sum(i.size for i in ids), max(i.mtime_ns for i in ids), h.hexdigest())
 
 
 def validate_tensors(index: GGUFIndex, source: ByteSource) -> list[_Layout]:

@@ -375,6 +375,10 @@ def document_html(ix: ModelIndex) -> str:
         f"{esc(doc.format_version)} · {esc(human_size(doc.size_bytes))}</span></p>"
     )
     rows = [("tensors", esc(f"{len(doc.tensors):,} ({human_size(doc.tensors.total_bytes)})"))]
+    shards = doc.tree.get("split") if isinstance(doc.tree, dict) else None
+    if shards:  # a split GGUF: the files its tensors come from
+        files = ", ".join(f"{s['file']} ({s['tensors']} tensors)" for s in shards)
+        rows.append(("files", esc(f"{len(shards)} shards: {files}")))
     if doc.graph is not None:
         rows.append(("operators", esc(f"{ix.node_count:,}")))
         if ix.hierarchy is not None:
