@@ -41,13 +41,18 @@ def image_extents(
     given: Mapping[str, int],
     text_line: bool = False,
 ) -> dict[int, tuple[int, str]]:
-    """axis -> (extent, what it is: "height of an ordinary image"...) for the open spatial axes of a rank-4 float image
-    (NCHW or NHWC, 1 or 3 channels). ``given`` holds the extents the user set by name;
+    """axis -> (extent, what it is: "height of an ordinary image"...) for the open spatial
+    axes of an image: float or uint8 (TensorFlow detectors take bytes), NCHW or NHWC with 1 or
+    3 channels, or an unbatched CHW with 3 (torchvision's detectors). ``given`` holds the extents the user set by name;
     ``shared`` names symbols other inputs use too (left to the general rule, so every input
     agrees on them). ``text_line``: the model is a text recognizer (:data:`TEXT_LINE`)."""
-    if len(declared) != 4 or not (dtype or "").startswith(("float", "bfloat")):
+    if len(declared) not in (3, 4) or not (dtype or "").startswith(("float", "bfloat", "uint8")):
         return {}
-    if _fixed(declared[1]) and declared[1] in _CHANNELS:
+    if len(declared) == 3:  # [3, ?, ?]; a one-channel [1, ?, ?] is as often [batch, seq, dim]
+        if not (_fixed(declared[0]) and declared[0] == 3):
+            return {}
+        height, width = 1, 2
+    elif _fixed(declared[1]) and declared[1] in _CHANNELS:
         height, width = 2, 3
     elif _fixed(declared[3]) and declared[3] in _CHANNELS and not _fixed(declared[1]):
         height, width = 1, 2

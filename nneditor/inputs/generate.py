@@ -24,6 +24,7 @@ from nneditor.inputs.spec import (
     InputSpec,
     InputSpecError,
 )
+from nneditor.inputs.text import text_values
 
 PATTERNS = ("zeros", "ones", "ramp", "normal", "uniform")
 SERIES = ("sine", "noise", "steps")
@@ -44,6 +45,8 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
     assert spec.shape is not None  # a spec without a problem has a shape
     dtype = spec.numpy_dtype
     rng = np.random.default_rng(input_seed(spec.name, seed))
+    if spec.role in ("words", "sentences"):
+        return text_values(spec.shape, spec.words, spec.role == "sentences")
     if spec.role == "mask":
         return np.ones(spec.shape, dtype)
     if spec.role == "positions":
@@ -104,7 +107,7 @@ def pattern(
 ) -> np.ndarray:
     """A generic pattern: zeros, ones, ramp (0..1 for floats, 0,1,2,... for ints), normal,
     uniform (``low`` <= x < ``high``)."""
-    dt = np.dtype(dtype)
+    dt = _numeric(dtype)
     shape = tuple(int(d) for d in shape)
     rng = np.random.default_rng(seed)
     if kind == "zeros":
@@ -141,7 +144,7 @@ def mask(
 ) -> np.ndarray:
     """An attention-style mask: ones for the first ``valid`` positions of the last axis (all
     positions when ``valid`` is None), zeros after."""
-    dt = np.dtype(dtype)
+    dt = _numeric(dtype)
     shape = tuple(int(d) for d in shape)
     out = np.ones(shape, dt)
     if valid is not None:
@@ -153,6 +156,16 @@ def mask(
             )
         out[..., valid:] = 0
     return out
+
+
+def _numeric(dtype: str | np.dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.kind in "US":
+        raise InputSpecError(
+            "patterns, series and masks make numbers, and this input holds text: use its "
+            "automatic words, or text saved with numpy.savez (an array of str)"
+        )
+    return dt
 
 
 def time_series(
@@ -172,7 +185,7 @@ def time_series(
     row); ``steps``: cycles through ``levels``, each held for ``step_length`` samples
     (default: a quarter of the length).
     """
-    dt = np.dtype(dtype)
+    dt = _numeric(dtype)
     shape = tuple(int(d) for d in shape)
     if not shape:
         raise InputSpecError("a time series needs at least one axis")

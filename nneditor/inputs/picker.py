@@ -90,9 +90,16 @@ def load_npy(path: str | os.PathLike[str], max_bytes: int = MAX_ARRAY_BYTES) -> 
         h = read_header(fh, str(p))
         _check_size(h, os.fstat(fh.fileno()).st_size - h.data_offset, str(p), "npy", max_bytes)
     try:
-        return np.load(p, allow_pickle=False)
+        return _text(np.load(p, allow_pickle=False))
     except ValueError as exc:
         raise ArtifactError(f"could not be loaded ({exc})", format="npy", path=str(p)) from None
+
+
+def _text(arr: np.ndarray) -> np.ndarray:
+    """Byte strings (numpy "S") as text: ONNX Runtime misreads fixed-width bytes arrays."""
+    if arr.dtype.kind != "S":
+        return arr
+    return np.char.decode(arr, "utf-8", "replace")
 
 
 def load_npz(
@@ -129,7 +136,7 @@ def load_npz(
                 )
     try:
         with np.load(p, allow_pickle=False) as npz:
-            return {name: npz[name] for name in npz.files}
+            return {name: _text(npz[name]) for name in npz.files}
     except (ValueError, zipfile.BadZipFile, OSError) as exc:
         raise ArtifactError(f"could not be loaded ({exc})", format="npz", path=str(p)) from None
 
@@ -169,7 +176,8 @@ def check_array(spec: InputSpec, arr: np.ndarray, source: str = "") -> None:
     given = describe(arr)
     origin = f" from {source}" if source else ""
     expected = spec.declared_text()
-    if spec.dtype is None or arr.dtype.name != spec.dtype:
+    text = spec.dtype == "string" and arr.dtype.kind == "U"
+    if spec.dtype is None or (arr.dtype.name != spec.dtype and not text):
         raise InputSpecError(
             f"input {spec.name!r} expects {expected}, given {given}{origin}: the dtype differs"
         )

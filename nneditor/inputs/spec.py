@@ -23,6 +23,7 @@ import numpy as np
 from nneditor.errors import NNEditorError
 from nneditor.inputs.extents import image_extents
 from nneditor.inputs.patches import QWEN_VL_TYPES, apply_patch_profile, qwen_vl_image_tokens
+from nneditor.inputs.text import PLACEHOLDER, model_words
 
 if TYPE_CHECKING:  # annotations only: keeps `nneditor --help` and workers light
     from nneditor.model.document import Document
@@ -42,6 +43,7 @@ SUPPORTED_DTYPES = (
     "uint32",
     "uint64",
     "bool",
+    "string",  # as numpy unicode (text.py chooses the words)
 )
 
 _TOKEN_NAME = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$", re.IGNORECASE)
@@ -88,6 +90,8 @@ class InputSpec:
     #: exact values (flattened, C order) of an input whose content is fixed by another's
     #: shape (a "grid_thw" patch grid)
     values: tuple[int, ...] | None = None
+    #: the words a "words" or "sentences" (string) input is filled with; empty: a placeholder
+    words: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
@@ -97,7 +101,7 @@ class InputSpec:
     def numpy_dtype(self) -> np.dtype:
         if self.dtype not in SUPPORTED_DTYPES:
             raise InputSpecError(self.problem or f"input {self.name!r} has no supported dtype")
-        return np.dtype(self.dtype)
+        return np.dtype(np.str_) if self.dtype == "string" else np.dtype(self.dtype)
 
     def declared_text(self) -> str:
         """The declared type as a user reads it: ``float32 [1, 3, 'H', 'W']``."""
@@ -321,6 +325,9 @@ def _spec_for(
         picture = image_extents(declared, dtype, shared, dims, _text_recognizer(doc))
         shape = _resolve_dims(name, declared, dims, notes, picture)
     role, vocab = _role_for(doc, name, dtype, shape, notes)
+    words: tuple[str, ...] = ()
+    if dtype == "string":
+        words, role = _text_role(doc, name, notes)
     first = _decoder_start(doc, name) if role == "tokens" else None
     if first is not None:
         notes.append(f"input {name!r} starts with the decoder start token {first}")
@@ -334,7 +341,27 @@ def _spec_for(
             f"input {name!r} starts with {count} image placeholder tokens (id {token}), one "
             "per image feature, then random text tokens (a diagnostic prompt)"
         )
-    return InputSpec(name, dtype, declared, shape, role, vocab, tuple(notes), problem, first, image)
+    return InputSpec(
+        name, dtype, declared, shape, role, vocab, tuple(notes), problem, first, image, words=words
+    )
+
+
+def _text_role(doc: Document, name: str, notes: list[str]) -> tuple[tuple[str, ...], str]:
+    """The words a string input gets (see text.py), its role, and the note saying so."""
+    words, where, split = model_words(doc, name)
+    role = "sentences" if split else "words"
+    shown = ", ".join(repr(w) for w in words[:4]) + (", ..." if len(words) > 4 else "")
+    if words:
+        notes.append(
+            f"input {name!r} holds text: {'sentences of ' if split else ''}words from the "
+            f"model's own vocabulary ({where}: {shown})"
+        )
+    else:
+        notes.append(
+            f"input {name!r} holds text: the placeholder {PLACEHOLDER!r} (the model names no "
+            "words it recognises; give your own text in an .npz to see real activations)"
+        )
+    return words, role
 
 
 def _text_recognizer(doc: Document) -> bool:

@@ -288,7 +288,10 @@ def _run_backend(
             if request.get("backend_request") != "auto" or exc.kind != "model":
                 raise
             emit("warning", message=f"{exc}; falling back to the reference evaluator")
-            info = _run_reference(model_path, feeds, wanted, nested, store, emit)
+            try:
+                info = _run_reference(model_path, feeds, wanted, nested, store, emit)
+            except BackendError as ref_exc:  # neither runs it: say why each refused
+                raise BackendError(f"{exc}; and {ref_exc}", ref_exc.kind) from None
             info["notes"] = [f"{exc}; used the reference evaluator instead", *info["notes"]]
             return {"backend": "reference", **info}
     return {

@@ -361,3 +361,48 @@ def test_the_trace_page_stacks_its_panels_when_they_do_not_fit_side_by_side(
             assert page.width() >= need
             for k in range(2):  # nothing clipped: no horizontal scroll bar
                 assert not page.widget(k).horizontalScrollBar().isVisible()
+
+
+def test_a_text_input_offers_words_or_a_file_and_traces(
+    qtbot, open_model, window, tmp_path
+) -> None:  # noqa: ANN001
+    """A string input (ai.onnx.ml CategoryMapper) gets the model's categories as automatic
+    values; its source list holds only what makes text; the trace equals ONNX Runtime's."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "CategoryMapper",
+                ["word"],
+                ["id"],
+                domain="ai.onnx.ml",
+                cats_strings=["cat", "dog"],
+                cats_int64s=[7, 9],
+                default_int64=-1,
+            )
+        ],
+        "g",
+        [helper.make_tensor_value_info("word", TensorProto.STRING, ["n"])],
+        [helper.make_tensor_value_info("id", TensorProto.INT64, ["n"])],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 2)]
+    )
+    path = tmp_path / "words.onnx"
+    path.write_bytes(model.SerializeToString())
+    open_model(path)
+    feature = window.trace
+    feature.show_view("Trace")
+    combo = feature.inputs.table.cellWidget(0, 3)
+    assert [combo.itemData(i) for i in range(combo.count())] == ["auto", "tensor"]
+    assert "words from the model's own vocabulary" in feature.inputs.assumptions.text()
+    assert feature.inputs.generate_and_assign()
+    feature, run = _traced(window, qtbot)
+    word = np.asarray(feature.panel.arrays["word"])
+    assert word.tolist() == ["cat"]
+    (expected,) = ort.InferenceSession(str(path)).run(None, {"word": word})
+    assert expected.tolist() == [7]
+    stored = safetensors_numpy.load_file(str(run.file("id")))["id"]
+    np.testing.assert_array_equal(stored, expected)

@@ -391,6 +391,26 @@ def test_an_images_open_height_and_width_get_an_ordinary_pictures_size(tmp_path)
     assert asked["det"].shape == (1, 3, 64, 64)
 
 
+def test_unbatched_and_byte_images_get_an_ordinary_pictures_size_too(tmp_path):
+    """torchvision's detectors (the ONNX zoo's Faster/Mask R-CNN) take one [3, H, W] image;
+    TensorFlow's detectors (tf2onnx) take uint8 NHWC [?, ?, ?, 3]. A rank-3 input with one
+    channel first is as often [batch, seq, features] and keeps the general rule."""
+    path = _images(
+        tmp_path / "i.onnx",
+        [
+            _vi("image", TensorProto.FLOAT, [3, "height", "width"]),
+            _vi("image_tensor:0", TensorProto.UINT8, ["unk__1", "unk__2", "unk__3", 3]),
+            _vi("frames", TensorProto.FLOAT, [1, "t", "d"]),
+            _vi("signed", TensorProto.INT8, [1, 3, "h", "w"]),
+        ],
+    )
+    plan = _plan(path)
+    assert plan["image"].shape == (3, 224, 224)
+    assert plan["image_tensor:0"].shape == (1, 224, 224, 3)
+    assert plan["frames"].shape == (1, 1, 1)
+    assert plan["signed"].shape == (1, 3, 1, 1)
+
+
 def test_a_paddleocr_recognizer_gets_paddleocrs_text_line_size(tmp_path):
     """Its CTC alphabet in the `character` metadata marks a PaddleOCR recognizer: an open
     height and width become PaddleOCR's 48 x 320 (PP-OCRv4's declares both open, yet needs 48);

@@ -67,6 +67,8 @@ SOURCES: dict[str, tuple[str, bool]] = {
     "tensor": ("Tensor file (.npy/.npz)…", True),
     "text": ("Text tokens (below)", False),
 }
+#: the sources a string input takes (its automatic words, or text saved in a tensor file)
+TEXT_SOURCES = ("auto", "tensor")
 #: the keys of earlier versions, still accepted by set_source and source_array
 SOURCE_ALIASES = {"series": "series:sine", "pattern": "pattern:ramp"}
 #: image layout choices: key -> label ("" lets image_for_input infer it from the shape)
@@ -381,7 +383,8 @@ class InputsPanel(QWidget):
                 self.table.setItem(row, col, it)
             combo = QComboBox(self.table)
             for key, (label, _f) in SOURCES.items():
-                combo.addItem(label, key)
+                if spec.dtype != "string" or key in TEXT_SOURCES:
+                    combo.addItem(label, key)
             combo.activated.connect(lambda _k, name=spec.name, c=combo: self._on_source(name, c))
             self.table.setCellWidget(row, 3, combo)
             self.sources[spec.name] = ("auto", None)
