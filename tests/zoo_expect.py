@@ -149,6 +149,7 @@ EXPECT: dict[str, E] = {
     "gpt2-ort-optimized.onnx": {"format": "onnx", **_lm(2)},
     "sklearn-forest.onnx": {"format": "onnx", "tensors": 0},
     "sklearn-pipeline.onnx": {"format": "onnx", "tensors": 0},
+    "sklearn-categories.onnx": {"format": "onnx"},
     # decoder families: transformers snapshots and llama.cpp's conversions of them
     **{
         f"decoder-{family}{suffix}": {

@@ -120,6 +120,25 @@ def _sklearn(kind: str, path: Path) -> None:
     path.write_bytes(onx.SerializeToString())
 
 
+def _categories(path: Path) -> None:
+    import numpy as np
+    from skl2onnx import to_onnx
+    from skl2onnx.common.data_types import StringTensorType
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    x = np.array([["red"], ["green"], ["blue"], ["red"], ["blue"], ["green"]])
+    model = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression())
+    model.fit(x, np.array([1, 0, 1, 1, 1, 0]))
+    onx = to_onnx(
+        model,
+        initial_types=[("color", StringTensorType([None, 1]))],
+        target_opset={"": 17, "ai.onnx.ml": 3},
+    )
+    path.write_bytes(onx.SerializeToString())
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     _GENERATE[:] = [generate]
     ort = "onnxruntime.quantization"
@@ -157,3 +176,8 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
     generator("sklearn-pipeline.onnx", "skl2onnx", "StandardScaler + LogisticRegression")(
         lambda path: _sklearn("pipeline", path)
     )
+    generator(
+        "sklearn-categories.onnx",
+        "skl2onnx",
+        "OneHotEncoder + LogisticRegression on a string column (a text input)",
+    )(_categories)
