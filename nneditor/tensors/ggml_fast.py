@@ -1,5 +1,5 @@
 """Lean block decoders for the ggml types real GGUF files use most (Q4_0, Q4_1, Q5_0, Q5_1,
-Q8_0, Q4_K, Q6_K).
+Q8_0, Q4_K, Q5_K, Q6_K).
 
 Why hand-written: gguf-py's ``dequantize`` decodes these correctly but through generic
 grouping and several full-size temporaries; a trace dequantizes every weight of a model on
@@ -116,6 +116,27 @@ def _q4_k(b: np.ndarray) -> np.ndarray:
     return out.reshape(n, 256)
 
 
+def _q5_k(b: np.ndarray) -> np.ndarray:
+    """Q5_K: Q4_K's scales and nibbles, plus a fifth bit per value: bit k of qh[l] belongs
+    to value l of sub-block k (llama.cpp's dequantize_row_q5_K)."""
+    n = b.shape[0]
+    sc, mn = _scale_min_k4(b[:, 4:16])
+    d = (_f16(b, 0) * sc)[:, :, None]  # [n, 8, 1]
+    dm = (_f16(b, 2) * mn)[:, :, None]
+    qs = b[:, 48:].reshape(n, 4, 32)
+    q = np.empty((n, 4, 2, 32), np.uint8)
+    np.bitwise_and(qs, 15, out=q[:, :, 0])
+    np.right_shift(qs, 4, out=q[:, :, 1])
+    q8 = q.reshape(n, 8, 32)
+    high = np.unpackbits(b[:, 16:48], axis=-1, bitorder="little").reshape(n, 32, 8)
+    high <<= np.uint8(4)
+    q8 |= high.transpose(0, 2, 1)  # a nibble is < 16, so adding 16 is setting bit 4
+    out = q8.astype(F32)
+    out *= d
+    out -= dm
+    return out.reshape(n, 256)
+
+
 def _q6_k(b: np.ndarray) -> np.ndarray:
     n = b.shape[0]
     ql = b[:, :128].reshape(n, 2, 1, 64)
@@ -150,5 +171,6 @@ FAST_DECODERS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
     7: _q5_1,
     8: _q8_0,
     12: _q4_k,
+    13: _q5_k,
     14: _q6_k,
 }

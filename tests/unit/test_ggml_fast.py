@@ -25,7 +25,7 @@ def _blocks(type_id: int, rows: int = 64, cols: int = 1024) -> np.ndarray:
     except NotImplementedError:
         raw = rng.integers(0, 256, (rows * cols // block, size), dtype=np.uint8)
         scales = rng.uniform(-2, 2, (raw.shape[0], 2)).astype(np.float16).view(np.uint8)
-        where = {12: [0, 2], 14: [208]}.get(type_id, [0])
+        where = {12: [0, 2], 13: [0, 2], 14: [208]}.get(type_id, [0])
         for off in where:
             raw[:, off : off + 2] = scales[:, :2]
         return raw.reshape(rows, -1)
