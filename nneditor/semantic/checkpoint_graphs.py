@@ -51,8 +51,9 @@ def attach_graph(doc: Document) -> bool:
     one. ``nneditor.open`` and the trace worker both open checkpoints this way."""
     graph, reason = synthesize_graph(doc)
     if graph is None:
-        if reason:
+        if reason:  # the specific reason replaces the format's general one everywhere
             doc.graph_unavailable_reason = reason
+            doc.capabilities = doc.capabilities.replaced(view_graph=Capability(False, reason))
         return False
     doc.graph = graph
     doc.graph_unavailable_reason = ""

@@ -144,7 +144,7 @@ def test_document_contract(meta_file: Path) -> None:
     assert doc.graph is None and doc.graph_unavailable_reason == GRAPH_REASON
     caps = doc.capabilities
     assert caps["inspect"].available and caps["read_tensors"].available
-    assert not caps["view_graph"].available and "semantic layer" in caps["view_graph"].reason
+    assert not caps["view_graph"].available and caps["view_graph"].reason == GRAPH_REASON
     assert caps["export_weights"].available and "weights only" in caps["export_weights"].reason
     assert doc.size_bytes == meta_file.stat().st_size == doc.identity.size
     ref = doc.tensors["t"]
@@ -338,3 +338,19 @@ def test_version_1_refused(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     with pytest.raises(ArtifactError, match="unsupported GGUF version 7"):
         open_document(path)
+
+
+def test_a_gguf_without_a_layer_stack_says_why_it_has_no_graph(tmp_path) -> None:  # noqa: ANN001
+    """A diffusion transformer as ComfyUI-GGUF stores it (architecture flux, no blk.N.*):
+    the capability carries the specific reason, the same one the graph pane shows."""
+    w = gguf.GGUFWriter(str(tmp_path / "flux.gguf"), "flux")
+    w.add_tensor("double_blocks.0.img_attn.qkv.weight", np.zeros((96, 32), np.float32))
+    w.add_tensor("img_in.weight", np.zeros((32, 64), np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    with nneditor.open(tmp_path / "flux.gguf") as doc:
+        reason = doc.graph_unavailable_reason
+        assert doc.graph is None and "this GGUF (flux) has no blk.N.* tensors" in reason
+        assert doc.capabilities["view_graph"].reason == reason

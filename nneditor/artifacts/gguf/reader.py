@@ -34,9 +34,9 @@ from nneditor.tensors.loaders import UnavailableLoader
 from nneditor.tensors.shapes import shape_problem, shape_text
 
 GRAPH_REASON = (
-    "a graph for known GGUF architectures is synthesized by the semantic layer (coming next)"
+    "a GGUF file stores weights, not topology; a graph is synthesized for the language-model "
+    "architectures NNEditor knows (their blk.N.* tensors) and for CLIP vision towers"
 )
-EXPORT_REASON = "exporting weights from GGUF files is not implemented yet"
 
 
 @dataclass(frozen=True, slots=True)
