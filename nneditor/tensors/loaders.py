@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nneditor.errors import ArtifactError
-from nneditor.io.source import ByteSource
+from nneditor.io.source import SMALL_READ, ByteSource
 from nneditor.tensors.cache import DECODED
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype
 from nneditor.tensors.slicing import Key, leading_rows
@@ -68,7 +68,9 @@ class RawLoader(TensorLoader):
             r0, r1 = 0, 1
         count = (r1 - r0) * row_elems
         start = self.offset + r0 * row_elems * dt.itemsize
-        buf = self.source.view(start, count * dt.itemsize)
+        nbytes = count * dt.itemsize
+        small = nbytes <= SMALL_READ  # a copy, without mapping the file pages around it
+        buf = self.source.read(start, nbytes) if small else self.source.view(start, nbytes)
         flat = np.frombuffer(buf, dtype=dt, count=count)
         rows = flat.reshape(((r1 - r0), *shape[1:]) if shape else ())
         out = _apply_rest(rows, key, r0)

@@ -194,7 +194,8 @@ class GraphBuilder:
         threshold = self.threshold
         run_start = run_end = -1  # current run of kept fields
         node_start = node_end = -1  # current run of small nodes
-        for fno, wt, tag_pos, pos, n in w.scan(self.buf, start, start + length, what):
+        fields = w.scan(self.buf, start, start + length, what, self._passed if graph else None)
+        for fno, wt, tag_pos, pos, n in fields:
             end = pos if wt == w.VARINT else pos + n
             if wt == w.LEN:
                 if fno == node_field:
@@ -211,8 +212,6 @@ class GraphBuilder:
                         node_start, node_end = tag_pos, end
                 elif graph and fno == 5:
                     split.inits.append((pos, n))
-                    if end - self._released > _SHED_EVERY:
-                        self._shed(tag_pos)
                     continue
                 elif graph and fno == 15:
                     split.sparse.append((pos, n))
@@ -261,6 +260,11 @@ class GraphBuilder:
             except (DecodeError, RecursionError):
                 split.big.add(j)
         return proto, protos
+
+    def _passed(self, offset: int) -> None:
+        """The wire scan stepped over a large field: shed the pages behind it now and then."""
+        if offset - self._released > _SHED_EVERY:
+            self._shed(offset)
 
     def _shed(self, upto: int) -> None:
         """Hand back the file pages mapped so far below ``upto``.

@@ -14,6 +14,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from nneditor.errors import ArtifactError
@@ -25,6 +27,10 @@ Field = tuple[int, int, int, int, int]
 
 _WIRE_NAMES = {0: "varint", 1: "64-bit", 2: "length-delimited", 5: "32-bit"}
 _CHUNK = 1 << 20  # records examined per vectorised step when skipping unpacked runs
+
+
+#: fields this large get :func:`scan`'s ``passed`` call (initializers, big constants)
+BIG_FIELD = 64 * 1024
 
 
 def wire_name(wt: int) -> str:
@@ -49,10 +55,18 @@ def read_varint(buf: memoryview | bytes, pos: int, end: int, what: str) -> tuple
             raise ArtifactError(f"{what}: a number is longer than 10 bytes", offset=start)
 
 
-def scan(buf: memoryview | bytes, start: int, end: int, what: str) -> list[Field]:
+def scan(
+    buf: memoryview | bytes,
+    start: int,
+    end: int,
+    what: str,
+    passed: Callable[[int], None] | None = None,
+) -> list[Field]:
     """All top-level fields of the message stored in ``buf[start:end]``.
 
     ``what`` names the message in error sentences ("graph 'main'", "tensor 'w'").
+    ``passed(offset)`` is called after each field of at least :data:`BIG_FIELD` bytes is
+    stepped over (a graph builder hands back the file pages read so far).
     """
     out: list[Field] = []
     append = out.append
@@ -80,6 +94,8 @@ def scan(buf: memoryview | bytes, start: int, end: int, what: str) -> list[Field
                 )
             append((tag >> 3, LEN, tag_pos, pos, n))
             pos += n
+            if passed is not None and n >= BIG_FIELD:
+                passed(pos)
         elif wt == VARINT:
             v, pos = read_varint(buf, pos, end, what)
             append((tag >> 3, VARINT, tag_pos, pos, v))
