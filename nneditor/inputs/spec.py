@@ -22,6 +22,7 @@ import numpy as np
 
 from nneditor.errors import NNEditorError
 from nneditor.inputs.extents import image_extents
+from nneditor.inputs.kv_cache import CACHE_FLAG, cache_extents
 from nneditor.inputs.patches import QWEN_VL_TYPES, apply_patch_profile, qwen_vl_image_tokens
 from nneditor.inputs.text import PLACEHOLDER, model_words
 
@@ -71,8 +72,10 @@ class InputSpec:
     """One graph input: declared type, the resolved preset shape and how values are chosen.
 
     ``role`` is "tokens" (valid ids), "mask" (all valid), "positions" (0, 1, 2, ...),
-    "keep_all" (logits_to_keep = 0), "sample_rate", "waveform" (audio beside a sample-rate
-    input), "patches" / "grid_thw" (a Qwen-VL vision input pair, see patches.py) or "generic".
+    "keep_all" (logits_to_keep = 0), "off" (a merged decoder's use_cache_branch, false while
+    the cache is empty), "words"/"sentences" (text), "sample_rate", "waveform" (audio beside a
+    sample-rate input), "patches" / "grid_thw" (a Qwen-VL vision input pair, see patches.py)
+    or "generic".
     """
 
     name: str
@@ -233,8 +236,9 @@ def detect_inputs(
         d for vi in doc.graph.inputs for d in set(vi.shape or ()) if isinstance(d, str) and d
     )
     shared = {d for d, n in uses.items() if n > 1}
+    implied = cache_extents(doc.graph.inputs, dims, shapes)
     specs = [
-        _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name), shared)
+        _spec_for(doc, vi.name, vi.dtype, vi.shape, dims, shapes.get(vi.name), shared, implied)
         for vi in doc.graph.inputs
     ]
     if any(s.role == "sample_rate" for s in specs):
@@ -303,6 +307,7 @@ def _spec_for(
     dims: Mapping[str, int],
     override: tuple[int, ...] | None,
     shared: Collection[str] = (),
+    implied: Mapping[str, dict[int, tuple[int, str]]] | None = None,
 ) -> InputSpec:
     notes: list[str] = []
     problem = None
@@ -323,8 +328,9 @@ def _spec_for(
         )
     else:
         picture = image_extents(declared, dtype, shared, dims, _text_recognizer(doc))
+        picture.update((implied or {}).get(name, {}))  # a key/value cache's extents
         shape = _resolve_dims(name, declared, dims, notes, picture)
-    role, vocab = _role_for(doc, name, dtype, shape, notes)
+    role, vocab = _role_for(doc, name, dtype, shape, notes, bool(implied))
     words: tuple[str, ...] = ()
     if dtype == "string":
         words, role = _text_role(doc, name, notes)
@@ -459,7 +465,12 @@ _MAX_HOPS = 3  # shape-preserving ops between a token input and its embedding Ga
 
 
 def _role_for(
-    doc: Document, name: str, dtype: str | None, shape: tuple[int, ...] | None, notes: list[str]
+    doc: Document,
+    name: str,
+    dtype: str | None,
+    shape: tuple[int, ...] | None,
+    notes: list[str],
+    implied_cache: bool = False,
 ) -> tuple[str, int | None]:
     if _MASK_NAME.search(name):
         notes.append(f"input {name!r} looks like a mask: all positions valid (ones)")
@@ -475,6 +486,9 @@ def _role_for(
     if is_int and _POSITION_NAME.search(name):
         notes.append(f"input {name!r} holds positions: 0, 1, 2, ... along its last axis")
         return "positions", None
+    if dtype == "bool" and name == CACHE_FLAG and implied_cache:
+        notes.append(f"input {name!r} set to false: the key/value cache is empty")
+        return "off", None
     if is_int and _KEEP_NAME.match(name):
         notes.append(f"input {name!r} set to 0: logits for every position")
         return "keep_all", None
