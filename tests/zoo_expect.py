@@ -42,6 +42,7 @@ DENSE_DECODERS = (
     "starcoder2",
     "olmo2",
     "phi3",
+    "phi3-longrope",
     "phi2",
     "gptneox",
     "command-r",

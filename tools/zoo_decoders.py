@@ -141,6 +141,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "partial_rotary_factor": 0.75, "pad_token_id": 0, "tie_word_embeddings": True},
         _SMOL,
     ),
+    # Phi-3.5 / Phi-4-mini's LongRoPE: per-pair frequency factors, short ones within the
+    # original context and long ones beyond it (an original 8 positions here, so the tests' 12
+    # use the long factors and a shorter prompt the short ones), cos/sin scaled by
+    # sqrt(1 + ln(64 / 8) / ln 8)
+    "phi3-longrope": (
+        "Phi3Config",
+        "Phi3ForCausalLM",
+        {
+            **_COMMON,
+            "partial_rotary_factor": 0.75,
+            "pad_token_id": 0,
+            "max_position_embeddings": 64,
+            "original_max_position_embeddings": 8,
+            "rope_parameters": {
+                "rope_type": "longrope",
+                "rope_theta": 10000.0,
+                "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 8.0],
+                "original_max_position_embeddings": 8,
+            },
+        },
+        _SMOL,
+    ),
     # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
     # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
     # converts it with a SentencePiece model only (see _spm_model)
@@ -425,7 +448,10 @@ def _spm_model() -> bytes:
     return out.getvalue()
 
 
-_GPT2_TOKENIZER = {"phi3": {"tokenizer_class": "GPT2Tokenizer"}}
+_GPT2_TOKENIZER = {
+    "phi3": {"tokenizer_class": "GPT2Tokenizer"},
+    "phi3-longrope": {"tokenizer_class": "GPT2Tokenizer"},
+}
 #: Pythia's config.json names the rotated fraction rotary_pct (transformers 5 writes
 #: rope_parameters.partial_rotary_factor only; llama.cpp's converter needs the former)
 _CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}}

@@ -200,7 +200,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
     head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
     vocab = _vocab(metadata, arch)
-    scaling = gguf_scaling(metadata, arch)
+    scaling = gguf_scaling(metadata, arch, names)
     common: dict[str, Any] = {
         "arch": arch,
         "source": "gguf",
@@ -270,7 +270,6 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
         extra = _exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
     if arch == "phi3":
-        _refuse_longrope(common["names"])
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
         extra["local_layers"] = (True,) * n_layers if window else ()
@@ -345,14 +344,6 @@ def _plain_ffn(arch: str) -> dict[str, Any]:
         return {}
     act = "gelu" if arch == "gptneox" else "gelu_tanh"
     return {"gated": False, "activation": act, "parallel": arch in ("phi2", "gptneox")}
-
-
-def _refuse_longrope(names: Mapping[str, str]) -> None:
-    if any(n.startswith("rope_factors_") for n in names):
-        raise DecoderUnsupported(
-            "this Phi-3 checkpoint extends its context with LongRoPE (rope_factors_long/short), "
-            "which the NumPy decoder does not implement"
-        )
 
 
 def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -465,6 +456,8 @@ _TOP_KEYS = {
     "output.weight",
     "output.bias",
     "rope_freqs.weight",
+    "rope_factors_short.weight",  # LongRoPE (Phi-3.5, Phi-4-mini)
+    "rope_factors_long.weight",
 }
 
 

@@ -70,6 +70,10 @@ def run_forward(
         emit("inp_embd_pos", x[None])
     step()
     factors = w.optional("rope_freqs.weight")
+    scaling = cfg.rope_scaling
+    if scaling.kind == "longrope":  # the factor set for this prompt's length
+        ext = scaling.long_factor if seq > scaling.original_context else scaling.short_factor
+        factors = np.array(ext, F32) if ext else w.get(scaling.longrope_key(seq))
     freq_full = freq_local = np.zeros(0, F32)
     if cfg.rope != "none":
         dim = cfg.rope_dim or cfg.head_dim

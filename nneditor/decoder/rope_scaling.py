@@ -1,11 +1,11 @@
-"""RoPE scaling as checkpoints state it: linear, Llama 3's frequency bands and YaRN, read from
-GGUF metadata (as llama.cpp's context sets them up) or config.json (as transformers'
-rope utilities do); anything else is refused with a sentence."""
+"""RoPE scaling as checkpoints state it: linear, Llama 3's frequency bands, YaRN and LongRoPE
+(Phi-3.5, Phi-4-mini), read from GGUF metadata (as llama.cpp's context sets them up) or
+config.json (as transformers' rope utilities do); anything else is refused with a sentence."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from nneditor.decoder.unsupported import DecoderUnsupported
 
 @dataclass(frozen=True)
 class RopeScaling:
-    kind: str = "none"  # none | linear | llama3 | yarn
+    kind: str = "none"  # none | linear | llama3 | yarn | longrope
     factor: float = 1.0
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
@@ -25,6 +25,16 @@ class RopeScaling:
     beta_slow: float = 1.0
     ext_factor: float = 1.0
     attention: float = 1.0
+    #: LongRoPE's per-pair frequency divisors within and beyond the original context (a GGUF
+    #: stores them as the tensors rope_factors_short/long.weight instead: empty here)
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
+
+    def longrope_key(self, seq_len: int) -> str:
+        """The GGUF tensor of LongRoPE factors a prompt of ``seq_len`` positions uses
+        (transformers' choice: the long ones only past the original context)."""
+        long = seq_len > self.original_context
+        return "rope_factors_long.weight" if long else "rope_factors_short.weight"
 
 
 def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
@@ -32,7 +42,23 @@ def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
     return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
 
 
-def gguf_scaling(metadata: Mapping[str, Any], arch: str) -> RopeScaling:
+def gguf_scaling(
+    metadata: Mapping[str, Any], arch: str, names: Collection[str] = ()
+) -> RopeScaling:
+    factor_sets = {"rope_factors_short.weight", "rope_factors_long.weight"} & set(names)
+    if factor_sets:  # LongRoPE (llama.cpp's Phi-3 conversion)
+        key = f"{arch}.rope.scaling."
+        original = int(metadata.get(key + "original_context_length") or 0)
+        if not original or len(factor_sets) < 2:
+            raise DecoderUnsupported(
+                "this checkpoint extends its context with LongRoPE but lacks its short or long "
+                "frequency factors or its original context length"
+            )
+        return RopeScaling(
+            "longrope",
+            original_context=original,
+            attention=float(metadata.get(key + "attn_factor") or 1.0),
+        )
     kind = str(metadata.get(f"{arch}.rope.scaling.type") or "none")
     factor = float(metadata.get(f"{arch}.rope.scaling.factor") or 1.0)
     if kind in ("none", "") or factor == 1.0:
@@ -118,6 +144,8 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
             beta_slow=float(p.get("beta_slow") or 1.0),
             attention=float(attention),
         )
+    if kind == "longrope":  # transformers' _compute_longrope_parameters
+        return _longrope(p, config)
     if kind == "llama3":
         return RopeScaling(
             "llama3",
@@ -127,6 +155,33 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
             int(p.get("original_max_position_embeddings") or 8192),
         )
     raise DecoderUnsupported(
-        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3 and yarn "
-        "are)"
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3, yarn "
+        "and longrope are)"
+    )
+
+
+def _longrope(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
+    original = int(
+        p.get("original_max_position_embeddings")
+        or config.get("original_max_position_embeddings")
+        or 0
+    )
+    short, long = p.get("short_factor"), p.get("long_factor")
+    if not original or not short or not long:
+        raise DecoderUnsupported(
+            "LongRoPE needs short_factor, long_factor and original_max_position_embeddings"
+        )
+    factor = p.get("factor")
+    if factor is None:  # Phi-3: the ratio of the context lengths
+        factor = float(config.get("max_position_embeddings") or original) / original
+    attention = p.get("attention_factor")
+    if attention is None:
+        attention = math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1.0 else 1.0
+    return RopeScaling(
+        "longrope",
+        float(factor),
+        original_context=original,
+        attention=float(attention),
+        short_factor=tuple(float(f) for f in short),
+        long_factor=tuple(float(f) for f in long),
     )

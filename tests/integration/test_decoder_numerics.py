@@ -78,6 +78,22 @@ def test_blocks_and_logits_equal_transformers(family: str, form: str, zoo_artifa
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_longrope_within_the_original_context_uses_the_short_factors(
+    form: str, zoo_artifact
+) -> None:  # noqa: ANN001
+    """6 positions of an original 8: transformers picks the short factors (the 12-position
+    test above, the long ones); ours must follow, from config.json or the GGUF's tensors."""
+    snap = zoo_artifact("decoder-phi3-longrope")
+    path = snap if form == "snapshot" else zoo_artifact("decoder-phi3-longrope.gguf")
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = IDS[:, :6]
+    _, logits = _theirs(model, ids)
+    ours = _ours(path, ids)["result_output"]
+    assert _rel(ours, logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-llama-q8_0.gguf")
     with nneditor.open(path) as doc:

@@ -141,8 +141,8 @@ def test_other_architectures_and_rope_scalings_are_refused(tmp_path) -> None:  #
     longrope = _write_gguf(
         tmp_path / "phi3.gguf", "phi3", {**base, "rope_factors_long.weight": z(4)}
     )
-    _refused(longrope, tmp_path, "extends its context with LongRoPE")
-    scaled = _write_gguf(  # YaRN runs (test_decoder_numerics: qwen3-yarn); LongRoPE does not
+    _refused(longrope, tmp_path, "extends its context with LongRoPE but lacks its short")
+    scaled = _write_gguf(  # YaRN and LongRoPE's factor tensors run (test_decoder_numerics)
         tmp_path / "longrope.gguf",
         "llama",
         {**base, "blk.0.ffn_gate.weight": z((16, 8))},
