@@ -32,7 +32,9 @@ class RopeScaling:
 
     def longrope_key(self, seq_len: int) -> str:
         """The GGUF tensor of LongRoPE factors a prompt of ``seq_len`` positions uses
-        (transformers' choice: the long ones only past the original context)."""
+        (transformers' choice: the long ones only past the original context; llama.cpp
+        chooses by its context size instead, so one run with a context longer than the
+        original uses the long factors even for a short prompt)."""
         long = seq_len > self.original_context
         return "rope_factors_long.weight" if long else "rope_factors_short.weight"
 
