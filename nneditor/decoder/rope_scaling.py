@@ -146,7 +146,7 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
             beta_slow=float(p.get("beta_slow") or 1.0),
             attention=float(attention),
         )
-    if kind == "longrope":  # transformers' _compute_longrope_parameters
+    if kind in ("longrope", "su"):  # transformers' longrope ("su": its former name)
         return _longrope(p, config)
     if kind == "llama3":
         return RopeScaling(
