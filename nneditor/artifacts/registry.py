@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from nneditor.artifacts.folder_models import open_instead
 from nneditor.artifacts.sniff import sniff_path
 from nneditor.errors import ArtifactError, UnknownFormatError, UnsupportedFormatError
 from nneditor.model.document import Document
@@ -49,6 +50,13 @@ def open_document(path: str | Path) -> Document:
         raise ArtifactError(f"cannot be read ({exc.strerror})", path=str(p)) from exc
     if fmt is None:
         what = "folder" if p.is_dir() else "file"
+        instead = open_instead(p) if p.is_dir() else ""
+        if instead:  # e.g. a download folder of GGUF files, an ONNX export folder
+            raise UnknownFormatError(
+                "this folder is not one model NNEditor opens as a whole (it has no config.json)",
+                path=str(p),
+                hint=instead,
+            )
         raise UnknownFormatError(
             f"this {what} is not a model format NNEditor recognises",
             path=str(p),

@@ -641,6 +641,8 @@ _HF_MAP = [
 
 
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
+    if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
+        return None, doc.graph_unavailable_reason
     config = doc.metadata.get("config") or {}
     from nneditor.semantic.family_graphs import family_graph
 

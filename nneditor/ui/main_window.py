@@ -326,7 +326,13 @@ class MainWindow(QMainWindow):
             self.session = ModelSession(index, self)
             self.session.selectionChanged.connect(self._on_selection)
         else:
-            reason = f"This {doc.format} artifact has no graph to draw: {doc.graph_unavailable_reason or 'it stores tensors only'}.\nIts module structure (from tensor names) is under Explorer › Structure, its tensors under Explorer › Tensors."
+            why = doc.graph_unavailable_reason or "it stores tensors only"
+            reason = f"This {doc.format} artifact has no graph to draw: {why}."
+            if len(doc.tensors):
+                reason += (
+                    "\nIts module structure (from tensor names) is under Explorer › Structure, "
+                    "its tensors under Explorer › Tensors."
+                )
         self.central.setCurrentWidget(self.workbench)
         self._show_docks(True)
         self.tree.set_index(index if index.root is not None else None)

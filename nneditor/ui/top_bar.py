@@ -2,12 +2,25 @@
 
 Invariants: "Save changes…" is visible only while the document is dirty (``set_dirty``);
 "Close model" is enabled only while a model is open; the device label sits at the right.
+When the bar is too narrow for every label, the model actions take their short labels ("Open",
+"Folder", ...) so that the view switcher keeps its whole names.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Signal, SignalInstance
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
+
+#: full label -> the label used when the bar is narrow
+SHORT_LABELS = {
+    "Open model": "Open",
+    "Open folder": "Folder",
+    "Close model": "Close",
+    "Save changes…": "Save…",
+    "Compare with…": "Compare…",
+    "File types": "Types",
+}
 
 
 class TopBar(QWidget):
@@ -79,6 +92,7 @@ class TopBar(QWidget):
     def _button(self, text: str, tip: str, signal: SignalInstance) -> QToolButton:
         b = QToolButton(self)
         b.setText(text)
+        b.setProperty("fullText", text)
         b.setToolTip(tip)
         b.clicked.connect(signal)
         return b
@@ -89,13 +103,43 @@ class TopBar(QWidget):
         self.doc_chip.setVisible(bool(fmt))
         self.close_button.setEnabled(bool(name))
         self.compare_button.setEnabled(bool(name))
+        self._fit()
 
     def set_dirty(self, dirty: bool) -> None:
         """The hook for revisions: Save changes… shows only for a dirty document."""
         self.save_button.setVisible(dirty)
+        self._fit()
 
     def set_device(self, text: str) -> None:
         self.device.setText(text)
+        self._fit()
+
+    @property
+    def compact(self) -> bool:
+        return self.open_button.text() != self.open_button.property("fullText")
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self) -> None:
+        """Full labels when they fit the bar's width, short ones otherwise."""
+        buttons = [
+            self.open_button,
+            self.folder_button,
+            self.close_button,
+            self.save_button,
+            self.compare_button,
+            self.types_button,
+        ]
+        for b in buttons:
+            b.setText(str(b.property("fullText")))
+        layout = self.layout()
+        assert layout is not None
+        if layout.sizeHint().width() > self.width():
+            for b in buttons:
+                full = str(b.property("fullText"))
+                b.setText(SHORT_LABELS.get(full, full))
 
     def add_view_switcher(self, widget: QWidget) -> None:
         """Place a view switcher (Model graph / Trace / Traced model) after the document."""

@@ -288,3 +288,30 @@ def test_a_first_level_laid_out_in_the_background_is_shown(qtbot, window, tmp_pa
         window.open_path(str(path))
     assert len(window.session.level.items) > SYNC_LAYOUT_ITEMS
     assert window.workbench.scene.item_count > SYNC_LAYOUT_ITEMS
+
+
+def test_a_narrow_window_shortens_the_actions_not_the_views(qtbot, window, open_model) -> None:  # noqa: ANN001
+    """At 1,100 px the model actions take their short labels and the view switcher keeps its
+    whole names; at 1,400 px every label is whole again."""
+    from PySide6.QtWidgets import QAbstractButton
+
+    open_model(EXAMPLE)
+    bar = window.top_bar
+
+    def buttons() -> list[QAbstractButton]:
+        return [b for b in bar.findChildren(QAbstractButton) if b.text() in VIEWS]
+
+    window.resize(1100, 700)
+    qtbot.waitUntil(lambda: bar.compact, timeout=3000)
+    assert bar.open_button.text() == "Open" and bar.types_button.text() == "Types"
+    assert bar.open_button.toolTip().startswith("Open a model file")
+    qtbot.wait(50)  # the layout settles
+    assert sorted(b.text() for b in buttons()) == sorted(VIEWS)
+    for b in buttons():  # drawn whole: its width holds its text
+        assert b.width() >= b.fontMetrics().horizontalAdvance(b.text()), b.text()
+    window.resize(1400, 700)
+    qtbot.waitUntil(lambda: not bar.compact, timeout=3000)
+    assert bar.open_button.text() == "Open model"
+
+
+VIEWS = ("Model graph", "Trace", "Traced model")

@@ -141,3 +141,29 @@ def test_the_inspector_lists_the_shards(shards) -> None:  # noqa: ANN001
     with nneditor.open(shards[1]) as doc:
         html = document_html(ModelIndex(doc, None))
     assert "3 shards: m-00001-of-00003.gguf (2 tensors), m-00002-of-00003.gguf (2 tensors)" in html
+
+
+def test_a_folder_of_model_files_names_what_to_open(shards, tmp_path) -> None:  # noqa: ANN001
+    """A download folder (a split GGUF set, an ONNX file in a subfolder) is not one model: the
+    error names the files to open, a split set once, by its first shard."""
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model.onnx").write_bytes(b"\x08\x07")
+    with pytest.raises(ArtifactError) as err:
+        nneditor.open(tmp_path)
+    assert err.value.hint == (
+        "open one of the model files it holds: m-00001-of-00003.gguf, onnx/model.onnx"
+    )
+
+
+def test_a_snapshot_without_weights_points_at_its_onnx_files(tmp_path) -> None:  # noqa: ANN001
+    """An ONNX Runtime / transformers.js export: config.json beside onnx/model.onnx only."""
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+    (tmp_path / "onnx").mkdir()
+    (tmp_path / "onnx" / "model_quantized.onnx").write_bytes(b"\x08\x07")
+    with nneditor.open(tmp_path) as doc:
+        assert len(doc.tensors) == 0 and doc.graph is None
+        want = (
+            "this folder holds no weights (safetensors or pytorch_model.bin); open one of the "
+            "model files it holds: onnx/model_quantized.onnx"
+        )
+        assert doc.graph_unavailable_reason == want and doc.notes == [want]

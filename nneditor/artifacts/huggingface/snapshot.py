@@ -29,6 +29,7 @@ from types import ModuleType
 from typing import Any
 
 from nneditor.artifacts import safetensors as st
+from nneditor.artifacts.folder_models import open_instead
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import folder_identity
 from nneditor.io.source import ByteSource, is_file, open_source
@@ -37,6 +38,7 @@ from nneditor.model.document import Document
 from nneditor.model.tensor import TensorCatalog, TensorRef
 
 FORMAT = "huggingface"
+_NO_WEIGHTS = "no weight files were found in this folder"
 CONFIG = "config.json"
 GENERATION_CONFIG = "generation_config.json"
 TOKENIZER_FILES = (
@@ -143,6 +145,14 @@ def open_document(folder: Path) -> Document:
         weights.close()
         raise
     metadata["weights"] = {"layout": weights.layout, "files": weights.shards}
+    graph_reason = NO_GRAPH
+    if not weights.refs:  # an ONNX Runtime / transformers.js export keeps config.json only
+        instead = open_instead(folder)
+        graph_reason = "this folder holds no weights (safetensors or pytorch_model.bin)" + (
+            f"; {instead}" if instead else ""
+        )
+        if instead:
+            weights.notes = [graph_reason if n == _NO_WEIGHTS else n for n in weights.notes]
     return Document(
         format=FORMAT,
         format_version="",
@@ -152,7 +162,7 @@ def open_document(folder: Path) -> Document:
         metadata=metadata,
         tensors=TensorCatalog(weights.refs),
         graph=None,
-        graph_unavailable_reason=NO_GRAPH,
+        graph_unavailable_reason=graph_reason,
         capabilities=_capabilities(bool(weights.refs)),
         sources=weights.sources,
         notes=notes + weights.notes,
@@ -412,7 +422,7 @@ def _weight_plan(names: list[str]) -> tuple[str, list[str]] | None:
 
 def _load_weights(folder: Path, names: list[str], plan: tuple[str, list[str]] | None) -> _Weights:
     if plan is None:
-        return _Weights(notes=["no weight files were found in this folder"])
+        return _Weights(notes=[_NO_WEIGHTS])
     layout, files = plan
     weights = _Weights(layout=layout)
     try:
