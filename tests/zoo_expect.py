@@ -230,6 +230,22 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 5, "embedding": 3, "head": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
+    # the same models with the test tokenizer (their snapshots as above), and their text models
+    # as llama.cpp converts them (qwen2vl / qwen3vl: the NumPy decoder runs text prompts)
+    "decoder-qwen2.5-vl": {
+        "format": "huggingface",
+        "blocks": 4,
+        "patterns": {"attention": 4, "embedding": 3, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
+    "decoder-qwen3-vl": {
+        "format": "huggingface",
+        "blocks": 3,
+        "patterns": {"attention": 5, "embedding": 3, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
+    "decoder-qwen2.5-vl.gguf": {"format": "gguf", **_lm(2)},
+    "decoder-qwen3-vl.gguf": {"format": "gguf", **_lm(2)},
     "llava-tiny": {
         "format": "huggingface",
         "blocks": 5,

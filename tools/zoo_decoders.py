@@ -512,6 +512,19 @@ def convert(
         raise RuntimeError(f"convert_hf_to_gguf.py failed: {done.stderr.strip()[-600:]}")
 
 
+#: vision-language snapshots whose text models llama.cpp converts as qwen2vl / qwen3vl
+VL_TEXT = {"decoder-qwen2.5-vl": "qwen2_5_vl", "decoder-qwen3-vl": "qwen3_vl"}
+
+
+def _vl_snapshot(model_type: str, path: Path) -> None:
+    """zoo_families' tiny Qwen-VL with the test tokenizer's vocabulary and files beside it."""
+    import zoo_families
+
+    fast, vocab = _tokenizer(_SMOL)
+    zoo_families._qwen_vl(model_type, path, vocab=vocab)
+    fast.save_pretrained(str(path))
+
+
 #: the first shard of a split GGUF (its siblings -00002- and -00003- lie beside it)
 SPLIT = "decoder-llama-00001-of-00003.gguf"
 
@@ -559,6 +572,18 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama decoder converted by llama.cpp into 3 files of at most 8 tensors (F32); the "
         "other two shards are written beside it",
     )(lambda path: _split(generate("decoder-llama", path.parents[2]), path))
+    for name, model_type in VL_TEXT.items():
+        generator(
+            name,
+            "transformers save_pretrained",
+            f"{model_type} (vision + Qwen text model) with the test tokenizer, for llama.cpp",
+        )(lambda path, m=model_type: _vl_snapshot(m, path))
+        generator(
+            f"{name}.gguf",
+            "llama.cpp convert_hf_to_gguf.py",
+            f"{model_type}'s text model as llama.cpp converts it (F32; the vision tower would "
+            "go to a separate mmproj file)",
+        )(lambda path, n=name: convert(generate(n, path.parents[2]), path, "f32"))
     generator(
         "minilm.gguf",
         "llama.cpp convert_hf_to_gguf.py --outtype f16",

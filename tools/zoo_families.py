@@ -136,7 +136,7 @@ def _llava(path: Path) -> None:
     model.save_pretrained(str(path))
 
 
-def _qwen_vl(model_type: str, path: Path) -> None:
+def _qwen_vl(model_type: str, path: Path, vocab: int = 300) -> None:
     """Qwen2-VL / Qwen2.5-VL (14-pixel, 2-frame patches) and Qwen3-VL (16-pixel), the real
     models' patch profiles, so automatic inputs get a grid that multiplies out; two (Qwen3-VL:
     three) vision blocks and two language blocks."""
@@ -150,7 +150,7 @@ def _qwen_vl(model_type: str, path: Path) -> None:
         "num_hidden_layers": 2,
         "num_attention_heads": 4,
         "num_key_value_heads": 2,
-        "vocab_size": 300,
+        "vocab_size": vocab,
         "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
     }
     vision: dict[str, Any] = {"depth": 2, "num_heads": 4, "patch_size": 14, "spatial_merge_size": 2}

@@ -9,7 +9,9 @@ undecodable ggml types, pickle shards, unimplemented RoPE scaling, multimodal sn
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, check_tensors
 from nneditor.decoder.forward import run_forward
@@ -20,6 +22,26 @@ if TYPE_CHECKING:
 __all__ = ["DecoderConfig", "DecoderUnsupported", "decoder_config", "run_forward"]
 
 
+#: vision-language models whose text model llama.cpp converts under its own architecture name
+#: (the vision tower goes to a separate mmproj file). With a text-only prompt M-RoPE's three
+#: position rows are equal, which is exactly the plain (NeoX) rotation of the base family.
+TEXT_OF_VL = {"qwen2vl": "qwen2", "qwen3vl": "qwen3"}
+
+
+def text_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``metadata`` with a vision-language GGUF's keys under its text family's name."""
+    arch = str(metadata.get("general.architecture") or "")
+    base = TEXT_OF_VL.get(arch)
+    if base is None:
+        return metadata
+    out = {
+        (base + key[len(arch) :] if key.startswith(arch + ".") else key): value
+        for key, value in metadata.items()
+    }
+    out["general.architecture"] = base
+    return out
+
+
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import lfm2, qwen35
@@ -27,6 +49,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
+        meta = text_metadata(doc.metadata)
         shards = (doc.tree or {}).get("split") or []
         count = doc.metadata.get("split.count")
         if shards and isinstance(count, int) and len(shards) < count:
@@ -35,9 +58,12 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 f"this model is split into {count} files and only shard(s) {there} could be "
                 "opened; a trace needs every shard (see the note on the missing ones)"
             )
-        common = gguf_common(doc.metadata, names)
+        common = gguf_common(meta, names)
         family = {qwen35.ARCH: qwen35.from_gguf, lfm2.ARCH: lfm2.from_gguf}
-        cfg = family.get(common["arch"], from_gguf)(doc.metadata, common)
+        cfg = family.get(common["arch"], from_gguf)(meta, common)
+        vl = str(doc.metadata.get("general.architecture") or "")
+        if vl in TEXT_OF_VL:
+            cfg = dataclasses.replace(cfg, text_of=vl)
     elif doc.format == "huggingface":
         weights = doc.metadata.get("weights") or {}
         if not str(weights.get("layout", "")).startswith("safetensors"):

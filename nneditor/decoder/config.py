@@ -125,6 +125,8 @@ class DecoderConfig:
     attn_gate: bool = False
     ssm: SsmShape | None = None
     hadamard: Hadamard | None = None
+    #: the vision-language architecture whose text model this is (qwen2vl); "" otherwise
+    text_of: str = ""
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -163,6 +165,8 @@ class DecoderConfig:
             bits.append(
                 f"Prism Hadamard fold v{self.hadamard.version} (block {self.hadamard.block})"
             )
+        if self.text_of:
+            bits.append(f"the text model of a {self.text_of} file: text prompts only, no images")
         return ", ".join(bits)
 
     @property

@@ -94,6 +94,35 @@ def test_longrope_within_the_original_context_uses_the_short_factors(
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("name", ["decoder-qwen2.5-vl", "decoder-qwen3-vl"])
+def test_vision_language_text_models_equal_transformers_on_text(name: str, zoo_artifact) -> None:  # noqa: ANN001
+    """llama.cpp converts Qwen2.5-VL's and Qwen3-VL's text models as qwen2vl / qwen3vl: every
+    block and the logits equal the transformers vision-language model's forward of a text-only
+    prompt (M-RoPE with three equal position rows)."""
+    snap = zoo_artifact(name)
+    config = json.loads((snap / "config.json").read_text())
+    model = getattr(tf, config["architectures"][0]).from_pretrained(str(snap), dtype=torch.float32)
+    model.eval()
+    outs: list[np.ndarray] = []
+    layers = model.model.language_model.layers
+    hooks = [
+        layer.register_forward_hook(
+            lambda _m, _i, out: outs.append((out[0] if isinstance(out, tuple) else out).numpy())
+        )
+        for layer in layers
+    ]
+    with torch.no_grad():
+        logits = model(input_ids=torch.from_numpy(IDS)).logits.numpy()
+    for h in hooks:
+        h.remove()
+    ours = _ours(zoo_artifact(f"{name}.gguf"))
+    assert len(outs) == len(layers) == 2
+    for i, want in enumerate(outs):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4, i
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-llama-q8_0.gguf")
     with nneditor.open(path) as doc:
