@@ -1,5 +1,5 @@
 """Lean block decoders for the ggml types real GGUF files use most (Q4_0, Q4_1, Q5_0, Q5_1,
-Q8_0, Q4_K, Q5_K, Q6_K).
+Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS).
 
 Why hand-written: gguf-py's ``dequantize`` decodes these correctly but through generic
 grouping and several full-size temporaries; a trace dequantizes every weight of a model on
@@ -155,6 +155,46 @@ def _q6_k(b: np.ndarray) -> np.ndarray:
     return out.reshape(n, 256)
 
 
+#: IQ4_NL / IQ4_XS: the 16 non-uniform levels a nibble selects (llama.cpp's kvalues_iq4nl),
+#: as float32 tables indexed by a whole byte: its low nibble's level, its high nibble's level
+_IQ4_LEVELS = np.array(
+    [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113], F32
+)
+_IQ4_LOW = _IQ4_LEVELS[np.arange(256) & 15]
+_IQ4_HIGH = _IQ4_LEVELS[np.arange(256) >> 4]
+
+
+def _iq4_levels(qs: np.ndarray, out: np.ndarray) -> None:
+    """Each byte's low-nibble level to out[..., :16], its high-nibble level to out[..., 16:]."""
+    np.take(_IQ4_LOW, qs, out=out[..., :16], mode="clip")  # "clip": no buffered copy
+    np.take(_IQ4_HIGH, qs, out=out[..., 16:], mode="clip")
+
+
+def _iq4_nl(b: np.ndarray) -> np.ndarray:
+    out = np.empty((b.shape[0], 32), F32)
+    _iq4_levels(b[:, 2:], out)
+    out *= _f16(b, 0)
+    return out
+
+
+def _iq4_xs(b: np.ndarray) -> np.ndarray:
+    """IQ4_XS: IQ4_NL's levels in 256-value blocks, each 32-value part with a 6-bit scale
+    (low 4 bits in scales_l, high 2 bits in the 16-bit scales_h)."""
+    n = b.shape[0]
+    low = np.empty((n, 8), np.uint8)
+    np.bitwise_and(b[:, 4:8], 15, out=low[:, 0::2])
+    np.right_shift(b[:, 4:8], 4, out=low[:, 1::2])
+    high = (b[:, 2:4].copy().view(np.uint16) >> _IQ4XS_SHIFTS) & np.uint16(3)
+    scales = (low | (high.astype(np.uint8) << np.uint8(4))).astype(np.int8) - np.int8(32)
+    dl = (_f16(b, 0) * scales.astype(F32))[:, :, None]  # [n, 8, 1]
+    out = np.empty((n, 8, 32), F32)
+    _iq4_levels(b[:, 8:].reshape(n, 8, 16), out)
+    out *= dl
+    return out.reshape(n, 256)
+
+
+_IQ4XS_SHIFTS = 2 * np.arange(8, dtype=np.uint16)
+
 #: ggml type id -> decoder that can write into a given (n, block_size) float32 array (saves a
 #: copy of every decoded weight when a whole tensor is read, as the NumPy decoder does)
 INTO_DECODERS: dict[int, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -173,4 +213,6 @@ FAST_DECODERS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
     12: _q4_k,
     13: _q5_k,
     14: _q6_k,
+    20: _iq4_nl,
+    23: _iq4_xs,
 }
