@@ -71,14 +71,15 @@ class TopBar(QWidget):
         self.types_button = self._button(
             "File types", "Register NNEditor for model file types", self.fileTypesRequested
         )
-        for b in (
+        self._actions = (
             self.open_button,
             self.folder_button,
             self.close_button,
             self.save_button,
             self.compare_button,
             self.types_button,
-        ):
+        )
+        for b in self._actions:
             layout.addWidget(b)
         self.save_button.hide()
         self.close_button.setEnabled(False)
@@ -124,14 +125,7 @@ class TopBar(QWidget):
 
     def _fit(self) -> None:
         """Full labels when they fit the bar's width, short ones otherwise."""
-        buttons = [
-            self.open_button,
-            self.folder_button,
-            self.close_button,
-            self.save_button,
-            self.compare_button,
-            self.types_button,
-        ]
+        buttons = self._actions
         for b in buttons:
             b.setText(str(b.property("fullText")))
         layout = self.layout()
