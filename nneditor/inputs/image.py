@@ -28,6 +28,9 @@ NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
     "0..1": ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),
     "-1..1": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+    # the raw pixel bytes (TensorFlow detectors take uint8 images); computed exactly, not
+    # through this mean and std
+    "0..255": ((0.0, 0.0, 0.0), (1 / 255, 1 / 255, 1 / 255)),
 }
 MAX_PIXELS = 100_000_000
 
@@ -117,10 +120,13 @@ def load_image(
         raise InputSpecError(f"{p} could not be read as an image ({exc})") from exc
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
-    mean, std = NORMALIZATIONS[normalization]
-    mean_arr = np.asarray(mean[:channels], dtype=np.float32)
-    std_arr = np.asarray(std[:channels], dtype=np.float32)
-    pixels = (pixels - mean_arr) / std_arr
+    if normalization == "0..255":  # the bytes themselves, exactly
+        pixels = np.rint(pixels * np.float32(255.0))
+    else:
+        mean, std = NORMALIZATIONS[normalization]
+        mean_arr = np.asarray(mean[:channels], dtype=np.float32)
+        std_arr = np.asarray(std[:channels], dtype=np.float32)
+        pixels = (pixels - mean_arr) / std_arr
     if layout == "NCHW":
         pixels = pixels.transpose(2, 0, 1)
     out = np.broadcast_to(pixels[None], (batch, *pixels.shape))
@@ -136,9 +142,12 @@ def image_for_input(
     """An image tensor shaped for ``spec`` (layout inferred from its channel axis)."""
     lay = layout_for(spec, layout)
     dtype = spec.numpy_dtype
-    if dtype.kind != "f":
+    if dtype == np.uint8:  # TensorFlow's detectors take the pixel bytes
+        normalization = "0..255"
+    elif dtype.kind != "f":
         raise InputSpecError(
-            f"input {spec.name!r} is {spec.dtype}; image sources produce floating-point tensors"
+            f"input {spec.name!r} is {spec.dtype}; image sources produce floating-point or "
+            "uint8 (pixel byte) tensors"
         )
     return load_image(
         path, lay.height, lay.width, lay.layout, normalization, lay.channels, lay.batch, dtype

@@ -233,6 +233,23 @@ def test_image_layouts_and_normalisation(model, tmp_path):
     assert got.shape == (1, 3, 8, 6) and got.dtype == np.float32
 
 
+def test_a_byte_image_input_gets_the_pixel_bytes(tmp_path):
+    """TensorFlow's detectors take uint8 NHWC images: an image file gives its bytes exactly
+    (whatever normalisation was chosen), laid out as the input declares."""
+    rng = np.random.default_rng(1)
+    pixels = rng.integers(0, 256, (8, 6, 3))
+    img = _png(tmp_path / "i.png", pixels)
+    path = _images(
+        tmp_path / "tf.onnx", [_vi("image_tensor:0", TensorProto.UINT8, [1, "h", "w", 3])]
+    )
+    spec = _plan(path, dims={"h": 8, "w": 6})["image_tensor:0"]
+    got = image_for_input(spec, img, "imagenet")
+    assert got.dtype == np.uint8 and got.shape == (1, 8, 6, 3)
+    np.testing.assert_array_equal(got[0], pixels)
+    raw = load_image(img, 8, 6, "NCHW", "0..255")
+    np.testing.assert_array_equal(raw[0], pixels.transpose(2, 0, 1).astype(np.float32))
+
+
 def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
