@@ -46,6 +46,7 @@ DENSE_DECODERS = (
     "phi2",
     "gptneox",
     "command-r",
+    "glm4",
 )
 
 EXPECT: dict[str, E] = {

@@ -164,6 +164,20 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # GLM-4 (0414): four norms per block (after attention and after the feed-forward too),
+    # biased q/k/v, half the head rotated GPT-J style (adjacent pairs), a fused gate/up
+    "glm4": (
+        "Glm4Config",
+        "Glm4ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "partial_rotary_factor": 0.5,
+            "attention_bias": True,
+            "pad_token_id": 0,
+        },
+        _SMOL,
+    ),
     # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
     # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
     # converts it with a SentencePiece model only (see _spm_model)
@@ -382,6 +396,9 @@ def _snapshot(family: str, path: Path) -> None:
 
     config_cls, model_cls, kwargs, source = FAMILIES[family]
     fast, vocab = (None, 49152) if source == "sentencepiece" else _tokenizer(source)
+    if fast is not None and family in _SPECIAL_TOKENS:  # what the family's converter looks up
+        fast.add_special_tokens({"additional_special_tokens": _SPECIAL_TOKENS[family]})
+        vocab = len(fast)
     config = getattr(tf, config_cls)(vocab_size=vocab, **kwargs)
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(config).eval()
@@ -455,6 +472,9 @@ _GPT2_TOKENIZER = {
 #: Pythia's config.json names the rotated fraction rotary_pct (transformers 5 writes
 #: rope_parameters.partial_rotary_factor only; llama.cpp's converter needs the former)
 _CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}}
+#: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
+#: end-of-text and end-of-turn ids from them)
+_SPECIAL_TOKENS = {"glm4": ["<|endoftext|>", "<|user|>"]}
 
 
 #: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which

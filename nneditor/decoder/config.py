@@ -48,11 +48,12 @@ ARCHES = (
     "phi2",
     "gptneox",
     "command-r",
+    "glm4",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3"}
+_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4"}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
-_HF_ROPE_NORMAL = {"ernie4_5"}
+_HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -273,6 +274,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
         extra = _exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
+    if arch == "glm4":  # GLM-4: one gate/up matrix (its norms after attention and the
+        extra = {"fused_gate_up": True}  # feed-forward are found by name)
     if arch == "phi3":
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
@@ -643,6 +646,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         extra.update(sliding_window=window, local_layers=(True,) * n_layers)
     if arch == "exaone4":
         extra.update(_exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
+    if arch == "glm4":
+        extra.update(fused_gate_up=True)
     if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
         phi_window = int(config.get("sliding_window") or 0)
         extra.update(fused_gate_up=True, sliding_window=phi_window)

@@ -111,7 +111,7 @@ _NAMES = {
         )
     },
     **{n: "dbrx" for n in ("dbrx", "smaug-bpe")},
-    "chatglm-bpe": "chatglm4",
+    **{n: "chatglm4" for n in ("chatglm-bpe", "glm4")},  # llama-vocab.cpp: one type, CHATGLM4
     **{
         n: "gpt2"
         for n in ("gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "gigachat", "exaone4")

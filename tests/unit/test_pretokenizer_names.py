@@ -1,0 +1,30 @@
+"""tokenizer.ggml.pre names resolve to the families llama.cpp's llama-vocab.cpp gives them."""
+
+from __future__ import annotations
+
+import pytest
+
+from nneditor.tokenize.pretokenizers import UnknownPreTokenizer, pre_tokenizer
+
+
+@pytest.mark.parametrize(
+    ("name", "family"),
+    [
+        ("glm4", "chatglm4"),  # GLM-4-0414's converter writes "glm4"; llama.cpp: CHATGLM4
+        ("chatglm-bpe", "chatglm4"),
+        ("llama-bpe", "llama3"),
+        ("smollm", "starcoder"),
+        ("qwen2", "qwen2"),
+    ],
+)
+def test_names_resolve_to_llama_cpps_families(name: str, family: str) -> None:
+    assert pre_tokenizer(name).family == family
+
+
+def test_glm4_adds_no_bos_as_llama_cpp_clears_it() -> None:
+    assert pre_tokenizer("glm4").add_bos is False
+
+
+def test_an_unknown_name_is_refused() -> None:
+    with pytest.raises(UnknownPreTokenizer):
+        pre_tokenizer("no-such-pre")
