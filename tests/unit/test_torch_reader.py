@@ -358,3 +358,44 @@ def test_every_pickle_protocol(tmp_path: Path, protocol: int, zipped: bool) -> N
     assert tree["pair"] == ["<tensor int64 [3]>", 1.5]
     with registry.open_document(path) as doc:  # content sniffing finds every variant
         assert doc.format == "pytorch"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch deprecates its quantized dtypes
+@pytest.mark.parametrize("legacy", [False, True])
+def test_quantized_tensors_read_as_their_integers_with_the_scheme(tmp_path, legacy) -> None:  # noqa: ANN001
+    """torch.ao / torchvision quantized weights (_rebuild_qtensor): the stored integers (as
+    int_repr gives them), the per-tensor scale and zero point in the encoding and info, the
+    per-channel scales and zero points as tensors of their own; nothing left out."""
+    torch.manual_seed(0)
+    scales = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    zeros = torch.tensor([0, 1, 2, 3])
+    state = {
+        "qt": torch.quantize_per_tensor(torch.randn(5), 0.1, 10, torch.qint8),
+        "qu": torch.quantize_per_tensor(torch.randn(2, 3), 0.05, 128, torch.quint8),
+        "qc": torch.quantize_per_channel(torch.randn(4, 3), scales, zeros, 0, torch.qint8),
+    }
+    path = tmp_path / "q.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=not legacy)
+    ref = torch.load(path, weights_only=False)
+    with registry.open_document(path) as doc:
+        assert list(doc.tensors.keys()) == [
+            "qt",
+            "qu",
+            "qc",
+            "qc.q_per_channel_scales",
+            "qc.q_per_channel_zero_points",
+        ]
+        for name in ("qt", "qu", "qc"):
+            np.testing.assert_array_equal(doc.tensors[name].read(), ref[name].int_repr().numpy())
+        assert doc.tensors["qt"].dtype == "int8" and doc.tensors["qu"].dtype == "uint8"
+        assert (
+            doc.tensors["qu"].encoding == "quint8, per-tensor affine (scale 0.05, zero point 128)"
+        )
+        q = doc.tensors["qt"].info["quantization"]
+        assert (q["scale"], q["zero_point"]) == (ref["qt"].q_scale(), ref["qt"].q_zero_point())
+        assert doc.tensors["qc"].info["quantization"] == {"scheme": "per_channel_affine", "axis": 0}
+        got_scales = doc.tensors["qc.q_per_channel_scales"].read()
+        np.testing.assert_array_equal(got_scales, ref["qc"].q_per_channel_scales().numpy())
+        got_zeros = doc.tensors["qc.q_per_channel_zero_points"].read()
+        np.testing.assert_array_equal(got_zeros, ref["qc"].q_per_channel_zero_points().numpy())
+        assert not any("per_tensor_affine" in n or "per_channel" in n for n in doc.notes)

@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -291,8 +292,29 @@ def _decodable(dtype: str) -> bool:
     return True
 
 
+#: quantized storage dtypes -> the integers they hold (what a quantized tensor's read returns)
+_QUANTIZED_INTS = {"qint8": "int8", "quint8": "uint8", "qint32": "int32"}
+
+
+def _quantization(name: str, rec: TensorRecord) -> tuple[dict[str, Any], str]:
+    """The info entry and encoding text of a quantized tensor (real = (q - zero) * scale)."""
+    kind = rec.quantizer[0]
+    if kind == "per_tensor_affine":
+        _, scale, zero = rec.quantizer
+        text = f"{rec.dtype}, per-tensor affine (scale {scale:g}, zero point {zero})"
+        return {"scheme": kind, "scale": scale, "zero_point": zero}, text
+    axis = rec.quantizer[3]
+    text = (
+        f"{rec.dtype}, {kind.replace('_', ' ')} along axis {axis} (scales and zero points: "
+        f"{name}.q_per_channel_scales, {name}.q_per_channel_zero_points)"
+    )
+    return {"scheme": kind, "axis": axis}, text
+
+
 def tensor_ref(name: str, rec: TensorRecord, info: dict[str, Any] | None = None) -> TensorRef:
-    """A :class:`TensorRef` for a rebuilt tensor, after checking it fits in its storage."""
+    """A :class:`TensorRef` for a rebuilt tensor, after checking it fits in its storage. A
+    quantized tensor reads as the integers it stores; its encoding says how they map to real
+    values (``(q - zero_point) * scale``)."""
     problem = shape_problem(rec.shape)
     if problem:  # [0, 2**64 - 1] holds nothing; a stride-0 [2**40, 2**40] fits in 4 bytes
         raise ArtifactError(f"tensor {name!r}: size {shape_text(rec.shape)} {problem}")
@@ -328,6 +350,10 @@ def tensor_ref(name: str, rec: TensorRecord, info: dict[str, Any] | None = None)
             f"{have} bytes"
         )
     start = rec.offset * itemsize
+    quantized = ""
+    if rec.quantizer:
+        extra["quantization"], quantized = _quantization(name, rec)
+        rec = replace(rec, dtype=_QUANTIZED_INTS.get(rec.dtype, rec.dtype))
     loader: TensorLoader
     if not _decodable(rec.dtype):
         loader = UnavailableLoader(
@@ -343,7 +369,14 @@ def tensor_ref(name: str, rec: TensorRecord, info: dict[str, Any] | None = None)
     src = storage.source
     absolute = src.absolute_offset(start) if isinstance(src, SubSource) else None
     return TensorRef(
-        name, rec.dtype, rec.shape, numel * itemsize, encoding, loader, offset=absolute, info=extra
+        name,
+        rec.dtype,
+        rec.shape,
+        numel * itemsize,
+        quantized or encoding,
+        loader,
+        offset=absolute,
+        info=extra,
     )
 
 
@@ -412,6 +445,10 @@ def collect_tensors(root: Any, prefix: str = "") -> list[tuple[str, TensorRecord
         obj, path, depth = stack.pop()
         if isinstance(obj, TensorRecord):
             out.append((path or "tensor", obj))
+            if len(obj.quantizer) == 4:  # per-channel: its scales and zero points too
+                base = path or "tensor"
+                out.append((f"{base}.q_per_channel_scales", obj.quantizer[1]))
+                out.append((f"{base}.q_per_channel_zero_points", obj.quantizer[2]))
             continue
         if not isinstance(obj, (dict, list, tuple, Call)) or id(obj) in seen:
             continue

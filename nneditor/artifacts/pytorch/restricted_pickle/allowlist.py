@@ -121,7 +121,6 @@ _PLACEHOLDER_SAFE = {
     "torch.Tensor",
     "torch._tensor.Tensor",
     "torch.nn.parameter.Parameter",
-    "torch._utils._rebuild_qtensor",
     "torch._utils._rebuild_sparse_tensor",
     "torch._utils._rebuild_sparse_csr_tensor",
     "torch._utils._rebuild_nested_tensor",
@@ -167,7 +166,7 @@ def torch_dtype(ref: Any) -> str | None:
 
 def is_recognised(qualname: str) -> bool:
     """True for names NNEditor knows to be harmless data descriptions."""
-    if qualname in HANDLERS or qualname in _PLACEHOLDER_SAFE:
+    if qualname in HANDLERS or qualname in _PLACEHOLDER_SAFE or qualname in _QSCHEMES:
         return True
     module, _, name = qualname.rpartition(".")
     if module in ("torch", "torch.cuda") and name in STORAGE_DTYPES:
@@ -373,6 +372,38 @@ def _meta_tensor(m: PickleMachine, args: tuple[Any, ...], fn: str) -> Any:
     return _record(m, fn, None, dtype, 0, args[1], args[2], args[3])
 
 
+#: ``torch.<qscheme>`` names a quantized tensor's quantizer parameters start with
+_QSCHEMES = {
+    f"torch.{n}"
+    for n in ("per_tensor_affine", "per_channel_affine", "per_channel_affine_float_qparams")
+}
+
+
+def _qtensor(m: PickleMachine, args: tuple[Any, ...], fn: str) -> Any:
+    """``_rebuild_qtensor(storage, offset, size, stride, quantizer_params, requires_grad,
+    backward_hooks)``: the stored integers, with the scheme that maps them to real values."""
+    if len(args) != 7:
+        raise m.fail(f"{fn} expects 7 arguments, got {len(args)}")
+    storage, params = args[0], args[4]
+    if not isinstance(storage, StorageRef) or not isinstance(params, tuple) or not params:
+        return NotImplemented
+    scheme = params[0].qualname if isinstance(params[0], GlobalRef) else ""
+    if scheme not in _QSCHEMES:
+        return NotImplemented
+    kind = scheme.removeprefix("torch.")
+    if kind == "per_tensor_affine":
+        if len(params) != 3 or not all(isinstance(v, (int, float)) for v in params[1:]):
+            raise m.fail(f"{fn}: per-tensor parameters {_describe(params)} are not (scale, zero)")
+        quantizer: tuple[Any, ...] = (kind, float(params[1]), int(params[2]))
+    else:
+        ok = len(params) == 4 and all(isinstance(v, TensorRecord) for v in params[1:3])
+        if not ok or type(params[3]) is not int:
+            raise m.fail(f"{fn}: per-channel parameters are not (scales, zero points, axis)")
+        quantizer = (kind, params[1], params[2], params[3])
+    rec = _record(m, fn, storage, storage.dtype, *args[1:4], args[5])
+    return replace(rec, quantizer=quantizer)
+
+
 def _parameter(m: PickleMachine, args: tuple[Any, ...], fn: str) -> Any:
     expected = 4 if fn.endswith("_with_state") else 3
     if len(args) != expected:
@@ -416,6 +447,7 @@ HANDLERS: dict[str, Handler] = {
     "torch._utils._rebuild_tensor": _tensor_v1,
     "torch._utils._rebuild_tensor_v2": _tensor_v2,
     "torch._utils._rebuild_tensor_v3": _tensor_v3,
+    "torch._utils._rebuild_qtensor": _qtensor,
     "torch._utils._rebuild_parameter": _parameter,
     "torch._utils._rebuild_parameter_with_state": _parameter,
     "torch._utils._rebuild_meta_tensor_no_storage": _meta_tensor,

@@ -137,6 +137,10 @@ class TensorRecord:
     parameter: bool = False
     rebuild: str = ""
     subclass: str = ""
+    #: a quantized tensor's scheme: ("per_tensor_affine", scale, zero_point) or
+    #: ("per_channel_affine" | "per_channel_affine_float_qparams", scales, zero_points, axis)
+    #: with the per-channel values as TensorRecords; empty for other tensors
+    quantizer: tuple[Any, ...] = ()
 
     def __repr__(self) -> str:
         return short(self)
