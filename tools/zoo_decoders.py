@@ -532,6 +532,23 @@ def convert(
         raise RuntimeError(f"convert_hf_to_gguf.py failed: {done.stderr.strip()[-600:]}")
 
 
+#: an mlx-community style snapshot (MLX 4-bit affine weights with scales and biases)
+MLX = "decoder-llama-mlx4"
+
+
+def _mlx(snapshot: Path, path: Path) -> None:
+    """mlx_lm's converter, in a child interpreter (it prints progress and imports mlx)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mlx_lm", "convert", "--hf-path", str(snapshot)]
+        + ["--mlx-path", str(path), "-q", "--q-bits", "4", "--q-group-size", "32"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0 or not (path / "config.json").is_file():
+        raise RuntimeError(f"mlx_lm convert failed: {done.stderr.strip()[-600:]}")
+
+
 #: vision-language snapshots whose text models llama.cpp converts as qwen2vl / qwen3vl
 VL_TEXT = {"decoder-qwen2.5-vl": "qwen2_5_vl", "decoder-qwen3-vl": "qwen3_vl"}
 
@@ -592,6 +609,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama decoder converted by llama.cpp into 3 files of at most 8 tensors (F32); the "
         "other two shards are written beside it",
     )(lambda path: _split(generate("decoder-llama", path.parents[2]), path))
+    generator(
+        MLX,
+        "mlx_lm convert -q --q-bits 4 --q-group-size 32",
+        "llama decoder quantized by MLX as mlx-community publishes models (4-bit affine)",
+    )(lambda path: _mlx(generate("decoder-llama", path.parents[2]), path))
     for name, model_type in VL_TEXT.items():
         generator(
             name,

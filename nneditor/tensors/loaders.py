@@ -37,7 +37,7 @@ class TensorLoader:
         raise NotImplementedError
 
 
-def _apply_rest(arr: np.ndarray, key: Key | None, first_row: int) -> np.ndarray:
+def apply_rest(arr: np.ndarray, key: Key | None, first_row: int) -> np.ndarray:
     """Apply ``key`` to ``arr`` whose leading axis starts at row ``first_row``."""
     if key is None:
         return np.array(arr, copy=True)
@@ -73,7 +73,7 @@ class RawLoader(TensorLoader):
         buf = self.source.read(start, nbytes) if small else self.source.view(start, nbytes)
         flat = np.frombuffer(buf, dtype=dt, count=count)
         rows = flat.reshape(((r1 - r0), *shape[1:]) if shape else ())
-        out = _apply_rest(rows, key, r0)
+        out = apply_rest(rows, key, r0)
         if dt.byteorder == ">":
             out = out.astype(dt.newbyteorder("<"))
         return out
@@ -101,7 +101,7 @@ class PackedLoader(TensorLoader):
         codes = unpack_bits(raw, self.bits)[e0 - b0 * per : e1 - b0 * per]
         values = codes_to_dtype(codes, self.dtype)
         rows = values.reshape(((r1 - r0), *shape[1:]) if shape else ())
-        return _apply_rest(rows, key, r0)
+        return apply_rest(rows, key, r0)
 
 
 def unpack_bits(raw: np.ndarray, bits: int) -> np.ndarray:

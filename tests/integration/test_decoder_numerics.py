@@ -123,6 +123,44 @@ def test_vision_language_text_models_equal_transformers_on_text(name: str, zoo_a
 
 
 @pytest.mark.realdata
+def test_an_mlx_community_snapshot_equals_transformers_on_mlxs_dequantized_weights(
+    zoo_artifact,  # noqa: ANN001
+) -> None:
+    """mlx_lm's 4-bit conversion of the Llama snapshot: transformers runs the original model
+    with every quantized weight replaced by MLX's own mx.dequantize of it."""
+    mx = pytest.importorskip("mlx.core")
+    from safetensors.numpy import load_file
+
+    path = zoo_artifact("decoder-llama-mlx4")
+    quant = json.loads((path / "config.json").read_text())["quantization"]
+    stored: dict[str, np.ndarray] = {}
+    for f in sorted(path.glob("*.safetensors")):
+        stored |= load_file(str(f))
+    model = tf.AutoModelForCausalLM.from_pretrained(
+        str(zoo_artifact("decoder-llama")), dtype=torch.float32
+    ).eval()
+    state = model.state_dict()
+    swapped = 0
+    for name in stored:
+        if name.endswith(".scales"):
+            base = name.removesuffix(".scales")
+            w = mx.dequantize(
+                *(mx.array(stored[f"{base}.{k}"]) for k in ("weight", "scales", "biases")),
+                group_size=quant["group_size"],
+                bits=quant["bits"],
+            )
+            state[f"{base}.weight"] = torch.from_numpy(np.array(w, np.float32))
+            swapped += 1
+    model.load_state_dict(state)
+    blocks, logits = _theirs(model)
+    ours = _ours(path)
+    assert swapped >= 15  # the embedding and every projection of both blocks
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-llama-q8_0.gguf")
     with nneditor.open(path) as doc:

@@ -30,6 +30,7 @@ from typing import Any
 
 from nneditor.artifacts import safetensors as st
 from nneditor.artifacts.folder_models import open_instead
+from nneditor.artifacts.huggingface.mlx import mlx_weights
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import folder_identity
 from nneditor.io.source import ByteSource, is_file, open_source
@@ -145,6 +146,10 @@ def open_document(folder: Path) -> Document:
         weights.close()
         raise
     metadata["weights"] = {"layout": weights.layout, "files": weights.shards}
+    quant = (metadata.get("config") or {}).get("quantization")
+    if isinstance(quant, dict) and weights.refs:  # an mlx-community snapshot
+        weights.refs, mlx_notes = mlx_weights(weights.refs, quant)
+        weights.notes += mlx_notes
     graph_reason = NO_GRAPH
     if not weights.refs:  # an ONNX Runtime / transformers.js export keeps config.json only
         instead = open_instead(folder)

@@ -1,0 +1,64 @@
+"""mlx-community snapshots: weights quantized by MLX (``config.json`` "quantization":
+{"group_size", "bits", "mode": "affine"}, per-module overrides by module path).
+
+Each quantized ``X.weight`` (packed uint32 words) with its ``X.scales`` and ``X.biases`` is
+listed as the logical float32 matrix it stands for, decoded on read
+(:mod:`nneditor.tensors.mlx_affine`); the scales and biases stay listed as stored. Other MLX
+modes (mxfp4, nvfp4: scales only) stay packed, with a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from nneditor.model.tensor import TensorRef
+from nneditor.tensors.mlx_affine import affine_ref
+
+INFO = "mlx_quantization"
+
+
+def mlx_weights(
+    refs: list[TensorRef], quant: Mapping[str, Any]
+) -> tuple[list[TensorRef], list[str]]:
+    """``refs`` with each affine-quantized weight as its logical matrix, and notes."""
+    mode = str(quant.get("mode") or "affine")
+    if mode != "affine":
+        return refs, [
+            f"the weights are MLX {mode}-quantized; NNEditor lists their packed words as stored "
+            "and does not decode them"
+        ]
+    by_name = {r.name: r for r in refs}
+    out: list[TensorRef] = []
+    notes: list[str] = []
+    for ref in refs:
+        base = ref.name.removesuffix(".weight")
+        scales, biases = by_name.get(base + ".scales"), by_name.get(base + ".biases")
+        if base == ref.name or scales is None or biases is None:
+            out.append(ref)
+            continue
+        own = quant.get(base)
+        params = own if isinstance(own, Mapping) else quant
+        try:
+            bits, group = int(params["bits"]), int(params["group_size"])
+        except (KeyError, TypeError, ValueError):
+            notes.append(f"{ref.name}: the MLX quantization gives no bits and group_size")
+            out.append(ref)
+            continue
+        made = affine_ref(ref.name, ref, scales, biases, bits, group)
+        if isinstance(made, str):
+            notes.append(made)
+            out.append(ref)
+        else:
+            out.append(made)
+    return out, notes
+
+
+def quantized_companions(refs: Mapping[str, TensorRef]) -> set[str]:
+    """The scales and biases of weights listed as decoded MLX matrices."""
+    out: set[str] = set()
+    for name, ref in refs.items():
+        if INFO in (ref.info or {}):
+            base = name.removesuffix(".weight")
+            out |= {base + ".scales", base + ".biases"}
+    return out
