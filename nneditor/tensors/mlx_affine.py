@@ -10,9 +10,10 @@ only the words of the rows asked for. Hand-written because the only library that
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
 
-from nneditor.model.tensor import TensorRef
 from nneditor.tensors.loaders import TensorLoader, apply_rest
 from nneditor.tensors.slicing import Key, leading_rows
 
@@ -21,10 +22,14 @@ BITS = (2, 3, 4, 5, 6, 8)
 _ROWS = 1024
 
 
+class Rows(Protocol):
+    """A stored tensor read by a leading-row range ("a:b"), as a TensorRef is."""
+
+    def read(self, key: str) -> np.ndarray: ...
+
+
 class MLXAffineLoader(TensorLoader):
-    def __init__(
-        self, weight: TensorRef, scales: TensorRef, biases: TensorRef, bits: int, group: int
-    ) -> None:
+    def __init__(self, weight: Rows, scales: Rows, biases: Rows, bits: int, group: int) -> None:
         self.weight, self.scales, self.biases = weight, scales, biases
         self.bits, self.group = bits, group
 
@@ -49,34 +54,3 @@ class MLXAffineLoader(TensorLoader):
         groups *= scales
         groups += biases
         return groups.reshape(b - a, cols)
-
-
-def affine_ref(
-    name: str, weight: TensorRef, scales: TensorRef, biases: TensorRef, bits: int, group: int
-) -> TensorRef | str:
-    """The logical float32 [out, in] tensor of an MLX-quantized weight, or why not."""
-    if bits not in BITS:
-        return f"{name}: MLX {bits}-bit quantization is not one NNEditor decodes ({BITS})"
-    if weight.dtype != "uint32" or len(weight.shape) != 2 or len(scales.shape) != 2:
-        return f"{name}: not an MLX packed weight (uint32 [out, words]) with 2-D scales"
-    rows, words = weight.shape
-    cols = words * 32 // bits
-    if scales.shape != (rows, cols // group) or biases.shape != scales.shape or cols % group:
-        return (
-            f"{name}: {rows} x {cols} values in groups of {group} do not match scales "
-            f"{list(scales.shape)} and biases {list(biases.shape)}"
-        )
-    loader = MLXAffineLoader(weight, scales, biases, bits, group)
-    info = {"mlx_quantization": {"bits": bits, "group_size": group, "packed": list(weight.shape)}}
-    # (the key nneditor.artifacts.huggingface.mlx.INFO looks for)
-    return TensorRef(
-        name,
-        "float32",
-        (rows, cols),
-        weight.nbytes,
-        f"MLX affine {bits}-bit, groups of {group} (scales and biases beside it)",
-        loader,
-        offset=weight.offset,
-        location=weight.location,
-        info=info,
-    )

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nneditor.model.tensor import TensorRef
-from nneditor.tensors.mlx_affine import affine_ref
+from nneditor.tensors.mlx_affine import BITS, MLXAffineLoader
 
 INFO = "mlx_quantization"
 
@@ -45,7 +45,7 @@ def mlx_weights(
             notes.append(f"{ref.name}: the MLX quantization gives no bits and group_size")
             out.append(ref)
             continue
-        made = affine_ref(ref.name, ref, scales, biases, bits, group)
+        made = _affine_ref(ref.name, ref, scales, biases, bits, group)
         if isinstance(made, str):
             notes.append(made)
             out.append(ref)
@@ -62,3 +62,33 @@ def quantized_companions(refs: Mapping[str, TensorRef]) -> set[str]:
             base = name.removesuffix(".weight")
             out |= {base + ".scales", base + ".biases"}
     return out
+
+
+def _affine_ref(
+    name: str, weight: TensorRef, scales: TensorRef, biases: TensorRef, bits: int, group: int
+) -> TensorRef | str:
+    """The logical float32 [out, in] tensor of an MLX-quantized weight, or why not."""
+    if bits not in BITS:
+        return f"{name}: MLX {bits}-bit quantization is not one NNEditor decodes ({BITS})"
+    if weight.dtype != "uint32" or len(weight.shape) != 2 or len(scales.shape) != 2:
+        return f"{name}: not an MLX packed weight (uint32 [out, words]) with 2-D scales"
+    rows, words = weight.shape
+    cols = words * 32 // bits
+    if scales.shape != (rows, cols // group) or biases.shape != scales.shape or cols % group:
+        return (
+            f"{name}: {rows} x {cols} values in groups of {group} do not match scales "
+            f"{list(scales.shape)} and biases {list(biases.shape)}"
+        )
+    loader = MLXAffineLoader(weight, scales, biases, bits, group)
+    info = {INFO: {"bits": bits, "group_size": group, "packed": list(weight.shape)}}
+    return TensorRef(
+        name,
+        "float32",
+        (rows, cols),
+        weight.nbytes,
+        f"MLX affine {bits}-bit, groups of {group} (scales and biases beside it)",
+        loader,
+        offset=weight.offset,
+        location=weight.location,
+        info=info,
+    )
