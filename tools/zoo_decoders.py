@@ -549,6 +549,48 @@ def _mlx(snapshot: Path, path: Path) -> None:
         raise RuntimeError(f"mlx_lm convert failed: {done.stderr.strip()[-600:]}")
 
 
+#: an FP8 snapshot (quant_method "fp8": float8_e4m3fn weights, weight_scale_inv per block);
+#: 32 x 64 blocks (not square, so rows and columns cannot be swapped unnoticed; transformers,
+#: the reference, needs whole blocks)
+FP8 = "decoder-llama-fp8"
+FP8_BLOCK = (32, 64)
+
+
+def _fp8(snapshot: Path, path: Path) -> None:
+    """The projections as float8_e4m3fn with a float32 scale per block (max |w| / 448), the
+    way Qwen3's and DeepSeek's FP8 checkpoints are written; the rest as stored."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(snapshot, path)
+    state = load_file(str(snapshot / "model.safetensors"))
+    br, bc = FP8_BLOCK
+    out: dict[str, Any] = {}
+    for name, w in state.items():
+        if not (name.endswith("proj.weight") and w.ndim == 2):
+            out[name] = w
+            continue
+        rows, cols = w.shape
+        scale = torch.zeros(-(-rows // br), -(-cols // bc))
+        q = torch.empty(w.shape, dtype=torch.float8_e4m3fn)
+        for i in range(scale.shape[0]):
+            for j in range(scale.shape[1]):
+                block = w[i * br : (i + 1) * br, j * bc : (j + 1) * bc]
+                scale[i, j] = block.abs().max() / 448.0
+                q[i * br : (i + 1) * br, j * bc : (j + 1) * bc] = (block / scale[i, j]).to(q.dtype)
+        out[name] = q
+        out[name.removesuffix(".weight") + ".weight_scale_inv"] = scale
+    save_file(out, str(path / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"] = {
+        "quant_method": "fp8",
+        "fmt": "e4m3",
+        "activation_scheme": "dynamic",
+        "weight_block_size": list(FP8_BLOCK),
+    }
+    (path / "config.json").write_text(json.dumps(config, indent=2))
+
+
 #: vision-language snapshots whose text models llama.cpp converts as qwen2vl / qwen3vl
 VL_TEXT = {"decoder-qwen2.5-vl": "qwen2_5_vl", "decoder-qwen3-vl": "qwen3_vl"}
 
@@ -614,6 +656,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "mlx_lm convert -q --q-bits 4 --q-group-size 32",
         "llama decoder quantized by MLX as mlx-community publishes models (4-bit affine)",
     )(lambda path: _mlx(generate("decoder-llama", path.parents[2]), path))
+    generator(
+        FP8,
+        "torch float8_e4m3fn + block scales, as Qwen3's FP8 releases store them",
+        "llama decoder with FP8 weights and a scale per 32 x 64 block (quant_method fp8)",
+    )(lambda path: _fp8(generate("decoder-llama", path.parents[2]), path))
     for name, model_type in VL_TEXT.items():
         generator(
             name,

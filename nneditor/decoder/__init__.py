@@ -42,18 +42,20 @@ def text_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
     return out
 
 
-def _decoded_mlx(
+def _dequantized(
     config: Mapping[str, Any], names: list[str], doc: Document
 ) -> tuple[Mapping[str, Any], list[str]]:
-    """An mlx-community snapshot whose every quantized weight the reader decodes: the config
-    without its quantization keys and the names without the scales and biases (which the
-    decoded matrices already apply); anything else unchanged (and refused if quantized)."""
-    from nneditor.artifacts.huggingface.mlx import quantized_companions
+    """A snapshot whose every quantized weight the reader decodes (MLX affine, FP8 with block
+    scales): the config without its quantization keys and the names without the scales and
+    biases the decoded matrices already apply; anything else unchanged (refused if quantized)."""
+    from nneditor.artifacts.huggingface import fp8, mlx
 
-    quant = config.get("quantization")
-    companions = quantized_companions(doc.tensors)
-    packed = [n for n in names if n.endswith((".scales", ".biases")) and n not in companions]
-    if not isinstance(quant, Mapping) or not companions or packed:
+    companions = mlx.quantized_companions(doc.tensors)
+    for name, ref in doc.tensors.items():
+        if fp8.INFO in (ref.info or {}):
+            companions.add(name.removesuffix(".weight") + fp8.SCALE)
+    left = [n for n in names if n.endswith((".scales", ".biases", fp8.SCALE))]
+    if not companions or any(n not in companions for n in left):
         return config, names
     plain = {k: v for k, v in config.items() if k not in ("quantization", "quantization_config")}
     return plain, [n for n in names if n not in companions]
@@ -90,7 +92,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "decoder reads safetensors shards only (convert them with safetensors first)"
             )
         config = doc.metadata.get("config") or {}
-        config, names = _decoded_mlx(config, names, doc)
+        config, names = _dequantized(config, names, doc)
         common = hf_common(config, names)
         hf_family = {qwen35.ARCH: qwen35.from_hf, lfm2.ARCH: lfm2.from_hf}
         cfg = hf_family.get(common["arch"], from_hf)(config, common)

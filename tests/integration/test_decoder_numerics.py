@@ -161,6 +161,27 @@ def test_an_mlx_community_snapshot_equals_transformers_on_mlxs_dequantized_weigh
 
 
 @pytest.mark.realdata
+def test_an_fp8_snapshot_equals_transformers_dequantizing_it(zoo_artifact) -> None:  # noqa: ANN001
+    """quant_method "fp8" (float8_e4m3fn weights, a scale per 32 x 64 block): transformers'
+    FineGrainedFP8 integration dequantizes it on CPU."""
+    pytest.importorskip("accelerate")
+    path = zoo_artifact("decoder-llama-fp8")
+    model = tf.AutoModelForCausalLM.from_pretrained(
+        str(path),
+        quantization_config=tf.FineGrainedFP8Config(dequantize=True),
+        dtype=torch.float32,
+    ).eval()
+    blocks, logits = _theirs(model)
+    ours = _ours(path)
+    with nneditor.open(path) as doc:
+        q = doc.tensors["model.layers.0.mlp.down_proj.weight"]
+        assert q.dtype == "float32" and q.encoding.startswith("float8_e4m3fn x scale per 32 x 64")
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-llama-q8_0.gguf")
     with nneditor.open(path) as doc:
