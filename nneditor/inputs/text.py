@@ -29,6 +29,8 @@ PLACEHOLDER = "hello world"
 #: how far downstream of the input a string table is looked for (nodes visited)
 _REACH = 64
 _WORDS_PER_SENTENCE = 4
+#: words kept from a table (a TfIdfVectorizer pool can hold 100,000 n-grams)
+_WORDS_KEPT = 256
 
 
 def model_words(doc: Document, name: str) -> tuple[tuple[str, ...], str, bool]:
@@ -53,7 +55,8 @@ def model_words(doc: Document, name: str) -> tuple[tuple[str, ...], str, bool]:
             key = _TABLES.get(node.op_type)
             words = node.attributes.get(key) if key else None
             if words:
-                texts = tuple(w for w in map(_text, words) if w.strip())
+                texts = tuple(w for w in map(_text, words[: 4 * _WORDS_KEPT]) if w.strip())
+                texts = texts[:_WORDS_KEPT]
                 if texts:
                     named = node.name and node.name != node.op_type
                     where = f"{node.op_type} node {node.name!r}" if named else node.op_type
