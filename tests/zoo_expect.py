@@ -46,6 +46,7 @@ DENSE_DECODERS = (
     "phi2",
     "gptneox",
     "command-r",
+    "cohere2",
     "glm4",
 )
 
@@ -156,7 +157,7 @@ EXPECT: dict[str, E] = {
     **{
         f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
-            **_lm({"gemma3": 7, "smollm3": 4, "exaone4": 4}.get(family, 2)),
+            **_lm({"gemma3": 7, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)),
         }
         for family in DENSE_DECODERS
         for suffix in ("", ".gguf")

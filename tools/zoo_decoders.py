@@ -332,6 +332,20 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "logit_scale": 0.0625, "tie_word_embeddings": True},
         _SMOL,
     ),
+    # Command R7B (Cohere2): Command-R's parallel block, three windowed layers with RoPE and a
+    # global one without (window 4 of the tests' 12 positions)
+    "cohere2": (
+        "Cohere2Config",
+        "Cohere2ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "sliding_window": 4,
+            "logit_scale": 0.25,
+            "tie_word_embeddings": True,
+        },
+        _SMOL,
+    ),
     # state-space models (traced by the bundled SSM plugin, plugins/mamba): no attention
     "mamba": (
         "MambaConfig",
@@ -471,7 +485,7 @@ _GPT2_TOKENIZER = {
 }
 #: Pythia's config.json names the rotated fraction rotary_pct (transformers 5 writes
 #: rope_parameters.partial_rotary_factor only; llama.cpp's converter needs the former)
-_CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}}
+_CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}, "cohere2": {"rotary_pct": 1.0}}
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)
 _SPECIAL_TOKENS = {"glm4": ["<|endoftext|>", "<|user|>"]}

@@ -48,6 +48,7 @@ ARCHES = (
     "phi2",
     "gptneox",
     "command-r",
+    "cohere2",
     "glm4",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
@@ -341,7 +342,7 @@ def _hf_local(config: Mapping[str, Any], n_layers: int) -> list[bool] | None:
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
 _GEMMAS = ("gemma3", "gemma2", "gemma")
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
-_LAYER_NORM_FAMILIES = ("stablelm", "starcoder2", "phi2", "gptneox", "command-r")
+_LAYER_NORM_FAMILIES = ("stablelm", "starcoder2", "phi2", "gptneox", "command-r", "cohere2")
 
 
 def _plain_ffn(arch: str) -> dict[str, Any]:
@@ -371,11 +372,17 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
     plain = _plain_ffn(arch)
     if arch == "gptneox":  # Pythia: parallel unless the file says otherwise
         plain["parallel"] = bool(metadata.get(f"{arch}.use_parallel_residual", True))
-    if arch == "command-r":  # one LayerNorm, attention and SwiGLU in parallel, scaled logits
+    if arch in ("command-r", "cohere2"):  # one LayerNorm, attention and SwiGLU in parallel
         scale = float(metadata.get(f"{arch}.logit_scale") or 1.0)
         plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
     rope_mode = plain.pop("rope", "neox")
     window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+    layers: dict[str, Any] = {
+        "sliding_window": window,
+        "local_layers": (True,) * common["n_layers"] if window else (),
+    }
+    if arch == "cohere2":  # llama.cpp: three windowed layers with RoPE, a global one without
+        layers = _exaone4_layers(window, None, common["n_layers"])
     return DecoderConfig(
         **common,
         **plain,
@@ -385,8 +392,7 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
         rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
         rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=1 / math.sqrt(head_dim),
-        sliding_window=window,
-        local_layers=(True,) * common["n_layers"] if window else (),
+        **layers,
     )
 
 
@@ -715,7 +721,7 @@ def _hf_layer_norm_family(
             "activation": "gelu" if act == "gelu" else "gelu_tanh",
             "qkv_per_head": True,
         }
-    if arch == "command-r":  # Cohere: rotates adjacent pairs (interleaved), scales its logits
+    if arch in ("command-r", "cohere2"):  # Cohere: rotates adjacent pairs, scales its logits
         if config.get("use_qk_norm"):
             raise DecoderUnsupported(
                 "this Command-R normalises queries and keys per head (use_qk_norm), which the "
@@ -726,6 +732,14 @@ def _hf_layer_norm_family(
     rope_mode = plain.pop("rope", "neox")
     eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
+    layers: dict[str, Any] = {
+        "sliding_window": window,
+        "local_layers": (True,) * common["n_layers"] if window else (),
+    }
+    if arch == "cohere2":  # Command R7B: windowed layers rotate, the full ones use no RoPE
+        layers = _exaone4_layers(
+            _window_of(config), _hf_local(config, common["n_layers"]), common["n_layers"]
+        )
     return DecoderConfig(
         **common,
         **plain,
@@ -736,8 +750,7 @@ def _hf_layer_norm_family(
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],
         attn_scale=1 / math.sqrt(head_dim),
-        sliding_window=window,
-        local_layers=(True,) * common["n_layers"] if window else (),
+        **layers,
     )
 
 

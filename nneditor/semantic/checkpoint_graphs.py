@@ -29,7 +29,7 @@ from nneditor.model.graph import Graph, Node, ValueInfo
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
-_BIASLESS_LN = frozenset({"command-r"})
+_BIASLESS_LN = frozenset({"command-r", "cohere2"})
 
 
 def open_with_graph(path: str | os.PathLike[str]) -> Document:
@@ -316,7 +316,7 @@ class _Builder:
             a = self._short_conv(s, t, h)
         else:
             a = self._mixer(s, t, h, arch, heads, kv)
-        if arch in ("phi2", "command-r") or (arch == "gptneox" and self.parallel):
+        if arch in ("phi2", "command-r", "cohere2") or (arch == "gptneox" and self.parallel):
             return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")
@@ -417,8 +417,9 @@ class _Builder:
         """Phi-2: the feed-forward reads the same norm as attention; GPT-NeoX: its own norm of
         the block input. Both join the residual."""
         ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+        act = "SwiGLU" if "ffn_gate.weight" in t else "GELU"  # Command-R gates, Phi-2 does not
         text = (
-            "Feed-forward, GELU, in parallel with attention on the same norm (from tensor names)."
+            f"Feed-forward, {act}, in parallel with attention on the same norm (from tensor names)."
         )
         if "ffn_norm.weight" in t:
             h = self.layer_norm(
@@ -429,8 +430,8 @@ class _Builder:
                 "Normalization: LayerNorm of the block input for the feed-forward (from tensor "
                 "names).",
             )
-            text = "Feed-forward, GELU, in parallel with attention (from tensor names)."
-        f = self._ffn(s, h, ffn, "GELU", text)
+            text = f"Feed-forward, {act}, in parallel with attention (from tensor names)."
+        f = self._ffn(s, h, ffn, act, text)
         return self.node(
             s,
             "Add",

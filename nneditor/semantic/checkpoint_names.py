@@ -34,6 +34,7 @@ HF_ARCH = {
     "phi": "phi2",
     "gpt_neox": "gptneox",
     "cohere": "command-r",
+    "cohere2": "cohere2",
     "glm4": "glm4",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
