@@ -18,8 +18,8 @@ from nneditor.tensors.loaders import TensorLoader, apply_rest
 from nneditor.tensors.slicing import Key, leading_rows
 
 BITS = (2, 3, 4, 5, 6, 8)
-#: rows decoded at once (bounds the bit-unpacking temporaries: 1,024 x 4,096 values)
-_ROWS = 1024
+#: values decoded at once (bounds the unpacking temporaries to ~100 MB)
+_VALUES = 1 << 22
 
 
 class Rows(Protocol):
@@ -37,17 +37,30 @@ class MLXAffineLoader(TensorLoader):
         rows, cols = shape
         r0, r1 = (0, rows) if key is None else leading_rows(key, shape)
         out = np.empty((r1 - r0, cols), np.float32)
-        for a in range(r0, r1, _ROWS):
-            b = min(r1, a + _ROWS)
+        step = max(1, _VALUES // max(cols, 1))
+        for a in range(r0, r1, step):
+            b = min(r1, a + step)
             out[a - r0 : b - r0] = self._rows(a, b, cols)
         return out if key is None else apply_rest(out, key, r0)
 
+    def _codes(self, words: np.ndarray, cols: int) -> np.ndarray:
+        """The integers of [rows, words] packed words, as float32 [rows, cols]."""
+        rows = words.shape[0]
+        data = words.view(np.uint8)
+        if 8 % self.bits == 0:  # 2, 4, 8 bits: whole values per byte, lowest bits first
+            per = 8 // self.bits
+            shifts = (np.arange(per, dtype=np.uint8) * self.bits)[None, None, :]
+            mask = np.uint8((1 << self.bits) - 1)
+            codes = (data[:, :, None] >> shifts) & mask
+            return codes.reshape(rows, -1)[:, :cols].astype(np.float32)
+        bits = np.unpackbits(data, axis=-1, bitorder="little")  # 3, 5, 6 bits: one stream
+        bits = bits[:, : cols * self.bits].reshape(rows, cols, self.bits)
+        place = (np.uint32(1) << np.arange(self.bits, dtype=np.uint32)).astype(np.uint32)
+        return (bits.astype(np.uint32) * place).sum(-1, dtype=np.uint32).astype(np.float32)
+
     def _rows(self, a: int, b: int, cols: int) -> np.ndarray:
         words = np.ascontiguousarray(self.weight.read(f"{a}:{b}"), dtype="<u4")
-        bits = np.unpackbits(words.view(np.uint8), axis=-1, bitorder="little")
-        bits = bits[:, : cols * self.bits].reshape(b - a, cols, self.bits)
-        weights = (np.uint32(1) << np.arange(self.bits, dtype=np.uint32)).astype(np.uint32)
-        q = (bits.astype(np.uint32) * weights).sum(-1, dtype=np.uint32).astype(np.float32)
+        q = self._codes(words, cols)
         groups = q.reshape(b - a, cols // self.group, self.group)
         scales = np.asarray(self.scales.read(f"{a}:{b}"), np.float32)[:, :, None]
         biases = np.asarray(self.biases.read(f"{a}:{b}"), np.float32)[:, :, None]
