@@ -166,6 +166,7 @@ EXPECT: dict[str, E] = {
     # mlx_lm's 4-bit conversion (weights listed as their decoded matrices; it traces)
     "decoder-llama-mlx4": {"format": "huggingface", **_lm(2)},
     "decoder-llama-fp8": {"format": "huggingface", **_lm(2)},
+    "decoder-llama-fp8-channel": {"format": "huggingface", **_lm(2)},
     # the first of 3 split files: both blocks only when the other shards' tensors are listed
     "decoder-llama-00001-of-00003.gguf": {"format": "gguf", **_lm(2)},
     # LFM2: one attention layer among three short convolutions

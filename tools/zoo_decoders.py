@@ -570,21 +570,27 @@ FP8 = "decoder-llama-fp8"
 FP8_BLOCK = (32, 64)
 
 
-def _fp8(snapshot: Path, path: Path) -> None:
-    """The projections as float8_e4m3fn with a float32 scale per block (max |w| / 448), the
-    way Qwen3's and DeepSeek's FP8 checkpoints are written; the rest as stored."""
+#: llm-compressor's FP8 format (compressed-tensors, float-quantized): a scale per output channel
+FP8_CHANNEL = "decoder-llama-fp8-channel"
+
+
+def _fp8(snapshot: Path, path: Path, channel: bool = False) -> None:
+    """The projections as float8_e4m3fn with float32 scales (max |w| / 448): per 32 x 64
+    block with ``weight_scale_inv`` (quant_method fp8, as Qwen3's and DeepSeek's FP8
+    checkpoints), or per output channel with ``weight_scale`` (compressed-tensors, as
+    llm-compressor writes FP8 models); the rest as stored."""
     import torch
     from safetensors.torch import load_file, save_file
 
     shutil.copytree(snapshot, path)
     state = load_file(str(snapshot / "model.safetensors"))
-    br, bc = FP8_BLOCK
     out: dict[str, Any] = {}
     for name, w in state.items():
         if not (name.endswith("proj.weight") and w.ndim == 2):
             out[name] = w
             continue
         rows, cols = w.shape
+        br, bc = (1, cols) if channel else FP8_BLOCK
         scale = torch.zeros(-(-rows // br), -(-cols // bc))
         q = torch.empty(w.shape, dtype=torch.float8_e4m3fn)
         for i in range(scale.shape[0]):
@@ -593,16 +599,43 @@ def _fp8(snapshot: Path, path: Path) -> None:
                 scale[i, j] = block.abs().max() / 448.0
                 q[i * br : (i + 1) * br, j * bc : (j + 1) * bc] = (block / scale[i, j]).to(q.dtype)
         out[name] = q
-        out[name.removesuffix(".weight") + ".weight_scale_inv"] = scale
+        out[
+            name.removesuffix(".weight") + (".weight_scale" if channel else ".weight_scale_inv")
+        ] = scale
     save_file(out, str(path / "model.safetensors"), metadata={"format": "pt"})
     config = json.loads((path / "config.json").read_text())
-    config["quantization_config"] = {
-        "quant_method": "fp8",
-        "fmt": "e4m3",
-        "activation_scheme": "dynamic",
-        "weight_block_size": list(FP8_BLOCK),
-    }
+    config["quantization_config"] = (
+        _CHANNEL_CONFIG
+        if channel
+        else {
+            "quant_method": "fp8",
+            "fmt": "e4m3",
+            "activation_scheme": "dynamic",
+            "weight_block_size": list(FP8_BLOCK),
+        }
+    )
     (path / "config.json").write_text(json.dumps(config, indent=2))
+
+
+_CHANNEL_CONFIG = {
+    "quant_method": "compressed-tensors",
+    "format": "float-quantized",
+    "quantization_status": "compressed",
+    "config_groups": {
+        "group_0": {
+            "targets": ["Linear"],
+            "weights": {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "channel"},
+            "input_activations": {
+                "num_bits": 8,
+                "type": "float",
+                "symmetric": True,
+                "strategy": "token",
+                "dynamic": True,
+            },
+        }
+    },
+    "ignore": ["lm_head"],
+}
 
 
 #: vision-language snapshots whose text models llama.cpp converts as qwen2vl / qwen3vl
@@ -675,6 +708,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "torch float8_e4m3fn + block scales, as Qwen3's FP8 releases store them",
         "llama decoder with FP8 weights and a scale per 32 x 64 block (quant_method fp8)",
     )(lambda path: _fp8(generate("decoder-llama", path.parents[2]), path))
+    generator(
+        FP8_CHANNEL,
+        "torch float8_e4m3fn + a scale per output channel, as llm-compressor writes FP8 models",
+        "llama decoder with FP8 weights in compressed-tensors' float-quantized format",
+    )(lambda path: _fp8(generate("decoder-llama", path.parents[2]), path, channel=True))
     for name, model_type in VL_TEXT.items():
         generator(
             name,

@@ -51,10 +51,10 @@ def _dequantized(
     from nneditor.artifacts.huggingface import fp8, mlx
 
     companions = mlx.quantized_companions(doc.tensors)
-    for name, ref in doc.tensors.items():
+    for ref in doc.tensors.values():
         if fp8.INFO in (ref.info or {}):
-            companions.add(name.removesuffix(".weight") + fp8.SCALE)
-    left = [n for n in names if n.endswith((".scales", ".biases", fp8.SCALE))]
+            companions.add(ref.info[fp8.INFO]["scale"])
+    left = [n for n in names if n.endswith((".scales", ".biases", *fp8.SCALES, ".input_scale"))]
     if not companions or any(n not in companions for n in left):
         return config, names
     plain = {k: v for k, v in config.items() if k not in ("quantization", "quantization_config")}

@@ -42,6 +42,7 @@ class BlockScaledLoader(TensorLoader):
         br, bc = self.block
         values = np.asarray(self.weight.read(f"{a}:{b}"), dtype=np.float32)
         scales = np.asarray(self.scale.read(f"{a // br}:{(b - 1) // br + 1}"), np.float32)
+        scales = scales.reshape(scales.shape[0], -1)  # a whole-tensor scale is stored as [1]
         per_row = np.repeat(scales, br, axis=0)[a - a // br * br : b - a // br * br]
         per_value = np.repeat(per_row, bc, axis=1)[:, :cols]
         values *= per_value

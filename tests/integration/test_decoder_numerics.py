@@ -182,6 +182,26 @@ def test_an_fp8_snapshot_equals_transformers_dequantizing_it(zoo_artifact) -> No
 
 
 @pytest.mark.realdata
+def test_a_compressed_tensors_fp8_snapshot_equals_transformers_decompressing_it(
+    zoo_artifact,  # noqa: ANN001
+) -> None:
+    """llm-compressor's FP8 format (compressed-tensors float-quantized, a scale per output
+    channel): transformers decompresses it on CPU with the compressed-tensors library."""
+    pytest.importorskip("compressed_tensors")
+    path = zoo_artifact("decoder-llama-fp8-channel")
+    model = tf.AutoModelForCausalLM.from_pretrained(
+        str(path),
+        quantization_config=tf.CompressedTensorsConfig(run_compressed=False),
+        dtype=torch.float32,
+    ).eval()
+    blocks, logits = _theirs(model)
+    ours = _ours(path)
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
+@pytest.mark.realdata
 def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-llama-q8_0.gguf")
     with nneditor.open(path) as doc:

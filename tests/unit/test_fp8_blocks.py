@@ -55,3 +55,29 @@ def test_a_scale_grid_that_does_not_fit_is_listed_as_stored(tmp_path) -> None:  
     with nneditor.open(folder) as doc:
         assert doc.tensors["w.weight"].dtype == "float8_e4m3fn"
         assert any("listed as stored" in n for n in doc.notes)
+
+
+@pytest.mark.parametrize("strategy", ["tensor", "channel"])
+def test_compressed_tensors_fp8_scales_per_tensor_or_channel(tmp_path, strategy) -> None:  # noqa: ANN001
+    """llm-compressor's float-quantized format: weight_scale [1] or [out, 1]."""
+    from safetensors.torch import save_file
+
+    torch.manual_seed(1)
+    q = (torch.randn(6, 10) * 40).to(torch.float8_e4m3fn)
+    scale = torch.rand(1) + 0.5 if strategy == "tensor" else torch.rand(6, 1) + 0.5
+    folder = tmp_path / "s"
+    folder.mkdir()
+    save_file({"w.weight": q, "w.weight_scale": scale}, str(folder / "model.safetensors"))
+    weights = {"num_bits": 8, "type": "float", "strategy": strategy}
+    config = {
+        "quantization_config": {
+            "quant_method": "compressed-tensors",
+            "format": "float-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
+        }
+    }
+    (folder / "config.json").write_text(json.dumps(config))
+    want = (q.float() * scale).numpy()  # compressed-tensors' float dequantization
+    with nneditor.open(folder) as doc:
+        np.testing.assert_array_equal(doc.tensors["w.weight"].read(), want)
+        np.testing.assert_array_equal(doc.tensors["w.weight"].read("2:5"), want[2:5])

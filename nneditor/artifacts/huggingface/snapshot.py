@@ -30,7 +30,7 @@ from typing import Any
 
 from nneditor.artifacts import safetensors as st
 from nneditor.artifacts.folder_models import open_instead
-from nneditor.artifacts.huggingface.fp8 import fp8_weights, is_fp8
+from nneditor.artifacts.huggingface.fp8 import fp8_weights
 from nneditor.artifacts.huggingface.mlx import mlx_weights
 from nneditor.errors import ArtifactError
 from nneditor.io.identity import folder_identity
@@ -152,8 +152,9 @@ def open_document(folder: Path) -> Document:
     if isinstance(quant, dict) and weights.refs:  # an mlx-community snapshot
         weights.refs, mlx_notes = mlx_weights(weights.refs, quant)
         weights.notes += mlx_notes
-    if is_fp8(config.get("quantization_config")) and weights.refs:  # float8, block scales
-        weights.refs, fp8_notes = fp8_weights(weights.refs, config["quantization_config"])
+    qconfig = config.get("quantization_config")
+    if isinstance(qconfig, dict) and weights.refs:  # float8 weights with scales
+        weights.refs, fp8_notes = fp8_weights(weights.refs, qconfig)
         weights.notes += fp8_notes
     graph_reason = NO_GRAPH
     if not weights.refs:  # an ONNX Runtime / transformers.js export keeps config.json only
