@@ -546,10 +546,13 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
             f"model_type is {model_type or 'not stated'}"
         )
-    if config.get("quantization_config"):
+    qconfig = config.get("quantization_config")
+    if qconfig:
+        method = qconfig.get("quant_method") if isinstance(qconfig, Mapping) else None
         raise DecoderUnsupported(
-            "this snapshot's weights are quantized by a library (quantization_config); the "
-            "NumPy decoder reads plain float weights"
+            f"this snapshot's weights are quantized{f' with {method}' if method else ''} "
+            "(quantization_config) in a way the NumPy decoder does not decode (it reads float "
+            "weights, MLX affine and FP8 ones)"
         )
     n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
     names, transposed = _hf_names(arch, tensor_names, n_layers)

@@ -178,6 +178,25 @@ def test_snapshots_the_decoder_cannot_compute_exactly_are_refused(zoo_artifact, 
 
 
 @pytest.mark.realdata
+def test_quantized_snapshots_it_cannot_decode_are_refused(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """GPTQ/AWQ-style configs name their method; an FP8 model with static activation scales
+    (input_scale) is refused although its weights decode."""
+    snap = shutil.copytree(zoo_artifact("decoder-llama"), tmp_path / "gptq")
+    config = json.loads((snap / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "gptq", "bits": 4, "group_size": 128}
+    (snap / "config.json").write_text(json.dumps(config))
+    _refused(snap, tmp_path, "quantized with gptq (quantization_config) in a way the NumPy")
+    fp8 = shutil.copytree(zoo_artifact("decoder-llama-fp8-channel"), tmp_path / "static")
+    torch = pytest.importorskip("torch")  # numpy has no float8 to rewrite the file with
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(fp8 / "model.safetensors")
+    weights["model.layers.0.self_attn.q_proj.input_scale"] = torch.ones(1)
+    save_file(weights, fp8 / "model.safetensors")
+    _refused(fp8, tmp_path, "quantized with compressed-tensors")
+
+
+@pytest.mark.realdata
 def test_gpu_and_onnx_backends_are_refused_for_checkpoints(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     path = zoo_artifact("decoder-qwen3.gguf")
     _refused(path, tmp_path, "the NumPy decoder runs on CPU only", "--device", "gpu")
