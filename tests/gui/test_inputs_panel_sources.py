@@ -209,3 +209,18 @@ def test_a_gguf_token_input_starts_on_text_tokens(
     assert want == [504, 3575, 282, 4649, 314]  # llama.cpp's ids (tests/gui/test_decoder_ui.py)
     got = window.trace.panel.arrays["tokens"]
     assert got.dtype == np.int64 and got.tolist() == [want]
+
+
+def test_the_image_options_show_only_for_models_with_image_inputs(
+    qtbot, window, open_model, tmp_path
+) -> None:  # noqa: ANN001
+    """A token-only model hides Image layout / normalisation; a model with an image input
+    shows them (and they still reach its inputs: the test above)."""
+    open_model(EXAMPLE)
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert not panel.image_layout.isVisible() and not panel.image_norm.isVisible()
+    open_model(_model(tmp_path / "sources.onnx"))
+    window.trace.show_view("Trace")
+    qtbot.waitUntil(lambda: panel.image_layout.isVisible(), timeout=3000)
+    assert panel.image_norm.isVisible()

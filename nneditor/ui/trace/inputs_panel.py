@@ -120,6 +120,13 @@ def source_array(
     raise NNEditorError(f"unknown input source {kind!r}")
 
 
+def _takes_images(spec: InputSpec) -> bool:
+    """An input an image file could fill: float or uint8, 3 or 4 axes, 1 or 3 channels."""
+    dims = spec.declared_shape or ()
+    kind_ok = (spec.dtype or "").startswith(("float", "bfloat", "uint8"))
+    return kind_ok and len(dims) in (3, 4) and any(d in (1, 3) for d in dims if isinstance(d, int))
+
+
 class InputsPanel(QWidget):
     assigned = Signal(object, str)  # dict[str, np.ndarray], description
 
@@ -217,7 +224,15 @@ class InputsPanel(QWidget):
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
         form.addRow("Image layout", self.image_layout)
         form.addRow("Image normalisation", self.image_norm)
+        self.image_form = form
         return form
+
+    def _show_image_options(self) -> None:
+        """The image rows only for a model with an input an image file could fill."""
+        plan = self.plan
+        show = plan is not None and any(_takes_images(spec) for spec in plan.inputs)
+        for row in range(self.image_form.rowCount()):
+            self.image_form.setRowVisible(row, show)
 
     def _text_box(self) -> QGroupBox:
         from nneditor.tokenize.prompts import SAMPLE_PROMPTS
@@ -350,6 +365,7 @@ class InputsPanel(QWidget):
         self.sources = {}
         self.table.setRowCount(0)
         self.assumptions.setText("")
+        self._show_image_options()
         if doc is None or doc.graph is None:
             self.status.setText("Open a model with a graph to prepare its inputs.")
             return
@@ -359,6 +375,7 @@ class InputsPanel(QWidget):
             self.status.setText(str(exc))
             return
         self._fill()
+        self._show_image_options()
         spec = self.token_input()
         self.text_box.setVisible(spec is not None)
         if spec is not None:
