@@ -45,20 +45,17 @@ def text_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:
 def _dequantized(
     config: Mapping[str, Any], names: list[str], doc: Document
 ) -> tuple[Mapping[str, Any], list[str]]:
-    """A snapshot whose every quantized weight the reader decodes (MLX affine, FP8 with block
-    scales): the config without its quantization keys and the names without the scales and
-    biases the decoded matrices already apply; anything else unchanged (refused if quantized)."""
-    from nneditor.artifacts.huggingface import fp8, mlx
+    """A snapshot whose every quantized weight the reader decodes (MLX affine, FP8 with
+    scales): the config without its quantization keys and the names without the parts the
+    decoded matrices already apply; anything else unchanged (refused if quantized)."""
+    from nneditor.artifacts.huggingface.decoded import PART_SUFFIXES, decoded_parts
 
-    companions = mlx.quantized_companions(doc.tensors)
-    for ref in doc.tensors.values():
-        if fp8.INFO in (ref.info or {}):
-            companions.add(ref.info[fp8.INFO]["scale"])
-    left = [n for n in names if n.endswith((".scales", ".biases", *fp8.SCALES, ".input_scale"))]
-    if not companions or any(n not in companions for n in left):
+    parts = decoded_parts(doc.tensors)
+    left = [n for n in names if n.endswith(PART_SUFFIXES) and n not in parts]
+    if not parts or left:
         return config, names
     plain = {k: v for k, v in config.items() if k not in ("quantization", "quantization_config")}
-    return plain, [n for n in names if n not in companions]
+    return plain, [n for n in names if n not in parts]
 
 
 def decoder_config(doc: Document) -> DecoderConfig:

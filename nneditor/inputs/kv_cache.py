@@ -56,12 +56,13 @@ def cache_extents(
     if past_len is None:
         return {}
     seq = _token_length(inputs, dims, shapes or {})
+    token_syms = _token_symbols(inputs)
     for vi in inputs:
         shape = vi.shape or ()
         if not _MASK.search(vi.name) or not shape:
             continue
         sym = shape[-1]
-        if isinstance(sym, str) and sym and sym not in dims and sym not in _token_symbols(inputs):
+        if isinstance(sym, str) and sym and sym not in dims and sym not in token_syms:
             out.setdefault(vi.name, {})[len(shape) - 1] = (
                 seq + past_len,
                 f"tokens' length ({seq}) plus the cached length ({past_len})",

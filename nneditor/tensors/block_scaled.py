@@ -7,38 +7,16 @@ only the rows asked for (ml_dtypes widens the float8 values through the stored l
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
-from nneditor.tensors.loaders import TensorLoader, apply_rest
-from nneditor.tensors.slicing import Key, leading_rows
-
-#: rows decoded at once (bounds the temporaries: 1,024 x 8,192 float32 is 32 MB)
-_ROWS = 1024
+from nneditor.tensors.loaders import RowDecoder, Rows
 
 
-class Rows(Protocol):
-    """A stored tensor read by a leading-row range ("a:b"), as a TensorRef is."""
-
-    def read(self, key: str) -> np.ndarray: ...
-
-
-class BlockScaledLoader(TensorLoader):
+class BlockScaledLoader(RowDecoder):
     def __init__(self, weight: Rows, scale: Rows, block: tuple[int, int]) -> None:
         self.weight, self.scale, self.block = weight, scale, block
 
-    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
-        rows, cols = shape
-        r0, r1 = (0, rows) if key is None else leading_rows(key, shape)
-        out = np.empty((r1 - r0, cols), np.float32)
-        step = max(self.block[0], _ROWS // self.block[0] * self.block[0])
-        for a in range(r0, r1, step):
-            b = min(r1, a + step)
-            out[a - r0 : b - r0] = self._rows(a, b, cols)
-        return out if key is None else apply_rest(out, key, r0)
-
-    def _rows(self, a: int, b: int, cols: int) -> np.ndarray:
+    def decode_rows(self, a: int, b: int, cols: int) -> np.ndarray:
         br, bc = self.block
         values = np.asarray(self.weight.read(f"{a}:{b}"), dtype=np.float32)
         scales = np.asarray(self.scale.read(f"{a // br}:{(b - 1) // br + 1}"), np.float32)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 
@@ -34,6 +35,35 @@ class TensorLoader:
     """Decodes a tensor, or a slice of it."""
 
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        raise NotImplementedError
+
+
+class Rows(Protocol):
+    """A stored tensor read by a leading-row range ("a:b"), as a TensorRef is."""
+
+    def read(self, key: str) -> np.ndarray: ...
+
+
+#: values a :class:`RowDecoder` decodes at once (bounds its temporaries to ~100 MB)
+ROW_DECODE_VALUES = 1 << 22
+
+
+class RowDecoder(TensorLoader):
+    """A float32 [rows, cols] matrix decoded from its stored parts (packed words and scales)
+    a few rows at a time: only the rows a key touches, in chunks of bounded size."""
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        rows, cols = shape
+        r0, r1 = (0, rows) if key is None else leading_rows(key, shape)
+        out = np.empty((r1 - r0, cols), np.float32)
+        step = max(1, ROW_DECODE_VALUES // max(cols, 1))
+        for a in range(r0, r1, step):
+            b = min(r1, a + step)
+            out[a - r0 : b - r0] = self.decode_rows(a, b, cols)
+        return out if key is None else apply_rest(out, key, r0)
+
+    def decode_rows(self, a: int, b: int, cols: int) -> np.ndarray:
+        """Rows [a, b) as float32 [b - a, cols]."""
         raise NotImplementedError
 
 

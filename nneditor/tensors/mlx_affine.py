@@ -10,38 +10,17 @@ only the words of the rows asked for. Hand-written because the only library that
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
 
-from nneditor.tensors.loaders import TensorLoader, apply_rest
-from nneditor.tensors.slicing import Key, leading_rows
+from nneditor.tensors.loaders import RowDecoder, Rows
 
 BITS = (2, 3, 4, 5, 6, 8)
-#: values decoded at once (bounds the unpacking temporaries to ~100 MB)
-_VALUES = 1 << 22
 
 
-class Rows(Protocol):
-    """A stored tensor read by a leading-row range ("a:b"), as a TensorRef is."""
-
-    def read(self, key: str) -> np.ndarray: ...
-
-
-class MLXAffineLoader(TensorLoader):
+class MLXAffineLoader(RowDecoder):
     def __init__(self, weight: Rows, scales: Rows, biases: Rows, bits: int, group: int) -> None:
         self.weight, self.scales, self.biases = weight, scales, biases
         self.bits, self.group = bits, group
-
-    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
-        rows, cols = shape
-        r0, r1 = (0, rows) if key is None else leading_rows(key, shape)
-        out = np.empty((r1 - r0, cols), np.float32)
-        step = max(1, _VALUES // max(cols, 1))
-        for a in range(r0, r1, step):
-            b = min(r1, a + step)
-            out[a - r0 : b - r0] = self._rows(a, b, cols)
-        return out if key is None else apply_rest(out, key, r0)
 
     def _codes(self, words: np.ndarray, cols: int) -> np.ndarray:
         """The integers of [rows, words] packed words, as float32 [rows, cols]."""
@@ -58,7 +37,7 @@ class MLXAffineLoader(TensorLoader):
         place = (np.uint32(1) << np.arange(self.bits, dtype=np.uint32)).astype(np.uint32)
         return (bits.astype(np.uint32) * place).sum(-1, dtype=np.uint32).astype(np.float32)
 
-    def _rows(self, a: int, b: int, cols: int) -> np.ndarray:
+    def decode_rows(self, a: int, b: int, cols: int) -> np.ndarray:
         words = np.ascontiguousarray(self.weight.read(f"{a}:{b}"), dtype="<u4")
         q = self._codes(words, cols)
         groups = q.reshape(b - a, cols // self.group, self.group)

@@ -60,6 +60,15 @@ def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / np.abs(b).max())
 
 
+def _assert_matches(
+    ours: dict[str, np.ndarray], blocks: list[np.ndarray], logits: np.ndarray
+) -> None:
+    """Every block output and the logits within 1e-4 relative of the reference's."""
+    for i, want in enumerate(blocks):
+        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4, (i, _rel(ours[f"blk.{i}.output"], want))
+    assert _rel(ours["result_output"], logits) < 1e-4
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("form", ["snapshot", "gguf"])
 @pytest.mark.parametrize("family", FAMILIES)
@@ -155,9 +164,7 @@ def test_an_mlx_community_snapshot_equals_transformers_on_mlxs_dequantized_weigh
     blocks, logits = _theirs(model)
     ours = _ours(path)
     assert swapped >= 15  # the embedding and every projection of both blocks
-    for i, want in enumerate(blocks):
-        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
-    assert _rel(ours["result_output"], logits) < 1e-4
+    _assert_matches(ours, blocks, logits)
 
 
 @pytest.mark.realdata
@@ -176,9 +183,7 @@ def test_an_fp8_snapshot_equals_transformers_dequantizing_it(zoo_artifact) -> No
     with nneditor.open(path) as doc:
         q = doc.tensors["model.layers.0.mlp.down_proj.weight"]
         assert q.dtype == "float32" and q.encoding.startswith("float8_e4m3fn x scale per 32 x 64")
-    for i, want in enumerate(blocks):
-        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
-    assert _rel(ours["result_output"], logits) < 1e-4
+    _assert_matches(ours, blocks, logits)
 
 
 @pytest.mark.realdata
@@ -196,9 +201,7 @@ def test_a_compressed_tensors_fp8_snapshot_equals_transformers_decompressing_it(
     ).eval()
     blocks, logits = _theirs(model)
     ours = _ours(path)
-    for i, want in enumerate(blocks):
-        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
-    assert _rel(ours["result_output"], logits) < 1e-4
+    _assert_matches(ours, blocks, logits)
 
 
 @pytest.mark.realdata
@@ -208,9 +211,7 @@ def test_q8_0_gguf_equals_transformers_on_the_dequantized_weights(zoo_artifact) 
         assert {r.encoding for r in doc.tensors.values()} >= {"Q8_0"}
     blocks, logits = _theirs(llama_model(path))
     ours = _ours(path)
-    for i, want in enumerate(blocks):
-        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
-    assert _rel(ours["result_output"], logits) < 1e-4
+    _assert_matches(ours, blocks, logits)
 
 
 @pytest.mark.realdata
@@ -225,9 +226,7 @@ def test_split_gguf_traces_as_the_whole_model(shard: int, zoo_artifact) -> None:
     ).eval()
     blocks, logits = _theirs(model)
     ours = _ours(path)
-    for i, want in enumerate(blocks):
-        assert _rel(ours[f"blk.{i}.output"], want) < 1e-4
-    assert _rel(ours["result_output"], logits) < 1e-4
+    _assert_matches(ours, blocks, logits)
 
 
 @pytest.mark.realdata

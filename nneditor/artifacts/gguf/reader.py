@@ -69,11 +69,10 @@ def open_document(path: Path) -> Document:
         catalog = _catalog(shards, path)
         identity = _identity(shards)
     except BaseException:
-        for shard in shards or [_Shard(path, source, None, [])]:
-            shard.source.close()
+        for src in {id(src): src for src in [source, *(s.source for s in shards)]}.values():
+            src.close()
         raise
     first = next((s for s in shards if _shard_no(s) == 0), shards[0])
-    assert first.index is not None
     caps = capabilities.build(
         inspect=yes(),
         read_tensors=yes(),
@@ -95,7 +94,6 @@ def open_document(path: Path) -> Document:
             for s in shards
         ]
     for s in shards:
-        assert s.index is not None
         notes.extend(s.index.notes)
     return Document(
         format=FORMAT,
@@ -118,12 +116,12 @@ def open_document(path: Path) -> Document:
 class _Shard:
     path: Path
     source: FileSource
-    index: GGUFIndex | None
+    index: GGUFIndex
     layouts: list[_Layout]
 
 
 def _shard_no(shard: _Shard) -> int:
-    declared = split_count(shard.index) if shard.index is not None else None
+    declared = split_count(shard.index)
     return declared[0] if declared else 0
 
 
@@ -150,7 +148,7 @@ def _open_shards(path: Path, opened: _Shard, no: int, count: int, notes: list[st
         raise
     first = shards[0] if _shard_no(shards[0]) == 0 else None
     listed = sum(len(s.layouts) for s in shards)
-    expected = first.index.metadata.get("split.tensors.count") if first and first.index else None
+    expected = first.index.metadata.get("split.tensors.count") if first else None
     if missing:
         left = (
             f"; {expected - listed:,} of the model's {expected:,} tensors are not listed"

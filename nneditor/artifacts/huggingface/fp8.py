@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from nneditor.artifacts.huggingface.decoded import decoded_matrix
 from nneditor.model.tensor import TensorRef
 from nneditor.tensors.block_scaled import BlockScaledLoader
 
 INFO = "fp8_block_scaled"
-#: the scale tensors' suffixes, by scheme
-SCALES = (".weight_scale_inv", ".weight_scale")
 _FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 Blocks = Callable[[int, int], tuple[int, int]]
 
@@ -89,16 +88,13 @@ def fp8_weights(
             out.append(ref)
             continue
         out.append(
-            TensorRef(
-                ref.name,
-                "float32",
+            decoded_matrix(
+                ref,
                 (rows, cols),
-                ref.nbytes,
                 f"{ref.dtype} x scale per {br} x {bc} block ({scale.name} beside it)",
                 BlockScaledLoader(ref, scale, (br, bc)),
-                offset=ref.offset,
-                location=ref.location,
-                info={INFO: {"block": [br, bc], "stored": ref.dtype, "scale": scale.name}},
+                [scale.name],
+                {INFO: {"block": [br, bc], "stored": ref.dtype}},
             )
         )
     return out, notes

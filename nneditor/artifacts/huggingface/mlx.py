@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.artifacts.huggingface.decoded import decoded_matrix
 from nneditor.model.tensor import TensorRef
 from nneditor.tensors.mlx_affine import BITS, MLXAffineLoader
 
@@ -54,16 +55,6 @@ def mlx_weights(
     return out, notes
 
 
-def quantized_companions(refs: Mapping[str, TensorRef]) -> set[str]:
-    """The scales and biases of weights listed as decoded MLX matrices."""
-    out: set[str] = set()
-    for name, ref in refs.items():
-        if INFO in (ref.info or {}):
-            base = name.removesuffix(".weight")
-            out |= {base + ".scales", base + ".biases"}
-    return out
-
-
 def _affine_ref(
     name: str, weight: TensorRef, scales: TensorRef, biases: TensorRef, bits: int, group: int
 ) -> TensorRef | str:
@@ -79,16 +70,11 @@ def _affine_ref(
             f"{name}: {rows} x {cols} values in groups of {group} do not match scales "
             f"{list(scales.shape)} and biases {list(biases.shape)}"
         )
-    loader = MLXAffineLoader(weight, scales, biases, bits, group)
-    info = {INFO: {"bits": bits, "group_size": group, "packed": list(weight.shape)}}
-    return TensorRef(
-        name,
-        "float32",
+    return decoded_matrix(
+        weight,
         (rows, cols),
-        weight.nbytes,
         f"MLX affine {bits}-bit, groups of {group} (scales and biases beside it)",
-        loader,
-        offset=weight.offset,
-        location=weight.location,
-        info=info,
+        MLXAffineLoader(weight, scales, biases, bits, group),
+        [scales.name, biases.name],
+        {INFO: {"bits": bits, "group_size": group, "packed": list(weight.shape)}},
     )
