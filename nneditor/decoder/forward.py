@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, ops
+from nneditor.decoder import hybrid, lfm2, ops, prefetch
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 
@@ -39,6 +39,20 @@ def run_forward(
         raise DecoderUnsupported(f"token ids must be [1, seq], given {list(ids.shape)}")
     ids = ids[0].astype(np.int64)
     w = Weights(doc, cfg)
+    try:
+        return _forward(w, cfg, ids, emit, progress, cancelled)
+    finally:
+        w.close()
+
+
+def _forward(
+    w: Weights,
+    cfg: DecoderConfig,
+    ids: np.ndarray,
+    emit: Emit,
+    progress: Callable[[int, int], None] | None,
+    cancelled: Callable[[], bool] | None,
+) -> np.ndarray:
     rows = w.ref("token_embd.weight").shape[0]
     if ids.min() < 0 or ids.max() >= rows:
         raise DecoderUnsupported(
@@ -74,6 +88,9 @@ def run_forward(
     if scaling.kind == "longrope":  # the factor set for this prompt's length
         ext = scaling.long_factor if seq > scaling.original_context else scaling.short_factor
         factors = np.array(ext, F32) if ext else w.get(scaling.longrope_key(seq))
+    if prefetch.suits(seq, w.matrices(0)):  # decode on a second core (see prefetch.py)
+        w.start_read_ahead()
+        w.read_ahead(0)
     freq_full = freq_local = np.zeros(0, F32)
     if cfg.rope != "none":
         dim = cfg.rope_dim or cfg.head_dim
@@ -88,7 +105,9 @@ def run_forward(
         freq = freq_local if local else freq_full
         if cfg.is_nope(i):  # SmolLM3's NoPE layers attend without positions
             freq = np.zeros(0, F32)
+        w.read_ahead(i + 1)
         x = _block(w, cfg, i, x, positions, freq, local, emit)
+        w.done_with(i)
         step()
     h = _norm(w, cfg, "output_norm", x)
     emit("result_norm", h[None])

@@ -15,6 +15,8 @@ import numpy as np
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.hadamard import regroup
+from nneditor.decoder.prefetch import AHEAD_BYTES, ReadAhead
+from nneditor.tensors.loaders import AffineMatrix
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
@@ -28,11 +30,71 @@ VOCAB_CHUNK_ROWS = 8192
 MATRIX_CHUNK_BYTES = 64 << 20
 
 
+#: the tensors of an attention block, in the order forward.py reads them
+BLOCK_ORDER = (
+    *("attn_norm", "attn_qkv", "attn_q", "attn_k", "attn_v", "attn_q_norm", "attn_k_norm"),
+    *("attn_output", "post_attention_norm", "ffn_norm", "ffn_up", "ffn_gate", "ffn_down"),
+    "post_ffw_norm",
+)
+
+
 class Weights:
     def __init__(self, doc: Document, cfg: DecoderConfig) -> None:
         self.doc = doc
         self.cfg = cfg
-        self.bytes_read = 0
+        self.ahead: ReadAhead | None = None
+        self._wanted: list[str] = []  # keys to read ahead, in the order they will be used
+        # a block's tensor suffixes in the order blocks use them: an attention block's to
+        # start with, then as the blocks read them
+        self._order: list[str] = [f"{n}.{part}" for n in BLOCK_ORDER for part in ("weight", "bias")]
+
+    def start_read_ahead(self) -> None:
+        """From now on a second thread reads the queued layers' tensors ahead of their use
+        (see prefetch.py); :meth:`close` stops it."""
+        if self.ahead is None:
+            self.ahead = ReadAhead()
+
+    def read_ahead(self, layer: int) -> None:
+        """Queue block ``layer``'s tensors (those read whole) in the order blocks use them."""
+        if self.ahead is None:
+            return
+        prefix = f"blk.{layer}."
+        keys = [k for k in self.cfg.names if k.startswith(prefix)]
+        known = {prefix + s: n for n, s in enumerate(self._order)}
+        keys.sort(key=lambda k: known.get(k, len(known)))
+        self._wanted += [k for k in keys if 0 < self._float_bytes(k) <= MATRIX_CHUNK_BYTES]
+        self._top_up()
+
+    def matrices(self, layer: int) -> list[TensorRef]:
+        """Block ``layer``'s stored matrices."""
+        prefix = f"blk.{layer}."
+        refs = (self.doc.tensors.get(n) for k, n in self.cfg.names.items() if k.startswith(prefix))
+        return [r for r in refs if r is not None and len(r.shape) == 2]
+
+    def done_with(self, layer: int) -> None:
+        """Block ``layer`` is computed: what was read ahead for it and not used is dropped."""
+        prefix = f"blk.{layer}."
+        self._wanted = [k for k in self._wanted if not k.startswith(prefix)]
+        if self.ahead is not None:
+            self.ahead.drop(prefix)
+
+    def close(self) -> None:
+        if self.ahead is not None:
+            self.ahead.close()
+            self.ahead = None
+        self._wanted.clear()
+
+    def _top_up(self) -> None:
+        while self.ahead is not None and self._wanted:
+            key = self._wanted[0]
+            if not self.ahead.submit(key, self._float_bytes(key), self._read):
+                return
+            self._wanted.pop(0)
+
+    def _float_bytes(self, key: str) -> int:
+        name = self.cfg.tensor(key)
+        ref = self.doc.tensors.get(name) if name is not None else None
+        return 4 * int(np.prod(ref.shape, dtype=np.int64)) if ref is not None else 0
 
     def ref(self, key: str) -> TensorRef:
         name = self.cfg.tensor(key)
@@ -45,14 +107,38 @@ class Weights:
 
     def get(self, key: str) -> np.ndarray:
         """The whole tensor as float32 ([out, in] for matrices, as torch.nn.Linear stores)."""
+        found = self._fetch(key)
+        return found.dense() if isinstance(found, AffineMatrix) else found
+
+    def _fetch(self, key: str) -> np.ndarray | AffineMatrix:
+        """The tensor as :meth:`_read` gives it: from the read-ahead thread if it was read
+        ahead, else read now."""
+        if key.startswith("blk."):
+            suffix = key.split(".", 2)[-1]
+            if suffix not in self._order:
+                self._order.append(suffix)
+        waiting = self.ahead.take(key) if self.ahead is not None else None
+        if waiting is not None:
+            found = waiting.result()
+            self._top_up()
+            return found
+        return self._read(key)
+
+    def _read(self, key: str) -> np.ndarray | AffineMatrix:
+        """The tensor as float32; a block-quantized matrix with per-block offsets as its two
+        parts (:class:`AffineMatrix`), which :meth:`linear` multiplies without joining."""
         ref = self.ref(key)
+        parts = None
         try:
-            arr = ref.read()
+            if key not in self.cfg.transposed and len(ref.shape) == 2:
+                parts = ref.read_affine()
+            arr = ref.read() if parts is None else None
         except Exception as exc:
             raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
         self._release(ref)
+        if parts is not None:
+            return parts
         arr = np.asarray(arr, dtype=np.float32)
-        self.bytes_read += ref.nbytes
         if key in self.cfg.transposed:
             return arr.T.copy()
         if arr.ndim == 3 and key.endswith(("ssm_conv1d.weight", "shortconv.conv.weight")):
@@ -70,7 +156,8 @@ class Weights:
         rows, width = (int(ref.shape[0]), int(np.prod(ref.shape[1:]))) if ref.shape else (0, 0)
         chunk = max(1, MATRIX_CHUNK_BYTES // max(4 * width, 1))
         if key in self.cfg.transposed or rows <= chunk:
-            y = x @ self.get(key).T
+            found = self._fetch(key)
+            y = found.product(x) if isinstance(found, AffineMatrix) else x @ found.T
         else:
             y = np.empty((*x.shape[:-1], rows), np.float32)
             for start, block in self.row_chunks(key, chunk):
@@ -111,12 +198,29 @@ class Weights:
         """(first row, float32 rows) of a [rows, features] matrix, ``chunk`` rows at a time."""
         ref = self.ref(key)
         total = ref.shape[0]
-        for start in range(0, total, chunk):
+
+        def read(start: int) -> np.ndarray:
             stop = min(total, start + chunk)
             block = np.asarray(ref.read(f"{start}:{stop}"), dtype=np.float32)
             self._release(ref)
-            yield start, block
-        self.bytes_read += ref.nbytes
+            return block
+
+        starts = range(0, total, chunk)
+        width = int(np.prod(ref.shape[1:], dtype=np.int64))
+        if self.ahead is not None and 4 * chunk * width <= AHEAD_BYTES and len(starts) > 1:
+            # the next chunk decodes on the read-ahead thread while this one is multiplied
+            waiting = self.ahead.call(read, starts[0])
+            for n, start in enumerate(starts):
+                block = waiting.result()
+                if n + 1 < len(starts):
+                    waiting = self.ahead.call(read, starts[n + 1])
+                yield start, block
+                del block
+        else:
+            for start in starts:
+                block = read(start)
+                yield start, block
+                del block
 
     @staticmethod
     def _release(ref: TensorRef) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from nneditor.errors import TensorNotFoundError
-from nneditor.tensors.loaders import TensorLoader
+from nneditor.tensors.loaders import AffineMatrix, TensorLoader
 from nneditor.tensors.slicing import Key, parse_slice
 
 
@@ -53,6 +53,11 @@ class TensorRef:
         elif key is not None:
             key = parse_slice(",".join(_key_text(k) for k in key), self.shape)
         return self.loader.read(self.shape, key)
+
+    def read_affine(self) -> AffineMatrix | None:
+        """The whole matrix as scaled values plus per-group offsets, where its format stores
+        it that way (see :class:`~nneditor.tensors.loaders.AffineMatrix`), else None."""
+        return self.loader.read_affine(self.shape)
 
     def release_pages(self) -> None:
         """Drop this tensor's memory-mapped pages from the process's resident set (streaming

@@ -27,9 +27,9 @@ import numpy as np
 
 from nneditor.io.source import ByteSource
 from nneditor.tensors.dtypes import numpy_dtype
-from nneditor.tensors.ggml_fast import FAST_DECODERS, INTO_DECODERS
+from nneditor.tensors.ggml_fast import FAST_DECODERS, INTO_DECODERS, PARTS_DECODERS
 from nneditor.tensors.ggml_ternary import DECODERS as OWN_DECODERS
-from nneditor.tensors.loaders import TensorLoader, UnavailableLoader
+from nneditor.tensors.loaders import AffineMatrix, TensorLoader, UnavailableLoader
 from nneditor.tensors.slicing import Key, key_shape
 
 #: Raw bytes decoded per step; bounds the temporaries of a large read.
@@ -261,6 +261,32 @@ class GGMLLoader(TensorLoader):
                 one(i)
         else:  # numpy releases the GIL inside the decode's array operations
             list(pool.map(one, starts))
+
+    def read_affine(self, shape: tuple[int, ...]) -> AffineMatrix | None:
+        parts = PARTS_DECODERS.get(self.type.id)
+        if parts is None or len(shape) != 2 or shape[-1] % self.type.block_size:
+            return None
+        group, decode = parts
+        t = self.type
+        rows, cols = (int(n) for n in shape)
+        per_row = cols // t.block_size  # blocks
+        raw = np.frombuffer(self.source.view(self.offset, rows * per_row * t.type_size), np.uint8)
+        blocks = raw.reshape(rows * per_row, t.type_size)
+        scaled = np.empty((rows * per_row, t.block_size), np.float32)
+        offsets = np.empty((rows * per_row, t.block_size // group), np.float32)
+        step = max(1, CHUNK_BYTES // t.type_size)  # blocks per chunk
+
+        def one(i: int) -> None:
+            offsets[i : i + step] = decode(blocks[i : i + step], scaled[i : i + step])
+
+        starts = range(0, blocks.shape[0], step)
+        pool = _decode_pool() if len(starts) > 1 else None
+        if pool is None:
+            for i in starts:
+                one(i)
+        else:  # as in _fill: numpy releases the GIL inside the decode's array operations
+            list(pool.map(one, starts))
+        return AffineMatrix(scaled.reshape(rows, cols), offsets.reshape(rows, -1), group)
 
     def _decode_rows(self, blocks: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(blocks).reshape(*blocks.shape[:-2], -1)

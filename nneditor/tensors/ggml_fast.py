@@ -46,6 +46,14 @@ def _q4_0(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
+def _q4_0_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Q4_0 as ``d * q`` into ``out`` and the block's offset ``-8 d`` returned ([n, 1])."""
+    _nibbles(b[:, 2:], out)
+    d = _f16(b, 0)
+    out *= d
+    return d * F32(-8)
+
+
 def _q4_1(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     out = np.empty((b.shape[0], 32), F32) if out is None else out
     _nibbles(b[:, 4:], out)
@@ -53,6 +61,14 @@ def _q4_1(b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     out *= dm[:, :1]
     out += dm[:, 1:]
     return out
+
+
+def _q4_1_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Q4_1 as ``d * q`` into ``out`` and the block's minimum ``m`` returned ([n, 1])."""
+    _nibbles(b[:, 4:], out)
+    dm = _f16(b, 0, 2)
+    out *= dm[:, :1]
+    return dm[:, 1:]
 
 
 def _high_bits(qh: np.ndarray) -> np.ndarray:
@@ -102,27 +118,40 @@ def _scale_min_k4(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _q4_k(b: np.ndarray) -> np.ndarray:
+    out = np.empty((b.shape[0], 256), F32)
+    offsets = _q4_k_parts(b, out)
+    out.reshape(-1, 8, 32)[...] += offsets[:, :, None]
+    return out
+
+
+def _q4_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Q4_K as ``d sc * q`` into ``out`` and each sub-block's ``-dmin mn`` returned
+    ([n, 8]; adding ``-x`` is subtracting ``x``, so the sum equals llama.cpp's)."""
     n = b.shape[0]
     sc, mn = _scale_min_k4(b[:, 4:16])
     d = (_f16(b, 0) * sc)[:, :, None]  # [n, 8, 1]
-    dm = (_f16(b, 2) * mn)[:, :, None]
-    pairs = np.empty((n, 4, 2, 32), F32)
+    pairs = out.reshape(n, 4, 2, 32)
     qs = b[:, 16:].reshape(n, 4, 32)
     np.bitwise_and(qs, 15, out=pairs[:, :, 0], casting="unsafe")
     np.right_shift(qs, 4, out=pairs[:, :, 1], casting="unsafe")
-    out = pairs.reshape(n, 8, 32)
-    out *= d
-    out -= dm
-    return out.reshape(n, 256)
+    out.reshape(n, 8, 32)[...] *= d
+    return -(_f16(b, 2) * mn)
 
 
 def _q5_k(b: np.ndarray) -> np.ndarray:
+    out = np.empty((b.shape[0], 256), F32)
+    offsets = _q5_k_parts(b, out)
+    out.reshape(-1, 8, 32)[...] += offsets[:, :, None]
+    return out
+
+
+def _q5_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Q5_K: Q4_K's scales and nibbles, plus a fifth bit per value: bit k of qh[l] belongs
-    to value l of sub-block k (llama.cpp's dequantize_row_q5_K)."""
+    to value l of sub-block k (llama.cpp's dequantize_row_q5_K). ``d sc * q`` goes into
+    ``out``; each sub-block's ``-dmin mn`` is returned ([n, 8])."""
     n = b.shape[0]
     sc, mn = _scale_min_k4(b[:, 4:16])
     d = (_f16(b, 0) * sc)[:, :, None]  # [n, 8, 1]
-    dm = (_f16(b, 2) * mn)[:, :, None]
     qs = b[:, 48:].reshape(n, 4, 32)
     q = np.empty((n, 4, 2, 32), np.uint8)
     np.bitwise_and(qs, 15, out=q[:, :, 0])
@@ -131,10 +160,10 @@ def _q5_k(b: np.ndarray) -> np.ndarray:
     high = np.unpackbits(b[:, 16:48], axis=-1, bitorder="little").reshape(n, 32, 8)
     high <<= np.uint8(4)
     q8 |= high.transpose(0, 2, 1)  # a nibble is < 16, so adding 16 is setting bit 4
-    out = q8.astype(F32)
-    out *= d
-    out -= dm
-    return out.reshape(n, 256)
+    scaled = out.reshape(n, 8, 32)
+    np.copyto(scaled, q8, casting="unsafe")
+    scaled *= d
+    return -(_f16(b, 2) * mn)
 
 
 def _q6_k(b: np.ndarray) -> np.ndarray:
@@ -194,6 +223,19 @@ def _iq4_xs(b: np.ndarray) -> np.ndarray:
 
 
 _IQ4XS_SHIFTS = 2 * np.arange(8, dtype=np.uint16)
+
+#: ggml type id -> (columns per offset, decoder): the decoder writes a block's scaled values
+#: (n, block_size) into the array it is given and returns the offsets each group of columns
+#: adds (n, block_size // group). The NumPy decoder multiplies the two parts separately (the
+#: offsets' share of a product is the per-group sums of the input times the offsets, a tiny
+#: product), which saves a full pass over every decoded weight; scaled + offset is the
+#: decoder's value (bit for bit, but that Q4_0's zeros come out +0.0 where gguf-py's are -0.0).
+PARTS_DECODERS: dict[int, tuple[int, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+    2: (32, _q4_0_parts),
+    3: (32, _q4_1_parts),
+    12: (32, _q4_k_parts),
+    13: (32, _q5_k_parts),
+}
 
 #: ggml type id -> decoder that can write into a given (n, block_size) float32 array (saves a
 #: copy of every decoded weight when a whole tensor is read, as the NumPy decoder does)

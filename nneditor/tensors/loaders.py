@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -31,11 +32,41 @@ _SWAPPABLE = set("fiuc")
 _DECODED_KEYS = itertools.count()
 
 
+@dataclass(frozen=True)
+class AffineMatrix:
+    """A float32 [rows, cols] matrix in two parts: its values are ``scaled`` plus, in each
+    run of ``group`` columns, that run's entry of ``offsets`` ([rows, cols // group]).
+
+    Block formats with a per-block minimum or zero point decode this way; a product with the
+    matrix is then ``x @ scaled.T`` plus the per-group sums of ``x`` times ``offsets.T``,
+    which skips adding the offsets to every weight."""
+
+    scaled: np.ndarray
+    offsets: np.ndarray
+    group: int
+
+    def dense(self) -> np.ndarray:
+        """The matrix itself (in place of ``scaled``, which is given up)."""
+        rows, cols = self.scaled.shape
+        self.scaled.reshape(rows, cols // self.group, self.group)[...] += self.offsets[..., None]
+        return self.scaled
+
+    def product(self, x: np.ndarray) -> np.ndarray:
+        """``x @ matrix.T`` for ``x`` [..., cols]."""
+        sums = x.reshape(*x.shape[:-1], -1, self.group).sum(axis=-1, dtype=np.float32)
+        return x @ self.scaled.T + sums @ self.offsets.T
+
+
 class TensorLoader:
     """Decodes a tensor, or a slice of it."""
 
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         raise NotImplementedError
+
+    def read_affine(self, shape: tuple[int, ...]) -> AffineMatrix | None:
+        """The whole 2-D tensor as an :class:`AffineMatrix`, where its format decodes that
+        way (None otherwise: read it whole with :meth:`read`)."""
+        return None
 
 
 class Rows(Protocol):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from nneditor.tensors import ggml
-from nneditor.tensors.ggml_fast import FAST_DECODERS
+from nneditor.tensors.ggml_fast import FAST_DECODERS, PARTS_DECODERS
 
 TYPES = sorted(FAST_DECODERS)
 
@@ -94,3 +94,47 @@ def test_strided_blocks_decode_like_contiguous_ones(type_id: int) -> None:
     assert not strided.flags.c_contiguous
     want = FAST_DECODERS[type_id](blocks)
     np.testing.assert_array_equal(FAST_DECODERS[type_id](strided), want)
+
+
+def _gguf_with(tmp_path, q: np.ndarray, qt: gguf.GGMLQuantizationType):  # noqa: ANN001, ANN202
+    w = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "llama")
+    w.add_tensor("w", q, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return tmp_path / "q.gguf"
+
+
+@pytest.mark.parametrize("type_id", sorted(PARTS_DECODERS))
+@pytest.mark.parametrize("rows", [16, 2048])  # one decode chunk; several, on the pool's threads
+def test_affine_parts_are_gguf_py_values_and_products(tmp_path, type_id: int, rows: int) -> None:  # noqa: ANN001
+    """A matrix read as scaled values + per-group offsets: joined, gguf-py's values; multiplied separately, the product with gguf-py's values (float64 reference)."""
+    import nneditor
+
+    qt = gguf.GGMLQuantizationType(type_id)
+    q = _blocks(type_id, rows=rows, cols=1024)
+    want = np.asarray(gguf.quants.dequantize(q, qt), np.float32)
+    x = np.random.default_rng(1).standard_normal((5, 1024)).astype(np.float32)
+    with nneditor.open(_gguf_with(tmp_path, q, qt)) as doc:
+        parts = doc.tensors["w"].read_affine()
+        assert parts is not None
+        assert parts.offsets.shape == (rows, 1024 // parts.group)
+        assert np.abs(parts.offsets).max() > 0  # the offsets carry part of every value
+        product = parts.product(x)
+        dense = parts.dense()
+    exact = x.astype(np.float64) @ want.T.astype(np.float64)
+    assert np.abs(product - exact).max() < 1e-5 * np.abs(exact).max()
+    # bit for bit, but for the sign of a zero: Q4_0's (8 - 8) * d is -0.0 where d < 0, and
+    # 8d + (-8d) is +0.0
+    assert np.array_equal(dense, want) and not np.isnan(dense).any()
+    same = dense.view(np.uint32) == want.view(np.uint32)
+    assert (dense[~same] == 0).all() and (same.mean() > 0.9)
+
+
+def test_types_without_offsets_are_read_whole(tmp_path) -> None:  # noqa: ANN001
+    import nneditor
+
+    q = _blocks(8, rows=4, cols=256)  # Q8_0: scale only
+    with nneditor.open(_gguf_with(tmp_path, q, gguf.GGMLQuantizationType.Q8_0)) as doc:
+        assert doc.tensors["w"].read_affine() is None
