@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nneditor.tensors.loaders import RowDecoder, Rows
+from nneditor.tensors.loaders import ROW_DECODE_VALUES, AffineMatrix, RowDecoder, Rows
 
 BITS = (2, 3, 4, 5, 6, 8)
 
@@ -22,8 +22,8 @@ class MLXAffineLoader(RowDecoder):
         self.weight, self.scales, self.biases = weight, scales, biases
         self.bits, self.group = bits, group
 
-    def _codes(self, words: np.ndarray, cols: int) -> np.ndarray:
-        """The integers of [rows, words] packed words, as float32 [rows, cols]."""
+    def _codes(self, words: np.ndarray, cols: int, out: np.ndarray) -> np.ndarray:
+        """The integers of [rows, words] packed words, into float32 ``out`` [rows, cols]."""
         rows = words.shape[0]
         data = words.view(np.uint8)
         if 8 % self.bits == 0:  # 2, 4, 8 bits: whole values per byte, lowest bits first
@@ -31,18 +31,34 @@ class MLXAffineLoader(RowDecoder):
             shifts = (np.arange(per, dtype=np.uint8) * self.bits)[None, None, :]
             mask = np.uint8((1 << self.bits) - 1)
             codes = (data[:, :, None] >> shifts) & mask
-            return codes.reshape(rows, -1)[:, :cols].astype(np.float32)
+            np.copyto(out, codes.reshape(rows, -1)[:, :cols], casting="unsafe")
+            return out
         bits = np.unpackbits(data, axis=-1, bitorder="little")  # 3, 5, 6 bits: one stream
         bits = bits[:, : cols * self.bits].reshape(rows, cols, self.bits)
         place = (np.uint32(1) << np.arange(self.bits, dtype=np.uint32)).astype(np.uint32)
-        return (bits.astype(np.uint32) * place).sum(-1, dtype=np.uint32).astype(np.float32)
+        np.copyto(out, (bits.astype(np.uint32) * place).sum(-1, dtype=np.uint32), casting="unsafe")
+        return out
+
+    def _scaled_rows(self, a: int, b: int, cols: int, out: np.ndarray) -> np.ndarray:
+        """Rows [a, b) as ``scale * q`` into ``out`` [b - a, cols]; returns their biases
+        [b - a, cols // group]."""
+        words = np.ascontiguousarray(self.weight.read(f"{a}:{b}"), dtype="<u4")
+        groups = self._codes(words, cols, out).reshape(b - a, cols // self.group, self.group)
+        groups *= np.asarray(self.scales.read(f"{a}:{b}"), np.float32)[:, :, None]
+        return np.asarray(self.biases.read(f"{a}:{b}"), np.float32)
 
     def decode_rows(self, a: int, b: int, cols: int) -> np.ndarray:
-        words = np.ascontiguousarray(self.weight.read(f"{a}:{b}"), dtype="<u4")
-        q = self._codes(words, cols)
-        groups = q.reshape(b - a, cols // self.group, self.group)
-        scales = np.asarray(self.scales.read(f"{a}:{b}"), np.float32)[:, :, None]
-        biases = np.asarray(self.biases.read(f"{a}:{b}"), np.float32)[:, :, None]
-        groups *= scales
-        groups += biases
-        return groups.reshape(b - a, cols)
+        out = np.empty((b - a, cols), np.float32)
+        biases = self._scaled_rows(a, b, cols, out)
+        out.reshape(b - a, cols // self.group, self.group)[...] += biases[:, :, None]
+        return out
+
+    def read_affine(self, shape: tuple[int, ...]) -> AffineMatrix | None:
+        rows, cols = shape
+        scaled = np.empty((rows, cols), np.float32)
+        offsets = np.empty((rows, cols // self.group), np.float32)
+        step = max(1, ROW_DECODE_VALUES // max(cols, 1))
+        for a in range(0, rows, step):
+            b = min(rows, a + step)
+            offsets[a:b] = self._scaled_rows(a, b, cols, scaled[a:b])
+        return AffineMatrix(scaled, offsets, self.group)

@@ -47,6 +47,14 @@ def test_every_bit_width_equals_mlx(tmp_path, bits: int) -> None:  # noqa: ANN00
             np.testing.assert_allclose(ref.read(), values, rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(ref.read("1:3"), values[1:3], rtol=1e-6, atol=1e-6)
             np.testing.assert_allclose(ref.read("2, 5:40"), values[2, 5:40], rtol=1e-6, atol=1e-6)
+            # the decoder's two-part read: joined it is the whole read; multiplied as parts,
+            # the product with MLX's values
+            parts = ref.read_affine()
+            assert parts is not None and parts.group == 32
+            x = np.random.default_rng(bits).standard_normal((3, values.shape[1]), np.float32)
+            exact = x.astype(np.float64) @ values.T.astype(np.float64)
+            np.testing.assert_allclose(parts.product(x), exact, rtol=1e-5, atol=1e-5)
+            np.testing.assert_array_equal(parts.dense(), ref.read())
         assert {"a.scales", "a.biases", "b.scales", "b.biases"} <= set(doc.tensors.keys())
 
 
