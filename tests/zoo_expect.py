@@ -48,6 +48,7 @@ DENSE_DECODERS = (
     "command-r",
     "cohere2",
     "glm4",
+    "arcee",
 )
 
 EXPECT: dict[str, E] = {

@@ -50,9 +50,10 @@ ARCHES = (
     "command-r",
     "cohere2",
     "glm4",
+    "arcee",
 )
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4"}
+_ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 _HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
@@ -94,7 +95,7 @@ class DecoderConfig:
     #: sliding-window layers' own RoPE base, unscaled (Gemma 3); 0: as the full layers
     rope_theta_local: float = 0.0
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
-    activation: str = "silu"  # silu | gelu_tanh | gelu (exact, erf)
+    activation: str = "silu"  # silu | gelu_tanh | gelu (exact, erf) | relu2
     gated: bool = True
     #: attention and feed-forward both read the block's one norm, summed into the residual
     #: (Phi-2)
@@ -277,6 +278,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = _exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
     if arch == "glm4":  # GLM-4: one gate/up matrix (its norms after attention and the
         extra = {"fused_gate_up": True}  # feed-forward are found by name)
+    if arch == "arcee":  # Arcee (AFM): Llama with an ungated ReLU² feed-forward
+        extra = {"gated": False, "activation": "relu2"}
     if arch == "phi3":
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
@@ -632,14 +635,16 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             attn_softcap=float(config.get("attn_logit_softcapping") or 0.0),
         )
     act = str(config.get("hidden_act") or "silu")
-    if act != "silu":
+    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
+    if arch == "arcee" and act == "relu2":  # Arcee (AFM): an ungated ReLU² feed-forward
+        extra.update(gated=False, activation="relu2")
+    elif act != "silu":
         raise DecoderUnsupported(f"activation {act!r} is not implemented (SwiGLU is)")
     if config.get("use_sliding_window") and config.get("sliding_window"):
         raise DecoderUnsupported(
             "this snapshot uses sliding-window attention on some layers, which the NumPy "
             f"decoder implements for Gemma 3 only ({arch})"
         )
-    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
     window = int(config.get("sliding_window") or 0) if arch in ("llama", "olmo2") else 0
     types = list(config.get("layer_types") or [])
     if arch == "olmo2" and types:  # OLMo 3: sliding layers as listed, the rest full

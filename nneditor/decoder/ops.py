@@ -66,7 +66,13 @@ def gelu(x: np.ndarray) -> np.ndarray:
     return (0.5 * x * (1.0 + erf(x / math.sqrt(2.0)))).astype(F32)
 
 
-ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu}
+def relu2(x: np.ndarray) -> np.ndarray:
+    """ReLU squared (Arcee's feed-forward; transformers' ReLUSquaredActivation)."""
+    r = np.maximum(x, F32(0))
+    return (r * r).astype(F32)
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu, "relu2": relu2}
 
 
 def inv_freq(

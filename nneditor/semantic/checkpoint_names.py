@@ -36,6 +36,7 @@ HF_ARCH = {
     "cohere": "command-r",
     "cohere2": "cohere2",
     "glm4": "glm4",
+    "arcee": "arcee",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
