@@ -49,6 +49,7 @@ DENSE_DECODERS = (
     "cohere2",
     "glm4",
     "arcee",
+    "seed_oss",
 )
 
 EXPECT: dict[str, E] = {

@@ -180,6 +180,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     ),
     # Arcee (AFM-4.5B): Llama with an ungated ReLU² feed-forward (up, ReLU², down)
     "arcee": ("ArceeConfig", "ArceeForCausalLM", {**_COMMON, "hidden_act": "relu2"}, _SMOL),
+    # Seed-OSS: Llama with biased q/k/v and its own head size; llama.cpp names the norm before
+    # the feed-forward post_attention_norm
+    "seed_oss": (
+        "SeedOssConfig",
+        "SeedOssForCausalLM",
+        {**_COMMON, "head_dim": 24, "attention_bias": True},
+        _SMOL,
+    ),
     # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
     # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
     # converts it with a SentencePiece model only (see _spm_model)

@@ -51,7 +51,10 @@ ARCHES = (
     "cohere2",
     "glm4",
     "arcee",
+    "seed_oss",
 )
+#: families whose norm before the feed-forward llama.cpp names post_attention_norm
+FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 _ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
@@ -511,6 +514,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
+        if cfg.arch in FFN_NORM_AFTER_ATTENTION:
+            ffn_pre = "post_attention_norm"
         need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
         need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
         if not cfg.parallel:  # Phi-2's feed-forward reads the attention's norm

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nneditor.decoder import hybrid, lfm2, ops, prefetch
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ def _block(
     else:
         a = _attention(w, cfg, p, h, positions, freq, local, emit)
     emit(f"{p}.attn_output", a[None])
-    ffn_norm = "post_attention_norm" if cfg.arch == "qwen35" else "ffn_norm"
+    ffn_norm = "post_attention_norm" if cfg.arch in FFN_NORM_AFTER_ATTENTION else "ffn_norm"
     if ffn_norm != "post_attention_norm" and w.has(f"{p}.post_attention_norm.weight"):
         a = _norm(w, cfg, f"{p}.post_attention_norm", a)
         emit(f"{p}.attn_post_norm", a[None])

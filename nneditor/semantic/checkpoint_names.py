@@ -37,6 +37,7 @@ HF_ARCH = {
     "cohere2": "cohere2",
     "glm4": "glm4",
     "arcee": "arcee",
+    "seed_oss": "seed_oss",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
