@@ -50,6 +50,7 @@ DENSE_DECODERS = (
     "glm4",
     "arcee",
     "seed_oss",
+    "hunyuan_dense",
 )
 
 EXPECT: dict[str, E] = {

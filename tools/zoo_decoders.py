@@ -188,6 +188,25 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "head_dim": 24, "attention_bias": True},
         _SMOL,
     ),
+    # HunYuan dense: per-head q/k RMSNorm after the rotation, NTK-alpha RoPE (a stretched base,
+    # which llama.cpp's converter writes as freq_base; it expects HunYuan's 32k context)
+    "hunyuan_dense": (
+        "HunYuanDenseV1Config",
+        "HunYuanDenseV1ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "max_position_embeddings": 32768,
+            "rope_parameters": {
+                "rope_type": "dynamic",
+                "alpha": 1000.0,
+                "factor": 1.0,
+                "rope_theta": 10000.0,
+            },
+            "tie_word_embeddings": True,
+        },
+        _SMOL,
+    ),
     # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
     # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
     # converts it with a SentencePiece model only (see _spm_model)

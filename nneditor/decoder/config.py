@@ -52,6 +52,7 @@ ARCHES = (
     "glm4",
     "arcee",
     "seed_oss",
+    "hunyuan-dense",
 )
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
 FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
@@ -106,6 +107,8 @@ class DecoderConfig:
     #: the fused qkv projection's rows are per head [q, k, v] (GPT-NeoX snapshots; llama.cpp's
     #: converter regroups them as [all q, all k, all v])
     qkv_per_head: bool = False
+    #: queries and keys are normalised after the rotation (HunYuan), not before it
+    qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
     fused_gate_up: bool = False
     embed_scale: float = 1.0
@@ -283,6 +286,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"fused_gate_up": True}  # feed-forward are found by name)
     if arch == "arcee":  # Arcee (AFM): Llama with an ungated ReLU² feed-forward
         extra = {"gated": False, "activation": "relu2"}
+    if arch == "hunyuan-dense":  # llama.cpp's converter folds NTK alpha into freq_base
+        extra = {"qk_norm_after_rope": True}
     if arch == "phi3":
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
@@ -667,6 +672,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         extra.update(_exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
     if arch == "glm4":
         extra.update(fused_gate_up=True)
+    if arch == "hunyuan-dense":
+        extra.update(qk_norm_after_rope=True)
     if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
         phi_window = int(config.get("sliding_window") or 0)
         extra.update(fused_gate_up=True, sliding_window=phi_window)

@@ -223,14 +223,20 @@ def _attention(
         q, gate = np.split(q.reshape(seq, heads, 2 * hd), 2, axis=-1)
         gate = gate.reshape(seq, heads * hd)
     # q/k norms are per head (Qwen 3, Gemma 3) or over the whole projection (OLMo 2)
-    q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
-    k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
-    v = v.reshape(seq, kv, hd)
+    # HunYuan normalises the rotated queries and keys, the others normalise before rotating
+    norm_first = not cfg.qk_norm_after_rope
+    if norm_first:
+        q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
+        k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
+    q, k, v = q.reshape(seq, heads, hd), k.reshape(seq, kv, hd), v.reshape(seq, kv, hd)
     if cfg.rope != "none" and freq.size:
         # local layers with their own RoPE base (Gemma 3, OLMo 3) rotate unscaled
         scale = 1.0 if local and cfg.rope_theta_local else cfg.rope_scaling.attention
         q = ops.rope(q, positions, freq, cfg.rope, scale)
         k = ops.rope(k, positions, freq, cfg.rope, scale)
+    if not norm_first:
+        q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
+        k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
     if cfg.attn_temp_scale:  # Ministral 3: queries warm up past each original context
         steps = np.floor(positions / cfg.attn_temp_floor).astype(F32)
         temperature = F32(1) + F32(cfg.attn_temp_scale) * np.log1p(steps).astype(F32)

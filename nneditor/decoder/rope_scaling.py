@@ -103,7 +103,9 @@ def hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
             p = params.get(layer) or {}
             out[key] = (float(p.get("rope_theta") or 10000.0), _hf_scaling(p, config))
         return out
-    if isinstance(params, Mapping):
+    if isinstance(params, Mapping) and _ntk_alpha(params):
+        out["full"] = (_ntk_alpha_theta(params, config), RopeScaling())
+    elif isinstance(params, Mapping):
         theta = float(params.get("rope_theta") or config.get("rope_theta") or 10000.0)
         out["full"] = (theta, _hf_scaling(params, config))
     else:
@@ -112,6 +114,20 @@ def hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
     local = float(config.get("rope_local_base_freq") or 10000.0)
     out["local"] = (local, RopeScaling())
     return out
+
+
+def _ntk_alpha(p: Mapping[str, Any]) -> bool:
+    """HunYuan's "dynamic" RoPE with a fixed alpha: only the base is stretched."""
+    return str(p.get("rope_type") or p.get("type") or "") == "dynamic" and bool(p.get("alpha"))
+
+
+def _ntk_alpha_theta(p: Mapping[str, Any], config: Mapping[str, Any]) -> float:
+    """``theta * alpha ** (d / (d - 2))`` over the head size ``d`` (transformers' ntk_alpha
+    and llama.cpp's converter, which writes the result as freq_base)."""
+    heads = int(config.get("num_attention_heads") or 1)
+    dim = int(config.get("head_dim") or int(config.get("hidden_size") or 0) // heads)
+    theta = float(p.get("rope_theta") or config.get("rope_theta") or 10000.0)
+    return theta * float(p["alpha"]) ** (dim / (dim - 2))
 
 
 def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:

@@ -38,6 +38,7 @@ HF_ARCH = {
     "glm4": "glm4",
     "arcee": "arcee",
     "seed_oss": "seed_oss",
+    "hunyuan_v1_dense": "hunyuan-dense",
 }
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
