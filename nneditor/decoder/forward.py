@@ -17,6 +17,7 @@ import numpy as np
 from nneditor.decoder import hybrid, lfm2, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
+from nneditor.platform.allocator import reuse_freed_arrays
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
@@ -38,6 +39,7 @@ def run_forward(
     if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] < 1:
         raise DecoderUnsupported(f"token ids must be [1, seq], given {list(ids.shape)}")
     ids = ids[0].astype(np.int64)
+    reuse_freed_arrays()  # see platform/allocator.py
     w = Weights(doc, cfg)
     try:
         return _forward(w, cfg, ids, emit, progress, cancelled)
