@@ -51,6 +51,7 @@ DENSE_DECODERS = (
     "arcee",
     "seed_oss",
     "hunyuan_dense",
+    "apertus",
 )
 
 EXPECT: dict[str, E] = {

@@ -207,6 +207,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Apertus: an ungated xIELU feed-forward with learned parameters per layer (perturbed
+    # here), per-head q/k norms, Llama 3 RoPE scaling
+    "apertus": (
+        "ApertusConfig",
+        "ApertusForCausalLM",
+        {**_COMMON, "head_dim": 16, "tie_word_embeddings": True},
+        _SMOL,
+    ),
     # Gemma 2: Gemma's scaled embeddings and four norms per block, attention-score and final
     # soft-capping, every other layer sliding (window 4 of the tests' 12 positions); llama.cpp
     # converts it with a SentencePiece model only (see _spm_model)
@@ -446,8 +454,8 @@ def _snapshot(family: str, path: Path) -> None:
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(config).eval()
     with torch.no_grad():  # unit norms and zero biases would hide a missing weight
-        for name, p in model.named_parameters():
-            if "norm" in name or "ln_" in name or name.endswith("bias"):
+        for name, p in model.named_parameters():  # (and equal xIELU parameters a wrong layer's)
+            if "norm" in name or "ln_" in name or name.endswith("bias") or ".act_fn." in name:
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(str(path))
     if fast is None:

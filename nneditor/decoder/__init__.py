@@ -13,7 +13,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, check_tensors
+import numpy as np
+
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Xielu, check_tensors
 from nneditor.decoder.forward import run_forward
 
 if TYPE_CHECKING:
@@ -58,6 +60,22 @@ def _dequantized(
     return plain, [n for n in names if n not in parts]
 
 
+def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
+    """Apertus' per-layer xIELU parameters from a snapshot's act_fn tensors."""
+    from nneditor.decoder.config import XIELU_PARTS
+
+    layers = []
+    for i in range(cfg.n_layers):
+        values = []
+        for part in XIELU_PARTS:
+            name = cfg.tensor(f"blk.{i}.ffn_act.{part}")
+            if name is None:
+                raise DecoderUnsupported(f"the snapshot lacks layer {i}'s xIELU {part} (act_fn)")
+            values.append(float(np.asarray(doc.tensors[name].read(), np.float32).reshape(-1)[0]))
+        layers.append((values[0], values[1], values[2], values[3]))
+    return tuple(layers)
+
+
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import lfm2, qwen35
@@ -93,6 +111,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
         common = hf_common(config, names)
         hf_family = {qwen35.ARCH: qwen35.from_hf, lfm2.ARCH: lfm2.from_hf}
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
+        if cfg.activation == "xielu":
+            cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))
     else:
         raise DecoderUnsupported(
             f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"

@@ -53,7 +53,11 @@ ARCHES = (
     "arcee",
     "seed_oss",
     "hunyuan-dense",
+    "apertus",
 )
+#: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
+XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
+Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
 FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
@@ -99,7 +103,9 @@ class DecoderConfig:
     #: sliding-window layers' own RoPE base, unscaled (Gemma 3); 0: as the full layers
     rope_theta_local: float = 0.0
     rope_scaling: RopeScaling = field(default_factory=RopeScaling)
-    activation: str = "silu"  # silu | gelu_tanh | gelu (exact, erf) | relu2
+    activation: str = "silu"  # silu | gelu_tanh | gelu (exact, erf) | relu2 | xielu
+    #: Apertus' xIELU per layer: (alpha_p, alpha_n, beta, eps) as stored, before softplus
+    xielu: tuple[Xielu, ...] = ()
     gated: bool = True
     #: attention and feed-forward both read the block's one norm, summed into the residual
     #: (Phi-2)
@@ -288,6 +294,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"gated": False, "activation": "relu2"}
     if arch == "hunyuan-dense":  # llama.cpp's converter folds NTK alpha into freq_base
         extra = {"qk_norm_after_rope": True}
+    if arch == "apertus":  # an ungated xIELU feed-forward, its parameters in the metadata
+        extra = {"gated": False, "activation": "xielu", "xielu": _gguf_xielu(metadata, n_layers)}
     if arch == "phi3":
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {"fused_gate_up": True, "sliding_window": window}
@@ -316,6 +324,21 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_theta=theta,
         **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
     )
+
+
+def _gguf_xielu(metadata: Mapping[str, Any], n_layers: int) -> tuple[Xielu, ...]:
+    """Apertus' per-layer xIELU parameters (llama.cpp's converter writes xielu.alpha_p, ...
+    without the architecture prefix; the prefixed names are read too)."""
+    columns = []
+    for part in XIELU_PARTS:
+        stated: Any = metadata.get(f"xielu.{part}") or metadata.get(f"apertus.xielu.{part}") or []
+        values = list(stated.tolist() if hasattr(stated, "tolist") else stated)
+        if len(values) != n_layers:
+            raise DecoderUnsupported(
+                f"this Apertus GGUF states {len(values)} xIELU {part} values for {n_layers} layers"
+            )
+        columns.append([float(v) for v in values])
+    return tuple((a, b, c, d) for a, b, c, d in zip(*columns, strict=True))
 
 
 def _exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict[str, Any]:
@@ -471,6 +494,8 @@ _BLOCK_KEYS = {
     "shortconv.in_proj.weight",
     "shortconv.conv.weight",
     "shortconv.out_proj.weight",
+    # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
+    *(f"ffn_act.{part}" for part in XIELU_PARTS),
 }
 _TOP_KEYS = {
     "token_embd.weight",
@@ -648,6 +673,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
     if arch == "arcee" and act == "relu2":  # Arcee (AFM): an ungated ReLU² feed-forward
         extra.update(gated=False, activation="relu2")
+    elif arch == "apertus" and act == "xielu":  # its parameters: tensors, read by hf_xielu
+        extra.update(gated=False, activation="xielu")
     elif act != "silu":
         raise DecoderUnsupported(f"activation {act!r} is not implemented (SwiGLU is)")
     if config.get("use_sliding_window") and config.get("sliding_window"):

@@ -277,7 +277,14 @@ def _linear(w: Weights, p: str, name: str, x: np.ndarray) -> np.ndarray:
 
 
 def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray) -> np.ndarray:
-    act = ops.ACTIVATIONS[cfg.activation]
+    if cfg.activation == "xielu":  # Apertus: parameters per layer
+        params = cfg.xielu[int(p.split(".")[1])]
+
+        def act(x: np.ndarray) -> np.ndarray:
+            return ops.xielu(x, *params)
+
+    else:
+        act = ops.ACTIVATIONS[cfg.activation]
     up = _linear(w, p, "ffn_up", h)
     if cfg.fused_gate_up:  # Phi-3: [gate | up] in one projection
         gate, up = np.split(up, 2, axis=-1)

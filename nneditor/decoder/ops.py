@@ -72,6 +72,17 @@ def relu2(x: np.ndarray) -> np.ndarray:
     return (r * r).astype(F32)
 
 
+def xielu(x: np.ndarray, alpha_p: float, alpha_n: float, beta: float, eps: float) -> np.ndarray:
+    """Apertus' xIELU (transformers' XIELUActivation) from its stored parameters: the
+    softplus of alpha_p scales x² for x > 0; below, beta + softplus(alpha_n) scales
+    expm1(min(x, eps)) - x; beta x is added to both."""
+    ap = F32(np.logaddexp(0.0, np.float32(alpha_p)))  # softplus
+    an = F32(beta) + F32(np.logaddexp(0.0, np.float32(alpha_n)))
+    b = F32(beta)
+    neg = (np.expm1(np.minimum(x, F32(eps))) - x) * an + b * x
+    return np.where(x > 0, ap * x * x + b * x, neg).astype(F32)
+
+
 ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu, "relu2": relu2}
 
 

@@ -368,7 +368,7 @@ class _Builder:
             )
         gated = any(k.startswith("ffn_gate") for k in t) or arch == "phi3"  # fused gate/up
         moe = any(k.startswith("ffn_gate_inp") for k in t)
-        plain = "ReLU²" if arch == "arcee" else "GELU"
+        plain = {"arcee": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
         f = self._ffn(s, h, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:

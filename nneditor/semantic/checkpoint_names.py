@@ -5,6 +5,7 @@ from it share one naming (and one synthesized graph)."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -39,7 +40,10 @@ HF_ARCH = {
     "arcee": "arcee",
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
+    "apertus": "apertus",
 }
+#: Apertus' xIELU parameters per layer (llama.cpp keeps them as metadata, not tensors)
+_XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)$")
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
     ".attn.bias",
@@ -76,6 +80,10 @@ def canonical_names(
     unplaced: list[str] = []
     for name in names:
         if name.endswith(BUFFERS):
+            continue
+        xielu = _XIELU.match(name)
+        if xielu:
+            mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
         # llama.cpp's converter renames the recurrence's dt_bias before the table lookup
         lookup = name[: -len(".dt_bias")] + ".dt_proj.bias" if name.endswith(".dt_bias") else name
