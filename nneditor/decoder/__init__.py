@@ -79,7 +79,8 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import lfm2, qwen35
-    from nneditor.decoder.config import from_gguf, from_hf, gguf_common, hf_common
+    from nneditor.decoder.config_gguf import from_gguf, gguf_common
+    from nneditor.decoder.config_hf import from_hf, hf_common
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":

@@ -31,6 +31,16 @@ def _blocks(type_id: int, rows: int = 64, cols: int = 1024) -> np.ndarray:
         return raw.reshape(rows, -1)
 
 
+def _gguf_with(tmp_path, q: np.ndarray, qt: gguf.GGMLQuantizationType):  # noqa: ANN001, ANN202
+    w = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "llama")
+    w.add_tensor("w", q, raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return tmp_path / "q.gguf"
+
+
 @pytest.mark.parametrize("type_id", TYPES)
 def test_bit_identical_to_gguf_py(type_id: int) -> None:
     qt = gguf.GGMLQuantizationType(type_id)
@@ -49,12 +59,7 @@ def test_the_loader_uses_them_across_threads(tmp_path, type_id: int) -> None:  #
     qt = gguf.GGMLQuantizationType(type_id)
     q = _blocks(int(qt), rows=2048, cols=2048)  # 2.3 MB: more than one decode chunk
     assert q.nbytes > ggml.CHUNK_BYTES
-    w = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "llama")
-    w.add_tensor("w", q, raw_dtype=qt)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    _gguf_with(tmp_path, q, qt)
     assert ggml._block_decoder(ggml.ggml_type(int(qt))) is FAST_DECODERS[int(qt)]
     with nneditor.open(tmp_path / "q.gguf") as doc:
         got = doc.tensors["w"].read()
@@ -94,16 +99,6 @@ def test_strided_blocks_decode_like_contiguous_ones(type_id: int) -> None:
     assert not strided.flags.c_contiguous
     want = FAST_DECODERS[type_id](blocks)
     np.testing.assert_array_equal(FAST_DECODERS[type_id](strided), want)
-
-
-def _gguf_with(tmp_path, q: np.ndarray, qt: gguf.GGMLQuantizationType):  # noqa: ANN001, ANN202
-    w = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "llama")
-    w.add_tensor("w", q, raw_dtype=qt)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return tmp_path / "q.gguf"
 
 
 @pytest.mark.parametrize("type_id", sorted(PARTS_DECODERS))

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 from nneditor.decoder import qwen35
-from nneditor.decoder.config import DecoderUnsupported, gguf_common, hf_common
+from nneditor.decoder.config import DecoderUnsupported
+from nneditor.decoder.config_gguf import gguf_common
+from nneditor.decoder.config_hf import hf_common
 
 A = "qwen35"
 

@@ -1,0 +1,236 @@
+"""A DecoderConfig from a GGUF file's metadata (llama.cpp's keys and conventions; see
+config.py for what the two sources settle alike)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nneditor.decoder.config import (
+    ARCHES,
+    GEMMAS,
+    GPT2,
+    LAYER_NORM_FAMILIES,
+    XIELU_PARTS,
+    DecoderConfig,
+    Xielu,
+    exaone4_layers,
+    plain_ffn,
+    refuse_common,
+)
+from nneditor.decoder.rope_scaling import gguf_scaling
+from nneditor.decoder.unsupported import DecoderUnsupported
+
+#: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
+ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
+
+
+def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
+    """The DecoderConfig fields every GGUF family shares (architecture, sizes, names)."""
+    arch = str(metadata.get("general.architecture") or "")
+    if arch not in ARCHES:
+        raise DecoderUnsupported(
+            f"the NumPy decoder runs {', '.join(ARCHES)} checkpoints; this GGUF's architecture "
+            f"is {arch or 'not stated'}"
+        )
+    names = {n: n for n in tensor_names}
+    refuse_common(arch, names)
+
+    def num(key: str, default: Any = None) -> Any:
+        v = metadata.get(f"{arch}.{key}", default)
+        if v is None:
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
+        return v
+
+    n_layers = int(num("block_count"))
+    hidden = int(num("embedding_length"))
+    heads = _first(num("attention.head_count"))
+    kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
+    kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
+    head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
+    vocab = _vocab(metadata, arch)
+    scaling = gguf_scaling(metadata, arch, names)
+    common: dict[str, Any] = {
+        "arch": arch,
+        "source": "gguf",
+        "n_layers": n_layers,
+        "hidden": hidden,
+        "n_heads": heads,
+        "n_kv_heads": kv,
+        "head_dim": head_dim,
+        "vocab": vocab,
+        "names": names,
+        "rope_scaling": scaling,
+    }
+    return common
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """The ARCHES from GGUF metadata (qwen35: qwen35.py)."""
+    arch = common["arch"]
+    n_layers, hidden, heads = common["n_layers"], common["hidden"], common["n_heads"]
+    head_dim = common["head_dim"]
+
+    def num(key: str, default: Any = None) -> Any:
+        v = metadata.get(f"{arch}.{key}", default)
+        if v is None:
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
+        return v
+
+    if arch == "gpt2":
+        eps = float(num("attention.layer_norm_epsilon", 1e-5))
+        return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch in LAYER_NORM_FAMILIES:
+        return _gguf_layer_norm_family(metadata, common)
+    eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
+    rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
+    theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
+    rope = "normal" if arch in ROPE_NORMAL else "neox"
+    if arch in GEMMAS:  # Gemma (1) has no window and no caps: those read as absent
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        # llama.cpp: Gemma 3 has every sixth layer global, Gemma 2 every other one; the 27B
+        # models (62 and 46 layers) scale by hidden/heads
+        scale = hidden / heads if n_layers in (62, 46) else head_dim
+        period = 6 if arch == "gemma3" else 2
+        return DecoderConfig(
+            **common,
+            norm_eps=eps,
+            rope=rope,
+            rope_dim=rope_dim,
+            rope_theta=theta,
+            rope_theta_local=10000.0 if arch == "gemma3" else 0.0,
+            activation="gelu_tanh",
+            embed_scale=math.sqrt(hidden),
+            attn_scale=1 / math.sqrt(scale),
+            sliding_window=window,
+            local_layers=tuple(window > 0 and i % period < period - 1 for i in range(n_layers)),
+            final_softcap=float(metadata.get(f"{arch}.final_logit_softcapping") or 0.0),
+            attn_softcap=float(metadata.get(f"{arch}.attn_logit_softcapping") or 0.0),
+        )
+    extra: dict[str, Any] = {}
+    if arch == "olmo2":  # OLMo 3: sliding-window layers as the pattern lists them
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
+        if window:
+            local = list(pattern) if pattern is not None else [True] * n_layers
+            extra = {"sliding_window": window, "local_layers": tuple(bool(v) for v in local)}
+    if arch == "exaone4":  # windowed layers rotate, the others attend globally without RoPE
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")
+        extra = exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
+    if arch == "glm4":  # GLM-4: one gate/up matrix (its norms after attention and the
+        extra = {"fused_gate_up": True}  # feed-forward are found by name)
+    if arch == "arcee":  # Arcee (AFM): Llama with an ungated ReLU² feed-forward
+        extra = {"gated": False, "activation": "relu2"}
+    if arch == "hunyuan-dense":  # llama.cpp's converter folds NTK alpha into freq_base
+        extra = {"qk_norm_after_rope": True}
+    if arch == "apertus":  # an ungated xIELU feed-forward, its parameters in the metadata
+        extra = {"gated": False, "activation": "xielu", "xielu": _gguf_xielu(metadata, n_layers)}
+    if arch == "phi3":
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        extra = {"fused_gate_up": True, "sliding_window": window}
+        extra["local_layers"] = (True,) * n_layers if window else ()
+    if arch == "mistral3":  # Ministral 3: the temperature counts in original contexts
+        temp = float(metadata.get(f"{arch}.attention.temperature_scale") or 0.0)
+        floor = common["rope_scaling"].original_context
+        if temp and common["rope_scaling"].kind != "yarn":
+            raise DecoderUnsupported("attention temperature without YaRN's original context")
+        extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
+    if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
+        extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
+    if arch == "granite":  # llama.cpp: a zero or absent scale means the default
+        extra = {
+            "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
+            "residual_scale": float(metadata.get(f"{arch}.residual_scale") or 1.0),
+            "logit_scale": float(metadata.get(f"{arch}.logit_scale") or 1.0),
+        }
+        if metadata.get(f"{arch}.attention.scale"):
+            extra["attn_scale"] = float(metadata[f"{arch}.attention.scale"])
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope=rope,
+        rope_dim=rope_dim,
+        rope_theta=theta,
+        **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
+    )
+
+
+def _gguf_xielu(metadata: Mapping[str, Any], n_layers: int) -> tuple[Xielu, ...]:
+    """Apertus' per-layer xIELU parameters (llama.cpp's converter writes xielu.alpha_p, ...
+    without the architecture prefix; the prefixed names are read too)."""
+    columns = []
+    for part in XIELU_PARTS:
+        stated: Any = metadata.get(f"xielu.{part}") or metadata.get(f"apertus.xielu.{part}") or []
+        values = list(stated.tolist() if hasattr(stated, "tolist") else stated)
+        if len(values) != n_layers:
+            raise DecoderUnsupported(
+                f"this Apertus GGUF states {len(values)} xIELU {part} values for {n_layers} layers"
+            )
+        columns.append([float(v) for v in values])
+    return tuple((a, b, c, d) for a, b, c, d in zip(*columns, strict=True))
+
+
+def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """StableLM (SwiGLU, partial RoPE), StarCoder2 (biases, a plain GELU feed-forward) and
+    Phi-2 (StarCoder2's parts, partial RoPE, attention and feed-forward in parallel, a biased
+    head): LayerNorm with bias and NeoX RoPE, as llama.cpp builds them."""
+    arch, head_dim, names = common["arch"], common["head_dim"], common["names"]
+    if arch != "gptneox" and metadata.get(f"{arch}.use_parallel_residual"):
+        raise DecoderUnsupported(
+            "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
+            "which the NumPy decoder does not implement"
+        )
+    if any(n.endswith(("attn_q_norm.weight", "attn_k_norm.weight")) for n in names):
+        raise DecoderUnsupported(
+            f"this {arch} checkpoint normalises queries and keys per head (LayerNorm), which the "
+            "NumPy decoder does not implement"
+        )
+    plain = plain_ffn(arch)
+    if arch == "gptneox":  # Pythia: parallel unless the file says otherwise
+        plain["parallel"] = bool(metadata.get(f"{arch}.use_parallel_residual", True))
+    if arch in ("command-r", "cohere2"):  # one LayerNorm, attention and SwiGLU in parallel
+        scale = float(metadata.get(f"{arch}.logit_scale") or 1.0)
+        plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
+    rope_mode = plain.pop("rope", "neox")
+    window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+    layers: dict[str, Any] = {
+        "sliding_window": window,
+        "local_layers": (True,) * common["n_layers"] if window else (),
+    }
+    if arch == "cohere2":  # llama.cpp: three windowed layers with RoPE, a global one without
+        layers = exaone4_layers(window, None, common["n_layers"])
+    return DecoderConfig(
+        **common,
+        **plain,
+        norm="layer",
+        norm_eps=float(metadata.get(f"{arch}.attention.layer_norm_epsilon") or 1e-5),
+        rope=rope_mode,
+        rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
+        rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
+        attn_scale=1 / math.sqrt(head_dim),
+        **layers,
+    )
+
+
+def _first(value: Any) -> int:
+    """Per-layer head counts must be uniform here (llama.cpp allows arrays)."""
+    if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+        values = list(value.tolist() if hasattr(value, "tolist") else value)
+        if len(set(values)) != 1:
+            raise DecoderUnsupported(
+                "the head count differs between layers; the NumPy decoder needs one per model"
+            )
+        return int(values[0])
+    return int(value)
+
+
+def _vocab(metadata: Mapping[str, Any], arch: str) -> int:
+    vocab = metadata.get(f"{arch}.vocab_size")
+    tokens = metadata.get("tokenizer.ggml.tokens")
+    if vocab is None and tokens is not None:
+        vocab = len(tokens)
+    if vocab is None:
+        raise DecoderUnsupported("the GGUF states no vocabulary size (no tokenizer.ggml.tokens)")
+    return int(vocab)

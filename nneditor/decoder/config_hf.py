@@ -1,0 +1,305 @@
+"""A DecoderConfig from a Hugging Face snapshot's config.json (transformers' keys; see
+config.py for what the two sources settle alike)."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nneditor.decoder.config import (
+    GEMMAS,
+    GPT2,
+    LAYER_NORM_FAMILIES,
+    DecoderConfig,
+    exaone4_layers,
+    plain_ffn,
+    refuse_common,
+)
+from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
+from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names
+
+#: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
+HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
+
+
+def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
+    """The DecoderConfig fields every Hugging Face family shares."""
+    model_type = str(config.get("model_type") or "")
+    if not model_type and config.get("_class_name"):
+        raise DecoderUnsupported(
+            f"this is a diffusers {config['_class_name']} component, not a decoder-only "
+            "language model"
+        )
+    text = config.get("text_config")
+    if isinstance(text, Mapping) and model_type not in HF_ARCH:
+        raise DecoderUnsupported(
+            f"this {model_type} snapshot takes images or audio as well as text; the NumPy "
+            "decoder runs text-only decoder checkpoints"
+        )
+    arch = HF_ARCH.get(model_type)
+    if arch is None:
+        raise DecoderUnsupported(
+            f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
+            f"model_type is {model_type or 'not stated'}"
+        )
+    qconfig = config.get("quantization_config")
+    if qconfig:
+        method = qconfig.get("quant_method") if isinstance(qconfig, Mapping) else None
+        raise DecoderUnsupported(
+            f"this snapshot's weights are quantized{f' with {method}' if method else ''} "
+            "(quantization_config) in a way the NumPy decoder does not decode (it reads float "
+            "weights, MLX affine and FP8 ones)"
+        )
+    n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
+    names, transposed = _hf_names(arch, tensor_names, n_layers)
+    refuse_common(arch, names)
+    hidden = int(config.get("hidden_size") or config.get("n_embd") or 0)
+    heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
+    if not (n_layers and hidden and heads):
+        raise DecoderUnsupported(
+            "config.json lacks the layer count, hidden size or head count the decoder needs"
+        )
+    kv = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    vocab = int(config.get("vocab_size") or 0)
+    common: dict[str, Any] = {
+        "arch": arch,
+        "source": "huggingface",
+        "n_layers": n_layers,
+        "hidden": hidden,
+        "n_heads": heads,
+        "n_kv_heads": kv,
+        "head_dim": head_dim,
+        "vocab": vocab,
+        "names": names,
+        "transposed": transposed,
+    }
+    return common
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """The ARCHES (llama covering Mistral) from snapshots (qwen35: qwen35.py)."""
+    arch, n_layers, head_dim = common["arch"], common["n_layers"], common["head_dim"]
+    hidden = common["hidden"]
+    if arch == "gpt2":
+        act = str(config.get("activation_function") or "gelu_new")
+        if act not in ("gelu_new", "gelu_pytorch_tanh"):
+            raise DecoderUnsupported(f"GPT-2 activation {act!r} is not implemented")
+        if config.get("scale_attn_by_inverse_layer_idx") or config.get("reorder_and_upcast_attn"):
+            raise DecoderUnsupported(
+                "GPT-2 attention variants (scale by layer index) are not implemented"
+            )
+        eps = float(config.get("layer_norm_epsilon") or 1e-5)
+        return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    rope = hf_rope(config)
+    if arch in LAYER_NORM_FAMILIES:
+        return _hf_layer_norm_family(config, common, rope)
+    eps = float(config.get("rms_norm_eps") or 1e-6)
+    if arch in GEMMAS:
+        act = str(config.get("hidden_activation") or config.get("hidden_act") or "")
+        if arch == "gemma" and act == "gelu":  # Gemma's releases say gelu, meaning tanh
+            act = "gelu_pytorch_tanh"  # (transformers reads it so)
+        if act != "gelu_pytorch_tanh":
+            raise DecoderUnsupported(f"Gemma activation {act!r} is not implemented")
+        types = list(config.get("layer_types") or [])
+        if not types:
+            pattern = int(config.get("sliding_window_pattern") or (6 if arch == "gemma3" else 2))
+            types = [
+                "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                for i in range(n_layers)
+            ]
+        window = int(config.get("sliding_window") or 0)
+        scalar = float(config.get("query_pre_attn_scalar") or head_dim)
+        return DecoderConfig(
+            **common,
+            norm_eps=eps,
+            norm_offset=1.0,
+            rope="neox",
+            rope_dim=head_dim,
+            rope_theta=rope["full"][0],
+            rope_theta_local=rope["local"][0] if arch == "gemma3" else 0.0,
+            rope_scaling=rope["full"][1],
+            activation="gelu_tanh",
+            embed_scale=math.sqrt(hidden),
+            attn_scale=1 / math.sqrt(scalar),
+            sliding_window=window,
+            local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
+            final_softcap=float(config.get("final_logit_softcapping") or 0.0),
+            attn_softcap=float(config.get("attn_logit_softcapping") or 0.0),
+        )
+    act = str(config.get("hidden_act") or "silu")
+    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
+    if arch == "arcee" and act == "relu2":  # Arcee (AFM): an ungated ReLU² feed-forward
+        extra.update(gated=False, activation="relu2")
+    elif arch == "apertus" and act == "xielu":  # its parameters: tensors, read by hf_xielu
+        extra.update(gated=False, activation="xielu")
+    elif act != "silu":
+        raise DecoderUnsupported(f"activation {act!r} is not implemented (SwiGLU is)")
+    if config.get("use_sliding_window") and config.get("sliding_window"):
+        raise DecoderUnsupported(
+            "this snapshot uses sliding-window attention on some layers, which the NumPy "
+            f"decoder implements for Gemma 3 only ({arch})"
+        )
+    window = int(config.get("sliding_window") or 0) if arch in ("llama", "olmo2") else 0
+    types = list(config.get("layer_types") or [])
+    if arch == "olmo2" and types:  # OLMo 3: sliding layers as listed, the rest full
+        params = config.get("rope_parameters")
+        if isinstance(params, Mapping) and "sliding_attention" in params:
+            local = rope["local"][0]
+            extra.update(rope_theta_local=0.0 if local == rope["full"][0] else local)
+        extra.update(
+            sliding_window=window,
+            local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
+        )
+    elif window and arch == "llama":  # Mistral: every layer attends within the window
+        extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    if arch == "exaone4":
+        extra.update(exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
+    if arch == "glm4":
+        extra.update(fused_gate_up=True)
+    if arch == "hunyuan-dense":
+        extra.update(qk_norm_after_rope=True)
+    if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
+        phi_window = int(config.get("sliding_window") or 0)
+        extra.update(fused_gate_up=True, sliding_window=phi_window)
+        extra.update(local_layers=(True,) * n_layers if phi_window else ())
+    if arch == "mistral3":  # Ministral 3: Llama 4's attention temperature
+        params = config.get("rope_parameters") or {}
+        temp = float(params.get("llama_4_scaling_beta") or 0.0)
+        floor = int(params.get("original_max_position_embeddings") or 0)
+        if temp and not floor:
+            raise DecoderUnsupported(
+                "attention temperature without original_max_position_embeddings"
+            )
+        extra.update(attn_temp_scale=temp, attn_temp_floor=floor if temp else 0)
+    if arch == "smollm3":  # no_rope_layers: 1 where the layer rotates
+        interval = int(config.get("no_rope_layer_interval") or 4)
+        uses = config.get("no_rope_layers") or [
+            int((i + 1) % interval != 0) for i in range(n_layers)
+        ]
+        extra.update(nope_layers=tuple(not bool(v) for v in uses))
+    if arch == "granite":
+        extra = {
+            "embed_scale": float(config.get("embedding_multiplier") or 1.0),
+            "attn_scale": float(config.get("attention_multiplier") or 1.0),
+            "residual_scale": float(config.get("residual_multiplier") or 1.0),
+            "logit_scale": float(config.get("logits_scaling") or 1.0),
+        }
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope="normal" if arch in HF_ROPE_NORMAL else "neox",
+        rope_dim=int(head_dim * _partial_rotary(config)),
+        rope_theta=rope["full"][0],
+        rope_scaling=rope["full"][1],
+        **extra,
+    )
+
+
+def _hf_layer_norm_family(
+    config: Mapping[str, Any], common: dict[str, Any], rope: dict[str, tuple[float, RopeScaling]]
+) -> DecoderConfig:
+    """StableLM and StarCoder2 snapshots (see :func:`_gguf_layer_norm_family`)."""
+    arch, head_dim = common["arch"], common["head_dim"]
+    if arch != "gptneox" and config.get("use_parallel_residual"):
+        raise DecoderUnsupported(
+            "this StableLM computes attention and feed-forward in parallel (use_parallel_residual), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("qk_layernorm"):
+        raise DecoderUnsupported(
+            "this StableLM normalises queries and keys per head (qk_layernorm), which the NumPy "
+            "decoder does not implement"
+        )
+    act = str(config.get("hidden_act") or "")
+    want = {
+        "starcoder2": ("gelu_pytorch_tanh", "gelu_new"),
+        "phi2": ("gelu_pytorch_tanh", "gelu_new"),
+        "gptneox": ("gelu", "gelu_new", "gelu_pytorch_tanh"),
+    }.get(arch, ("silu",))
+    if act not in want:
+        raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want[0]} is)")
+    plain = plain_ffn(arch)
+    if arch == "gptneox":
+        plain |= {
+            "parallel": bool(config.get("use_parallel_residual", True)),
+            "activation": "gelu" if act == "gelu" else "gelu_tanh",
+            "qkv_per_head": True,
+        }
+    if arch in ("command-r", "cohere2"):  # Cohere: rotates adjacent pairs, scales its logits
+        if config.get("use_qk_norm"):
+            raise DecoderUnsupported(
+                "this Command-R normalises queries and keys per head (use_qk_norm), which the "
+                "NumPy decoder does not implement"
+            )
+        scale = float(config.get("logit_scale") or 1.0)
+        plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
+    rope_mode = plain.pop("rope", "neox")
+    eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
+    window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
+    layers: dict[str, Any] = {
+        "sliding_window": window,
+        "local_layers": (True,) * common["n_layers"] if window else (),
+    }
+    if arch == "cohere2":  # Command R7B: windowed layers rotate, the full ones use no RoPE
+        layers = exaone4_layers(
+            _window_of(config), _hf_local(config, common["n_layers"]), common["n_layers"]
+        )
+    return DecoderConfig(
+        **common,
+        **plain,
+        norm="layer",
+        norm_eps=float(eps),
+        rope=rope_mode,
+        rope_dim=int(head_dim * _partial_rotary(config)),
+        rope_theta=rope["full"][0],
+        rope_scaling=rope["full"][1],
+        attn_scale=1 / math.sqrt(head_dim),
+        **layers,
+    )
+
+
+def _partial_rotary(config: Mapping[str, Any]) -> float:
+    """The rotated fraction of each head: in rope_parameters (transformers 5) or top level
+    (GPT-NeoX's older name: rotary_pct)."""
+    params = config.get("rope_parameters")
+    inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
+    return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
+
+
+def _hf_names(
+    arch: str, tensor_names: Sequence[str], n_layers: int
+) -> tuple[dict[str, str], frozenset[str]]:
+    """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
+    names, unplaced = canonical_names(arch, tensor_names, n_layers)
+    if unplaced:
+        raise DecoderUnsupported(
+            f"the snapshot's tensor {unplaced[0]!r} has no place in a {arch} decoder block; the "
+            "NumPy decoder refuses rather than leave a weight out"
+        )
+    transposed = {
+        key
+        for key, name in names.items()
+        if arch == "gpt2" and re.search(r"\.(c_attn|c_proj|c_fc)\.weight$", name)
+    }
+    return names, frozenset(transposed)
+
+
+def _window_of(config: Mapping[str, Any]) -> int:
+    return int(config.get("sliding_window") or 0)
+
+
+def _hf_local(config: Mapping[str, Any], n_layers: int) -> list[bool] | None:
+    """Local (sliding) layers from layer_types, or a "LLLG" string, or a period."""
+    types = config.get("layer_types")
+    if types:
+        return [t == "sliding_attention" for t in types]
+    pattern = config.get("sliding_window_pattern")
+    if isinstance(pattern, str) and pattern:
+        return [pattern[i % len(pattern)] == "L" for i in range(n_layers)]
+    if isinstance(pattern, int) and pattern > 0:
+        return [(i + 1) % pattern != 0 for i in range(n_layers)]
+    return None
