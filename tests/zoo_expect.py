@@ -52,6 +52,7 @@ DENSE_DECODERS = (
     "seed_oss",
     "hunyuan_dense",
     "apertus",
+    "granite4",
 )
 
 EXPECT: dict[str, E] = {

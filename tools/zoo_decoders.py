@@ -119,6 +119,25 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Granite 4.0 (attention-only, dense: granite-4.0-micro): Granite's multipliers, the
+    # feed-forward as one [gate; up] matrix ("shared_mlp"); llama.cpp converts it as granite
+    "granite4": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        {
+            **_COMMON,
+            "shared_intermediate_size": 128,
+            "num_local_experts": 0,
+            "num_experts_per_tok": 0,
+            "layer_types": ["attention", "attention"],
+            "position_embedding_type": "rope",
+            "embedding_multiplier": 12.0,
+            "attention_multiplier": 0.0625,
+            "residual_multiplier": 0.22,
+            "logits_scaling": 8.0,
+        },
+        _SMOL,
+    ),
     # StableLM 2: LayerNorm with bias, a quarter of each head rotated (partial RoPE), SwiGLU
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {**_COMMON}, _SMOL),
     # StarCoder2: LayerNorm, biases everywhere, a plain GELU (tanh) feed-forward
@@ -522,7 +541,13 @@ _GPT2_TOKENIZER = {
 }
 #: Pythia's config.json names the rotated fraction rotary_pct (transformers 5 writes
 #: rope_parameters.partial_rotary_factor only; llama.cpp's converter needs the former)
-_CONFIG_AS_RELEASED = {"gptneox": {"rotary_pct": 0.25}, "cohere2": {"rotary_pct": 1.0}}
+_CONFIG_AS_RELEASED = {
+    "gptneox": {"rotary_pct": 0.25},
+    "cohere2": {"rotary_pct": 1.0},
+    # IBM's granite-4.0-micro names its layers "attention" (transformers 5 writes
+    # "full_attention", which llama.cpp's converter takes for Mamba-2 layers)
+    "granite4": {"layer_types": ["attention", "attention"]},
+}
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)
 _SPECIAL_TOKENS = {"glm4": ["<|endoftext|>", "<|user|>"]}

@@ -53,6 +53,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "(quantization_config) in a way the NumPy decoder does not decode (it reads float "
             "weights, MLX affine and FP8 ones)"
         )
+    if model_type == "granitemoehybrid":
+        _refuse_granite_hybrid(config)
     n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
@@ -188,6 +190,10 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             "residual_scale": float(config.get("residual_multiplier") or 1.0),
             "logit_scale": float(config.get("logits_scaling") or 1.0),
         }
+        if config.get("model_type") == "granitemoehybrid":  # Granite 4.0: one [gate; up]
+            extra["fused_gate_up"] = True
+            if config.get("position_embedding_type") != "rope":
+                extra["nope_layers"] = (True,) * n_layers
     return DecoderConfig(
         **common,
         norm_eps=eps,
@@ -260,6 +266,23 @@ def _hf_layer_norm_family(
         attn_scale=1 / math.sqrt(head_dim),
         **layers,
     )
+
+
+def _refuse_granite_hybrid(config: Mapping[str, Any]) -> None:
+    """Granite 4.0 snapshots the decoder does not run: Mamba-2 layers (the H models) or
+    experts (the tiny and small H models)."""
+    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
+    mamba = [i for i, kind in enumerate(kinds) if kind not in ("attention", "full_attention")]
+    if mamba:
+        raise DecoderUnsupported(
+            f"this Granite 4.0 model has Mamba-2 layers ({len(mamba)} of {len(kinds)}, "
+            f"the first is layer {mamba[0]}); the NumPy decoder runs its attention-only models"
+        )
+    if int(config.get("num_local_experts") or 0) > 0:
+        raise DecoderUnsupported(
+            f"this Granite 4.0 model is a mixture of {config['num_local_experts']} experts; the "
+            "NumPy decoder runs dense feed-forward layers only"
+        )
 
 
 def _partial_rotary(config: Mapping[str, Any]) -> float:

@@ -41,7 +41,13 @@ HF_ARCH = {
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "apertus": "apertus",
+    # Granite 4.0's attention-only dense models (llama.cpp converts them as granite); its
+    # hybrid (Mamba-2) and mixture-of-experts models are refused by the decoder
+    "granitemoehybrid": "granite",
 }
+#: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
+_SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
+_SHARED_MLP_NAME = re.compile(r"^model\.layers\.(\d+)\.shared_mlp\.(input|output)_linear\.weight$")
 #: Apertus' xIELU parameters per layer (llama.cpp keeps them as metadata, not tensors)
 _XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)$")
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
@@ -80,6 +86,10 @@ def canonical_names(
     unplaced: list[str] = []
     for name in names:
         if name.endswith(BUFFERS):
+            continue
+        shared = _SHARED_MLP_NAME.match(name)
+        if shared:  # (the fused gate/up sits where ffn_up goes; DecoderConfig.fused_gate_up)
+            mapped[f"blk.{shared[1]}.{_SHARED_MLP[shared[2] + '_linear']}.weight"] = name
             continue
         xielu = _XIELU.match(name)
         if xielu:

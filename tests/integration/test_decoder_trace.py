@@ -301,3 +301,28 @@ def test_a_gemma_config_saying_gelu_runs_the_tanh_gelu(zoo_artifact, tmp_path) -
     with torch.no_grad():
         want = model(torch.tensor(ids)).logits.numpy()
     np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        (
+            {"layer_types": ["mamba", "attention"]},
+            "has Mamba-2 layers (1 of 2, the first is layer 0)",
+        ),
+        ({"num_local_experts": 4}, "is a mixture of 4 experts"),
+    ],
+)
+def test_granite4_hybrid_and_expert_models_are_refused(
+    change: dict,
+    phrase: str,
+    zoo_artifact,  # noqa: ANN001
+    tmp_path,  # noqa: ANN001
+) -> None:
+    """Granite 4.0's H models interleave Mamba-2 layers, its tiny/small ones route experts:
+    each is refused with a sentence (the attention-only dense model traces, test_zoo)."""
+    snap = shutil.copytree(zoo_artifact("decoder-granite4"), tmp_path / "granite4")
+    config = json.loads((snap / "config.json").read_text())
+    (snap / "config.json").write_text(json.dumps({**config, **change}))
+    _refused(snap, tmp_path, phrase)
