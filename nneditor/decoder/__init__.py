@@ -71,7 +71,15 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
             name = cfg.tensor(f"blk.{i}.ffn_act.{part}")
             if name is None:
                 raise DecoderUnsupported(f"the snapshot lacks layer {i}'s xIELU {part} (act_fn)")
-            values.append(float(np.asarray(doc.tensors[name].read(), np.float32).reshape(-1)[0]))
+            try:
+                value = np.asarray(doc.tensors[name].read(), np.float32).reshape(-1)
+            except Exception as exc:
+                raise DecoderUnsupported(f"tensor {name} could not be read: {exc}") from None
+            if value.size != 1:
+                raise DecoderUnsupported(
+                    f"{name} holds {value.size} values; Apertus' xIELU takes one per layer"
+                )
+            values.append(float(value[0]))
         layers.append((values[0], values[1], values[2], values[3]))
     return tuple(layers)
 

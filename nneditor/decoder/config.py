@@ -287,6 +287,11 @@ def check_tensors(cfg: DecoderConfig) -> None:
                 f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's "
                 f"{cfg.arch} block; it refuses rather than leave a weight out"
             )
+        if m and m.group(2).startswith("ffn_act.") and cfg.activation != "xielu":
+            raise DecoderUnsupported(
+                f"tensor {cfg.names[key]!r} parameterises an xIELU activation, which a "
+                f"{cfg.arch} decoder does not have"
+            )
         if m and int(m.group(1)) >= cfg.n_layers:
             raise DecoderUnsupported(
                 f"tensor {cfg.names[key]!r} belongs to layer {m.group(1)}, but the model states "

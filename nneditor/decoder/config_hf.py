@@ -19,7 +19,7 @@ from nneditor.decoder.config import (
 )
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
-from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names
+from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names, llama_cpp_arch
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
@@ -40,6 +40,9 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "decoder runs text-only decoder checkpoints"
         )
     arch = HF_ARCH.get(model_type)
+    if model_type == "granitemoehybrid":  # Granite 4.0: its attention-only dense models
+        _refuse_granite_hybrid(config)
+        arch = llama_cpp_arch(model_type, config)
     if arch is None:
         raise DecoderUnsupported(
             f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
@@ -53,8 +56,6 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "(quantization_config) in a way the NumPy decoder does not decode (it reads float "
             "weights, MLX affine and FP8 ones)"
         )
-    if model_type == "granitemoehybrid":
-        _refuse_granite_hybrid(config)
     n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
@@ -136,7 +137,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
     if arch == "arcee" and act == "relu2":  # Arcee (AFM): an ungated ReLU² feed-forward
         extra.update(gated=False, activation="relu2")
-    elif arch == "apertus" and act == "xielu":  # its parameters: tensors, read by hf_xielu
+    elif arch == "apertus" and act == "xielu":  # its parameters: tensors (decoder_config)
         extra.update(gated=False, activation="xielu")
     elif act != "silu":
         raise DecoderUnsupported(f"activation {act!r} is not implemented (SwiGLU is)")

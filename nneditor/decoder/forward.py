@@ -2,9 +2,9 @@
 projection in row chunks; every value named as the synthesized graph names it
 (docs/semantic.md) is handed to ``emit`` as soon as it exists.
 
-Memory: the weights of one block (float32) are read when the block starts and dropped when it
-ends; the head is read :data:`~.weights.VOCAB_CHUNK_ROWS` rows at a time. Nothing keeps the
-whole model.
+Memory: a block's weights (float32) are read as it uses them (a short prompt of a quantized
+model reads the next ones ahead, at most 64 MB: prefetch.py) and dropped when it ends; the head
+is read :data:`~.weights.VOCAB_CHUNK_ROWS` rows at a time. Nothing keeps the whole model.
 """
 
 from __future__ import annotations

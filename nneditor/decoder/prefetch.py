@@ -4,16 +4,17 @@ A quantized model spends most of a short prompt's forward decoding blocks (SmolL
 at 32 tokens: ~0.15 s of decoding against ~0.1 s of products), all of it on one core, while
 BLAS spreads the products over every core. Then the forward runs better as a pipeline: one
 thread decodes the tensors in the order the blocks read them while the main thread multiplies
-with BLAS held to one thread (two BLAS threads beside a decoding thread oversubscribe two cores
-and gain nothing, and OpenBLAS's idle threads spin for a while after each product, taking the
-core the decoding thread needs; measured).
+with BLAS kept off that thread's core (on two cores: one BLAS thread; two beside a decoding
+thread oversubscribe the cores and gain nothing, and OpenBLAS's idle threads spin for a while
+after each product, taking the core the decoding thread needs; measured).
 
 The choice is a fixed rule, not a measurement, so that the same trace gives the same values
 every time (OpenBLAS on one thread and on two sums in different orders: the last bits of the
 values differ between the two modes): pipeline on two or more cores when the prompt is short
 (:data:`MAX_TOKENS`; longer prompts are product-bound) and most of a block's weights need real
-decoding (block formats, float16; float32 and bfloat16 are read at memory speed). On this VM
-the pipeline is 20-30% faster for Q4_1 at 32 tokens and about even at 64-100 tokens.
+decoding (block formats, float16; float32 and bfloat16 are read at memory speed). On this
+2-core VM the pipeline is 20-30% faster for Q4_1 at 32 tokens and about even at 64-100 tokens;
+on more cores BLAS keeps every core but one (not measured here).
 
 Memory: at most :data:`AHEAD_BYTES` of decoded float32 waits ahead of the tensor in use, and
 tensors larger than one matrix chunk are never read ahead.
@@ -22,6 +23,7 @@ tensors larger than one matrix chunk are never read ahead.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -29,16 +31,24 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nneditor.model.tensor import TensorRef
 
-#: decoded float32 bytes that may wait ahead of the computation (one matrix chunk: SmolLM2's
-#: whole block is 14 MB, a 7B model's one 58 MB feed-forward matrix)
+#: decoded float32 bytes that may wait ahead of the computation, counting reads under way
+#: (SmolLM2's whole block is 14 MB; matrices larger than one 64 MB chunk are never read ahead)
 AHEAD_BYTES = 64 << 20
 #: the longest prompt pipelined
 MAX_TOKENS = 64
 
 
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
 def suits(tokens: int, matrices: Iterable[TensorRef], cores: int | None = None) -> bool:
     """Whether a forward of ``tokens`` tokens runs pipelined, given one block's matrices."""
-    if ((os.cpu_count() if cores is None else cores) or 1) < 2 or tokens > MAX_TOKENS:
+    if (usable_cores() if cores is None else cores) < 2 or tokens > MAX_TOKENS:
         return False
     costly = cheap = 0
     for ref in matrices:
@@ -55,20 +65,49 @@ def _plain(ref: TensorRef) -> bool:
     return width is not None and ref.nbytes == width * ref.size
 
 
-class ReadAhead:
-    """One thread that reads tensors ahead of their use, with BLAS held to one thread while
-    it runs (restored by :meth:`close`)."""
+class _BlasLimit:
+    """BLAS held to every core but the decoding thread's, for as long as any read-ahead is
+    open (counted, so two forwards in one process restore it only when both are done)."""
 
     def __init__(self) -> None:
-        from threadpoolctl import threadpool_limits
+        self._lock = threading.Lock()
+        self._users = 0
+        self._limits: Any = None
 
-        self._limits = threadpool_limits(1, "blas")
+    def enter(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                from threadpoolctl import threadpool_limits
+
+                self._limits = threadpool_limits(max(1, usable_cores() - 1), "blas")
+            self._users += 1
+
+    def exit(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._limits is not None:
+                self._limits.restore_original_limits()
+                self._limits = None
+
+
+_BLAS = _BlasLimit()
+
+
+class ReadAhead:
+    """One thread that reads tensors ahead of their use, with BLAS held off its core while it
+    runs (restored by :meth:`close`)."""
+
+    def __init__(self) -> None:
+        _BLAS.enter()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="decoder-read-ahead")
         self._pending: dict[str, tuple[Future[Any], int]] = {}
+        self._retiring: list[tuple[Future[Any], int]] = []  # dropped while being read
 
     @property
     def waiting_bytes(self) -> int:
-        return sum(size for _, size in self._pending.values())
+        self._retiring = [(f, size) for f, size in self._retiring if not f.done()]
+        pending = sum(size for _, size in self._pending.values())
+        return pending + sum(size for _, size in self._retiring)
 
     def submit(self, key: str, size: int, read: Callable[[str], Any]) -> bool:
         """Read ``key`` ahead unless it is queued already or would pass the byte bound."""
@@ -82,17 +121,16 @@ class ReadAhead:
         entry = self._pending.pop(key, None)
         return entry[0] if entry is not None else None
 
-    def call(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        return self._pool.submit(fn, *args)
-
     def drop(self, prefix: str) -> None:
-        """Forget what was read ahead under ``prefix`` and never used (a block done)."""
+        """Forget what was read ahead under ``prefix`` and never used (a block done); a read
+        under way counts against the bound until it ends."""
         for key in [k for k in self._pending if k.startswith(prefix)]:
-            self._pending.pop(key)[0].cancel()
+            future, size = self._pending.pop(key)
+            if not future.cancel():
+                self._retiring.append((future, size))
 
     def close(self) -> None:
-        for future, _ in self._pending.values():
-            future.cancel()
         self._pending.clear()
-        self._pool.shutdown(wait=True)
-        self._limits.restore_original_limits()
+        self._retiring.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        _BLAS.exit()

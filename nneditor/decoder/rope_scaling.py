@@ -108,6 +108,8 @@ def hf_rope(config: Mapping[str, Any]) -> dict[str, tuple[float, RopeScaling]]:
     elif isinstance(params, Mapping):
         theta = float(params.get("rope_theta") or config.get("rope_theta") or 10000.0)
         out["full"] = (theta, _hf_scaling(params, config))
+    elif _ntk_alpha(config.get("rope_scaling") or {}):  # HunYuan's own configs
+        out["full"] = (_ntk_alpha_theta(config["rope_scaling"], config), RopeScaling())
     else:
         theta = float(config.get("rope_theta") or 10000.0)
         out["full"] = (theta, _hf_scaling(config.get("rope_scaling") or {}, config))
@@ -126,6 +128,8 @@ def _ntk_alpha_theta(p: Mapping[str, Any], config: Mapping[str, Any]) -> float:
     and llama.cpp's converter, which writes the result as freq_base)."""
     heads = int(config.get("num_attention_heads") or 1)
     dim = int(config.get("head_dim") or int(config.get("hidden_size") or 0) // heads)
+    if dim <= 2:
+        raise DecoderUnsupported("NTK-alpha RoPE needs the head size (head_dim), not stated")
     theta = float(p.get("rope_theta") or config.get("rope_theta") or 10000.0)
     return theta * float(p["alpha"]) ** (dim / (dim - 2))
 

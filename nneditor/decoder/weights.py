@@ -3,7 +3,8 @@
 Every read goes through the document's own tensor loaders (ggml block decoders, safetensors
 rows, ml_dtypes for bf16/fp8) and is widened to float32. After a tensor is read, the mapped
 pages it came from are released (``madvise(MADV_DONTNEED)``), so a trace's resident memory
-holds the float32 weights of the layer being computed, not the file.
+holds the float32 weights of the layer being computed, not the file: the matrix in use, and
+when the forward is pipelined (prefetch.py) up to ``AHEAD_BYTES`` decoded ahead of it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.hadamard import regroup
-from nneditor.decoder.prefetch import AHEAD_BYTES, ReadAhead
+from nneditor.decoder.prefetch import ReadAhead
 from nneditor.tensors.loaders import AffineMatrix
 
 if TYPE_CHECKING:
@@ -122,6 +123,8 @@ class Weights:
             found = waiting.result()
             self._top_up()
             return found
+        if key in self._wanted:  # read here: not again on the read-ahead thread
+            self._wanted.remove(key)
         return self._read(key)
 
     def _read(self, key: str) -> np.ndarray | AffineMatrix:
@@ -152,7 +155,6 @@ class Weights:
         Hadamard-folded matrix (Prism) gets its input transformed instead of its weights."""
         ref = self.ref(key)
         x = self.fold_input(key, x)
-        b = self.optional(bias) if bias else None
         rows, width = (int(ref.shape[0]), int(np.prod(ref.shape[1:]))) if ref.shape else (0, 0)
         chunk = max(1, MATRIX_CHUNK_BYTES // max(4 * width, 1))
         if key in self.cfg.transposed or rows <= chunk:
@@ -163,6 +165,7 @@ class Weights:
             for start, block in self.row_chunks(key, chunk):
                 y[..., start : start + block.shape[0]] = x @ block.T
                 del block
+        b = self.optional(bias) if bias else None  # after the matrix, as the blocks queue them
         return y + b if b is not None else y
 
     def fold_input(self, key: str, x: np.ndarray) -> np.ndarray:
@@ -205,22 +208,10 @@ class Weights:
             self._release(ref)
             return block
 
-        starts = range(0, total, chunk)
-        width = int(np.prod(ref.shape[1:], dtype=np.int64))
-        if self.ahead is not None and 4 * chunk * width <= AHEAD_BYTES and len(starts) > 1:
-            # the next chunk decodes on the read-ahead thread while this one is multiplied
-            waiting = self.ahead.call(read, starts[0])
-            for n, start in enumerate(starts):
-                block = waiting.result()
-                if n + 1 < len(starts):
-                    waiting = self.ahead.call(read, starts[n + 1])
-                yield start, block
-                del block
-        else:
-            for start in starts:
-                block = read(start)
-                yield start, block
-                del block
+        for start in range(0, total, chunk):  # on this thread, read-ahead or not (its bound)
+            block = read(start)
+            yield start, block
+            del block
 
     @staticmethod
     def _release(ref: TensorRef) -> None:

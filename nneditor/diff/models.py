@@ -282,7 +282,7 @@ def _canonical(doc: Document) -> dict[str, str] | None:
         from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
 
         config = doc.metadata.get("config") or {}
-        arch = llama_cpp_arch(str(config.get("model_type") or ""))
+        arch = llama_cpp_arch(str(config.get("model_type") or ""), config)
         layers = config.get("num_hidden_layers") or config.get("n_layer")
         if arch and isinstance(layers, int):
             mapped, _ = canonical_names(arch, doc.tensors.keys(), layers)

@@ -366,7 +366,8 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} before the feed-forward (from tensor names).",
             )
-        gated = any(k.startswith("ffn_gate") for k in t) or arch == "phi3"  # fused gate/up
+        # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates)
+        gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         plain = {"arcee": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
@@ -739,7 +740,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     llama.cpp's converter makes of it (None when the names do not map)."""
     from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
 
-    arch = llama_cpp_arch(model_type)
+    arch = llama_cpp_arch(model_type, config)
     layers = config.get("num_hidden_layers") or config.get("n_layer")
     if arch is None or not isinstance(layers, int) or isinstance(config.get("text_config"), dict):
         return None

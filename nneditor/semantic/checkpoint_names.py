@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: Hugging Face model_type -> llama.cpp architecture, where they differ or are not obvious
@@ -41,9 +41,6 @@ HF_ARCH = {
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "apertus": "apertus",
-    # Granite 4.0's attention-only dense models (llama.cpp converts them as granite); its
-    # hybrid (Mamba-2) and mixture-of-experts models are refused by the decoder
-    "granitemoehybrid": "granite",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -68,8 +65,19 @@ def _table(arch: str, n_layers: int) -> Any:
     return None if enum is None else gguf.get_tensor_name_map(enum, max(n_layers, 1))
 
 
-def llama_cpp_arch(model_type: str) -> str | None:
-    """The llama.cpp architecture of a Hugging Face model_type (None when unknown)."""
+def granite4_dense(config: Mapping[str, Any]) -> bool:
+    """A Granite 4.0 snapshot (granitemoehybrid) with attention layers only and no experts,
+    as granite-4.0-micro: llama.cpp converts it as granite."""
+    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
+    attention_only = all(kind in ("attention", "full_attention") for kind in kinds)
+    return attention_only and not int(config.get("num_local_experts") or 0)
+
+
+def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:
+    """The llama.cpp architecture of a Hugging Face model_type (None when unknown); with the
+    config, Granite 4.0's attention-only dense models are granite (its hybrids stay None)."""
+    if model_type == "granitemoehybrid" and config is not None and granite4_dense(config):
+        return "granite"
     if model_type in HF_ARCH:
         return HF_ARCH[model_type]
     import gguf
@@ -87,11 +95,11 @@ def canonical_names(
     for name in names:
         if name.endswith(BUFFERS):
             continue
-        shared = _SHARED_MLP_NAME.match(name)
+        shared = _SHARED_MLP_NAME.match(name) if arch == "granite" else None
         if shared:  # (the fused gate/up sits where ffn_up goes; DecoderConfig.fused_gate_up)
             mapped[f"blk.{shared[1]}.{_SHARED_MLP[shared[2] + '_linear']}.weight"] = name
             continue
-        xielu = _XIELU.match(name)
+        xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -293,11 +294,20 @@ class GGMLLoader(TensorLoader):
         return self._decode(rows)
 
 
+_POOL_LOCK = threading.Lock()
+
+
 @functools.cache
-def _decode_pool() -> ThreadPoolExecutor | None:
-    """Threads that decode chunks of one large tensor side by side (None on one core)."""
+def _pool() -> ThreadPoolExecutor | None:
     n = min(4, os.cpu_count() or 1)
     return ThreadPoolExecutor(n, thread_name_prefix="ggml-decode") if n > 1 else None
+
+
+def _decode_pool() -> ThreadPoolExecutor | None:
+    """Threads that decode chunks of one large tensor side by side (None on one core); one
+    pool for the process, whichever thread asks first (the decoder reads on two)."""
+    with _POOL_LOCK:
+        return _pool()
 
 
 def _whole(col: slice | int, width: int) -> bool:

@@ -39,7 +39,8 @@ def _forward(path: Path, mode: str, **patches: object) -> dict[str, np.ndarray]:
 
 
 def _blas_threads() -> list[int]:
-    return [int(i["num_threads"]) for i in threadpoolctl.threadpool_info()]
+    info = threadpoolctl.threadpool_info()
+    return [int(i["num_threads"]) for i in info if i["user_api"] == "blas"]
 
 
 def _read_ahead_threads() -> list[str]:
@@ -78,7 +79,7 @@ def test_a_trace_gives_the_same_values_twice(reference) -> None:  # noqa: ANN001
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("bound", [1, 600_000])  # nothing fits; one Q4_1 matrix at a time
+@pytest.mark.parametrize("bound", [1, 600_000])  # nothing fits; the small tensors only
 def test_a_small_read_ahead_bound_changes_nothing(reference, bound: int) -> None:  # noqa: ANN001
     path, _ = reference
     full = _forward(path, "pipelined")
@@ -123,3 +124,33 @@ def test_the_rule_pipelines_short_prompts_of_block_quantized_weights(
         assert not prefetch.suits(32, blocks, cores=1)
     with nneditor.open(zoo_artifact("decoder-llama.gguf")) as doc:  # F32: memory speed
         assert not prefetch.suits(8, Weights(doc, decoder_config(doc)).matrices(0), cores=2)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("bound", [1, 4_000_000, 64 << 20])
+def test_every_tensor_is_read_once(reference, bound: int) -> None:  # noqa: ANN001
+    """Read ahead or read on the spot, never both (a tensor read on the spot leaves the
+    read-ahead queue)."""
+    path, _ = reference
+    reads: list[str] = []
+    original = Weights._read
+
+    def counted(self: Weights, key: str) -> object:
+        reads.append(key)
+        return original(self, key)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Weights, "_read", counted)
+        _forward(path, "pipelined", AHEAD_BYTES=bound)
+    blocks = [k for k in reads if k.startswith("blk.")]
+    assert len(blocks) == len(set(blocks)) == 30 * 9  # 7 matrices and 2 norms a block
+
+
+def test_blas_is_restored_when_the_last_of_two_read_aheads_closes() -> None:
+    before = _blas_threads()
+    first, second = prefetch.ReadAhead(), prefetch.ReadAhead()
+    assert max(_blas_threads()) == max(1, prefetch.usable_cores() - 1)
+    first.close()
+    assert max(_blas_threads()) == max(1, prefetch.usable_cores() - 1)  # second still open
+    second.close()
+    assert _blas_threads() == before

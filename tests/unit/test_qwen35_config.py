@@ -94,3 +94,41 @@ def test_mixture_of_experts_and_multimodal_snapshots_are_refused() -> None:
     vl = {"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text"}}
     with pytest.raises(DecoderUnsupported, match="takes images or audio as well as text"):
         hf_common(vl, [])
+
+
+def test_hunyuan_ntk_alpha_reads_both_config_formats() -> None:
+    """Tencent's own config.json (rope_scaling with type dynamic and alpha, rope_theta at the
+    top) and transformers 5's (rope_parameters) stretch the same base:
+    theta * alpha ** (d / (d - 2))."""
+    from nneditor.decoder.rope_scaling import hf_rope
+
+    base = {"hidden_size": 64, "num_attention_heads": 4, "head_dim": 128}
+    legacy = {
+        **base,
+        "rope_theta": 10000.0,
+        "rope_scaling": {"type": "dynamic", "alpha": 1000.0, "factor": 1.0, "mscale": 1.0},
+    }
+    modern = {
+        **base,
+        "rope_parameters": {
+            "rope_type": "dynamic",
+            "alpha": 1000.0,
+            "factor": 1.0,
+            "rope_theta": 10000.0,
+        },
+    }
+    want = 10000.0 * 1000.0 ** (128 / 126)
+    for config in (legacy, modern):
+        theta, scaling = hf_rope(config)["full"]
+        assert theta == pytest.approx(want) and scaling.kind == "none"
+
+
+def test_only_granite4_attention_only_dense_models_are_granite() -> None:
+    from nneditor.semantic.checkpoint_names import llama_cpp_arch
+
+    dense = {"layer_types": ["attention"] * 4, "num_local_experts": 0}
+    assert llama_cpp_arch("granitemoehybrid", dense) == "granite"
+    assert llama_cpp_arch("granitemoehybrid", {**dense, "num_local_experts": 64}) is None
+    hybrid = {"layer_types": ["mamba", "mamba", "mamba", "attention"], "num_local_experts": 0}
+    assert llama_cpp_arch("granitemoehybrid", hybrid) is None
+    assert llama_cpp_arch("granitemoehybrid") is None  # without its config: not known

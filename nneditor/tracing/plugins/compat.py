@@ -29,7 +29,7 @@ def architecture(doc: Document) -> str:
             return str(config.get("_class_name") or "").lower()
         if model_type == "clip":  # transformers' text-and-vision CLIPModel; llama.cpp's
             return "clip_model"  # "clip" names vision-encoder GGUFs, another model
-        return (llama_cpp_arch(model_type) or model_type).lower()
+        return (llama_cpp_arch(model_type, config) or model_type).lower()
     return ""
 
 
