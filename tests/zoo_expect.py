@@ -53,6 +53,7 @@ DENSE_DECODERS = (
     "hunyuan_dense",
     "apertus",
     "granite4",
+    "nemotron",
 )
 
 EXPECT: dict[str, E] = {

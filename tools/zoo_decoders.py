@@ -138,6 +138,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Nemotron (Minitron): LayerNorm1P (1 + w, with bias), an ungated ReLU² feed-forward,
+    # half of each head rotated; llama.cpp converts it with a SentencePiece model only
+    "nemotron": (
+        "NemotronConfig",
+        "NemotronForCausalLM",
+        {**_COMMON, "head_dim": 16, "partial_rotary_factor": 0.5},
+        "sentencepiece",
+    ),
     # StableLM 2: LayerNorm with bias, a quarter of each head rotated (partial RoPE), SwiGLU
     "stablelm": ("StableLmConfig", "StableLmForCausalLM", {**_COMMON}, _SMOL),
     # StarCoder2: LayerNorm, biases everywhere, a plain GELU (tanh) feed-forward

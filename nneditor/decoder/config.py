@@ -55,6 +55,7 @@ ARCHES = (
     "seed_oss",
     "hunyuan-dense",
     "apertus",
+    "nemotron",
 )
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
@@ -192,12 +193,17 @@ GPT2: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu_tan
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
 GEMMAS = ("gemma3", "gemma2", "gemma")
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
-LAYER_NORM_FAMILIES = ("stablelm", "starcoder2", "phi2", "gptneox", "command-r", "cohere2")
+LAYER_NORM_FAMILIES = (
+    *("stablelm", "starcoder2", "phi2", "gptneox", "command-r", "cohere2", "nemotron"),
+)
 
 
 def plain_ffn(arch: str) -> dict[str, Any]:
     """StarCoder2, Phi-2 and GPT-NeoX: an ungated GELU feed-forward (GPT-NeoX's exact, erf
-    GELU, as Pythia's config names it); Phi-2 and GPT-NeoX run it in parallel."""
+    GELU, as Pythia's config names it); Phi-2 and GPT-NeoX run it in parallel. Nemotron: an
+    ungated ReLU² one."""
+    if arch == "nemotron":
+        return {"gated": False, "activation": "relu2"}
     if arch not in ("starcoder2", "phi2", "gptneox"):
         return {}
     act = "gelu" if arch == "gptneox" else "gelu_tanh"

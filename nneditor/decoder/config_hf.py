@@ -226,6 +226,7 @@ def _hf_layer_norm_family(
         "starcoder2": ("gelu_pytorch_tanh", "gelu_new"),
         "phi2": ("gelu_pytorch_tanh", "gelu_new"),
         "gptneox": ("gelu", "gelu_new", "gelu_pytorch_tanh"),
+        "nemotron": ("relu2",),
     }.get(arch, ("silu",))
     if act not in want:
         raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want[0]} is)")
@@ -245,7 +246,11 @@ def _hf_layer_norm_family(
         scale = float(config.get("logit_scale") or 1.0)
         plain |= {"parallel": True, "rope": "normal", "logit_scale": 1.0 / scale}
     rope_mode = plain.pop("rope", "neox")
-    eps = config.get("layer_norm_eps") or config.get("norm_epsilon") or 1e-5
+    eps = (
+        config.get("layer_norm_eps") or config.get("norm_epsilon") or config.get("norm_eps") or 1e-5
+    )
+    # Nemotron's LayerNorm1P multiplies by 1 + w (llama.cpp's converter stores w + 1)
+    offset = 1.0 if arch == "nemotron" else 0.0
     window = int(config.get("sliding_window") or 0) if arch == "starcoder2" else 0
     layers: dict[str, Any] = {
         "sliding_window": window,
@@ -260,6 +265,7 @@ def _hf_layer_norm_family(
         **plain,
         norm="layer",
         norm_eps=float(eps),
+        norm_offset=offset,
         rope=rope_mode,
         rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],

@@ -369,7 +369,7 @@ class _Builder:
         # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates)
         gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
         moe = any(k.startswith("ffn_gate_inp") for k in t)
-        plain = {"arcee": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
+        plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
         f = self._ffn(s, h, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:

@@ -41,6 +41,7 @@ HF_ARCH = {
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "apertus": "apertus",
+    "nemotron": "nemotron",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
