@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from nneditor_cli import nneditor_cli
 
 import nneditor
 from nneditor.cli import main as cli_main
@@ -65,12 +66,7 @@ def _killed_at(point: str, args: list[str], tmp_path: Path) -> None:
 
 
 def _run(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return nneditor_cli(*args, timeout=300)
 
 
 def _node_name(op: str) -> str:

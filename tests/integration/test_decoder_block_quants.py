@@ -13,6 +13,7 @@ import gguf
 import numpy as np
 import pytest
 from gguf_reference import llama_model  # tools/: gguf-py + transformers, not NNEditor
+from llama_gguf import llama_writer
 
 import nneditor
 from nneditor.decoder import decoder_config, prefetch, run_forward
@@ -44,18 +45,7 @@ def _blocks(qt: gguf.GGMLQuantizationType, rows: int, cols: int, seed: int) -> n
 
 def _model(path: Path, qt: gguf.GGMLQuantizationType) -> Path:
     rng = np.random.default_rng(0)
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(LAYERS)
-    w.add_embedding_length(HIDDEN)
-    w.add_feed_forward_length(FFN)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(KV)
-    w.add_context_length(64)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_freq_base(10000.0)
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list([f"t{i}" for i in range(VOCAB)])
-    w.add_token_types([1] * VOCAB)
+    w = llama_writer(path, LAYERS, HIDDEN, FFN, HEADS, KV, VOCAB, context=64)
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, HIDDEN)).astype(np.float32))
     w.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32))
     hd = HIDDEN // HEADS

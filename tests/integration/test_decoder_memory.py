@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from llama_gguf import llama_writer
 
 from nneditor.decoder.weights import VOCAB_CHUNK_ROWS
 
@@ -21,25 +22,13 @@ MARGIN_MB = 96  # allocator slack, numpy temporaries of a matmul, capture write 
 
 def _big_gguf(path: Path) -> Path:
     """A Llama-shaped F16 GGUF: 12 blocks of 1024 x 4096, a 32k vocabulary (~560 MB)."""
-    import gguf
 
     rng = np.random.default_rng(0)
 
     def mat(rows: int, cols: int) -> np.ndarray:
         return (rng.standard_normal((rows, cols), np.float32) * 0.02).astype(np.float16)
 
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_block_count(LAYERS)
-    w.add_embedding_length(HIDDEN)
-    w.add_feed_forward_length(FFN)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(HEADS)
-    w.add_context_length(256)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_freq_base(10000.0)
-    w.add_tokenizer_model("gpt2")
-    w.add_token_list([f"t{i}" for i in range(VOCAB)])
-    w.add_token_types([1] * VOCAB)
+    w = llama_writer(path, LAYERS, HIDDEN, FFN, HEADS, HEADS, VOCAB, context=256)
     w.add_tensor("token_embd.weight", mat(VOCAB, HIDDEN))
     w.add_tensor("output_norm.weight", np.ones(HIDDEN, np.float32))
     w.add_tensor("output.weight", mat(VOCAB, HIDDEN))

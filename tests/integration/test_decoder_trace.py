@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nneditor_cli import nneditor_cli
 
 from nneditor.tracing.capture_file import read_value
 
@@ -21,13 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    return nneditor_cli(*args, timeout=600)
 
 
 def _graph_values(path: Path) -> list[str]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from nneditor_cli import nneditor_cli
 from onnx import numpy_helper
 
 from nneditor.diff import diff_paths
@@ -23,13 +23,7 @@ EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
 
 
 def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
+    return nneditor_cli(*args, timeout=300)
 
 
 def _numpy_delta(a: np.ndarray, b: np.ndarray) -> dict[str, float]:

@@ -10,7 +10,6 @@ and stray tensors are refused by their GGUF names."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 import zoo_clip_gguf
+from nneditor_cli import nneditor_cli
 
 import nneditor
 from nneditor.tracing import PlanError, TraceRunner, approve, make_plan
@@ -152,13 +152,7 @@ def _rewrite(
 
 
 def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    return nneditor_cli(*args, timeout=300)
 
 
 @pytest.mark.realdata

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from nneditor_cli import nneditor_cli
 from onnx import TensorProto, helper
 
 import nneditor
@@ -27,13 +27,7 @@ ort = pytest.importorskip("onnxruntime")
 
 
 def run(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    return nneditor_cli(*args, timeout=300)
 
 
 @pytest.fixture(scope="module")

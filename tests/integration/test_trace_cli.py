@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
+from nneditor_cli import nneditor_cli
 from onnx import TensorProto, helper
 
 from nneditor.tracing.capture_file import read_value
@@ -19,14 +19,8 @@ EXAMPLE = ROOT / "examples" / "tiny_transformer.onnx"
 ort = pytest.importorskip("onnxruntime")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+def run(*args: object) -> subprocess.CompletedProcess[str]:
+    return nneditor_cli(*args, timeout=300)
 
 
 def test_inputs_auto_writes_a_validated_set(tmp_path, unchanged):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zoo
+from nneditor_cli import nneditor_cli
 from zoo_expect import expect
 
 from nneditor.tracing.capture_file import read_value
@@ -21,13 +21,7 @@ ONNX = [n for n in zoo.names() if n.endswith(".onnx")]
 
 
 def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "nneditor", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
+    return nneditor_cli(*args, timeout=300)
 
 
 @pytest.mark.realdata
