@@ -194,7 +194,13 @@ GPT2: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu_tan
 GEMMAS = ("gemma3", "gemma2", "gemma")
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
 LAYER_NORM_FAMILIES = (
-    *("stablelm", "starcoder2", "phi2", "gptneox", "command-r", "cohere2", "nemotron"),
+    "stablelm",
+    "starcoder2",
+    "phi2",
+    "gptneox",
+    "command-r",
+    "cohere2",
+    "nemotron",
 )
 
 

@@ -19,7 +19,12 @@ from nneditor.decoder.config import (
 )
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
-from nneditor.semantic.checkpoint_names import HF_ARCH, canonical_names, llama_cpp_arch
+from nneditor.semantic.checkpoint_names import (
+    HF_ARCH,
+    canonical_names,
+    granite4_layers,
+    llama_cpp_arch,
+)
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
@@ -278,11 +283,10 @@ def _hf_layer_norm_family(
 def _refuse_granite_hybrid(config: Mapping[str, Any]) -> None:
     """Granite 4.0 snapshots the decoder does not run: Mamba-2 layers (the H models) or
     experts (the tiny and small H models)."""
-    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
-    mamba = [i for i, kind in enumerate(kinds) if kind not in ("attention", "full_attention")]
+    count, mamba = granite4_layers(config)
     if mamba:
         raise DecoderUnsupported(
-            f"this Granite 4.0 model has Mamba-2 layers ({len(mamba)} of {len(kinds)}, "
+            f"this Granite 4.0 model has Mamba-2 layers ({len(mamba)} of {count}, "
             f"the first is layer {mamba[0]}); the NumPy decoder runs its attention-only models"
         )
     if int(config.get("num_local_experts") or 0) > 0:

@@ -138,9 +138,8 @@ def _forward(
 def _norm(w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray) -> np.ndarray:
     weight = w.get(f"{key}.weight")
     if cfg.norm == "layer":
-        if cfg.norm_offset:  # Nemotron's LayerNorm1P
-            weight = weight + np.float32(cfg.norm_offset)
-        return ops.layer_norm(x, weight, w.optional(f"{key}.bias"), cfg.norm_eps)
+        bias = w.optional(f"{key}.bias")
+        return ops.layer_norm(x, weight, bias, cfg.norm_eps, cfg.norm_offset)
     return ops.rms_norm(x, weight, cfg.norm_eps, cfg.norm_offset)
 
 

@@ -18,11 +18,14 @@ def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, offset: float = 0.0) -> n
     return (y * (w + F32(offset)) if offset else y * w).astype(F32, copy=False)
 
 
-def layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, eps: float) -> np.ndarray:
+def layer_norm(
+    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, eps: float, offset: float = 0.0
+) -> np.ndarray:
+    """LayerNorm scaled by ``offset + w`` (Nemotron's LayerNorm1P: 1 + w)."""
     mean = np.mean(x, axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(np.square(centred), axis=-1, keepdims=True)
-    y = centred / np.sqrt(var + F32(eps)) * w
+    y = centred / np.sqrt(var + F32(eps)) * (w + F32(offset) if offset else w)
     return (y + b if b is not None else y).astype(F32, copy=False)
 
 

@@ -60,17 +60,23 @@ class Weights:
         if self.ahead is None:
             return
         prefix = f"blk.{layer}."
-        keys = [k for k in self.cfg.names if k.startswith(prefix)]
         known = {prefix + s: n for n, s in enumerate(self._order)}
-        keys.sort(key=lambda k: known.get(k, len(known)))
+        keys = sorted(self._layer_keys(layer), key=lambda k: known.get(k, len(known)))
         self._wanted += [k for k in keys if 0 < self._float_bytes(k) <= MATRIX_CHUNK_BYTES]
         self._top_up()
 
     def matrices(self, layer: int) -> list[TensorRef]:
         """Block ``layer``'s stored matrices."""
-        prefix = f"blk.{layer}."
-        refs = (self.doc.tensors.get(n) for k, n in self.cfg.names.items() if k.startswith(prefix))
+        refs = (self._stored(k) for k in self._layer_keys(layer))
         return [r for r in refs if r is not None and len(r.shape) == 2]
+
+    def _layer_keys(self, layer: int) -> list[str]:
+        prefix = f"blk.{layer}."
+        return [k for k in self.cfg.names if k.startswith(prefix)]
+
+    def _stored(self, key: str) -> TensorRef | None:
+        name = self.cfg.tensor(key)
+        return self.doc.tensors.get(name) if name is not None else None
 
     def done_with(self, layer: int) -> None:
         """Block ``layer`` is computed: what was read ahead for it and not used is dropped."""
@@ -93,9 +99,8 @@ class Weights:
             self._wanted.pop(0)
 
     def _float_bytes(self, key: str) -> int:
-        name = self.cfg.tensor(key)
-        ref = self.doc.tensors.get(name) if name is not None else None
-        return 4 * int(np.prod(ref.shape, dtype=np.int64)) if ref is not None else 0
+        ref = self._stored(key)
+        return 4 * ref.size if ref is not None else 0
 
     def ref(self, key: str) -> TensorRef:
         name = self.cfg.tensor(key)
@@ -201,17 +206,11 @@ class Weights:
         """(first row, float32 rows) of a [rows, features] matrix, ``chunk`` rows at a time."""
         ref = self.ref(key)
         total = ref.shape[0]
-
-        def read(start: int) -> np.ndarray:
+        for start in range(0, total, chunk):  # on this thread, read-ahead or not (its bound)
             stop = min(total, start + chunk)
             block = np.asarray(ref.read(f"{start}:{stop}"), dtype=np.float32)
             self._release(ref)
-            return block
-
-        for start in range(0, total, chunk):  # on this thread, read-ahead or not (its bound)
-            block = read(start)
             yield start, block
-            del block
 
     @staticmethod
     def _release(ref: TensorRef) -> None:

@@ -66,12 +66,16 @@ def _table(arch: str, n_layers: int) -> Any:
     return None if enum is None else gguf.get_tensor_name_map(enum, max(n_layers, 1))
 
 
+def granite4_layers(config: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """(layers, those that are not attention: Mamba-2) of a Granite 4.0 snapshot."""
+    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
+    return len(kinds), [i for i, k in enumerate(kinds) if k not in ("attention", "full_attention")]
+
+
 def granite4_dense(config: Mapping[str, Any]) -> bool:
     """A Granite 4.0 snapshot (granitemoehybrid) with attention layers only and no experts,
     as granite-4.0-micro: llama.cpp converts it as granite."""
-    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
-    attention_only = all(kind in ("attention", "full_attention") for kind in kinds)
-    return attention_only and not int(config.get("num_local_experts") or 0)
+    return not granite4_layers(config)[1] and not int(config.get("num_local_experts") or 0)
 
 
 def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:

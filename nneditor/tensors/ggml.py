@@ -256,12 +256,7 @@ class GGMLLoader(TensorLoader):
                 return
             dest[...] = self._decode_rows(sub[i : i + step])[..., col]
 
-        pool = _decode_pool() if len(starts) > 1 else None
-        if pool is None:
-            for i in starts:
-                one(i)
-        else:  # numpy releases the GIL inside the decode's array operations
-            list(pool.map(one, starts))
+        _each_chunk(one, starts)
 
     def read_affine(self, shape: tuple[int, ...]) -> AffineMatrix | None:
         parts = PARTS_DECODERS.get(self.type.id)
@@ -280,18 +275,22 @@ class GGMLLoader(TensorLoader):
         def one(i: int) -> None:
             offsets[i : i + step] = decode(blocks[i : i + step], scaled[i : i + step])
 
-        starts = range(0, blocks.shape[0], step)
-        pool = _decode_pool() if len(starts) > 1 else None
-        if pool is None:
-            for i in starts:
-                one(i)
-        else:  # as in _fill: numpy releases the GIL inside the decode's array operations
-            list(pool.map(one, starts))
+        _each_chunk(one, range(0, blocks.shape[0], step))
         return AffineMatrix(scaled.reshape(rows, cols), offsets.reshape(rows, -1), group)
 
     def _decode_rows(self, blocks: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(blocks).reshape(*blocks.shape[:-2], -1)
         return self._decode(rows)
+
+
+def _each_chunk(one: Callable[[int], None], starts: range) -> None:
+    """``one(start)`` for every chunk: on the decode pool when there are several."""
+    pool = _decode_pool() if len(starts) > 1 else None
+    if pool is None:
+        for i in starts:
+            one(i)
+    else:  # numpy releases the GIL inside the decode's array operations
+        list(pool.map(one, starts))
 
 
 _POOL_LOCK = threading.Lock()

@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nneditor.tensors.loaders import AffineMatrix
+
 F32 = np.float32
 
 
@@ -117,13 +119,6 @@ def _scale_min_k4(scales: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sc.astype(F32), mn.astype(F32)
 
 
-def _q4_k(b: np.ndarray) -> np.ndarray:
-    out = np.empty((b.shape[0], 256), F32)
-    offsets = _q4_k_parts(b, out)
-    out.reshape(-1, 8, 32)[...] += offsets[:, :, None]
-    return out
-
-
 def _q4_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Q4_K as ``d sc * q`` into ``out`` and each sub-block's ``-dmin mn`` returned
     ([n, 8]; adding ``-x`` is subtracting ``x``, so the sum equals llama.cpp's)."""
@@ -136,13 +131,6 @@ def _q4_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.right_shift(qs, 4, out=pairs[:, :, 1], casting="unsafe")
     out.reshape(n, 8, 32)[...] *= d
     return -(_f16(b, 2) * mn)
-
-
-def _q5_k(b: np.ndarray) -> np.ndarray:
-    out = np.empty((b.shape[0], 256), F32)
-    offsets = _q5_k_parts(b, out)
-    out.reshape(-1, 8, 32)[...] += offsets[:, :, None]
-    return out
 
 
 def _q5_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -164,6 +152,21 @@ def _q5_k_parts(b: np.ndarray, out: np.ndarray) -> np.ndarray:
     np.copyto(scaled, q8, casting="unsafe")
     scaled *= d
     return -(_f16(b, 2) * mn)
+
+
+def _joined(parts: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    """The whole-value decoder of a K-quant decoded as scaled values plus sub-block offsets
+    (32 values each): the two parts added as AffineMatrix.dense adds them."""
+
+    def decode(b: np.ndarray) -> np.ndarray:
+        out = np.empty((b.shape[0], 256), F32)
+        return AffineMatrix(out, parts(b, out), 32).dense()
+
+    return decode
+
+
+_q4_k = _joined(_q4_k_parts)
+_q5_k = _joined(_q5_k_parts)
 
 
 def _q6_k(b: np.ndarray) -> np.ndarray:
