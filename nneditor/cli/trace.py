@@ -136,10 +136,25 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
         print(f"provider: {result.provider}; wrote {result.out_dir}/manifest.json")
     if not result.published:
         failed = result.status == "failed" and not result.write_failed
-        hint = input_plan.open_extents_hint(arrays) if failed else ""
+        # a device that did not start says nothing about the inputs' sizes
+        hint = (
+            input_plan.open_extents_hint(arrays) if failed and result.error_kind != "device" else ""
+        )
         print(f"nneditor: {result.message}" + (f"; {hint}" if hint else ""), file=sys.stderr)
+        for line in runtime_log_lines(result.log_tail) if result.error_kind == "device" else ():
+            print(f"  ONNX Runtime's log: {line}", file=sys.stderr)
         return EXIT_REFUSED if result.write_failed else EXIT_FAILED
     return 0
+
+
+def runtime_log_lines(log: str, limit: int = 4) -> list[str]:
+    """ONNX Runtime's own error and warning lines from the worker's log (why a provider did
+    not start: a missing CUDA library, a driver too old...), without terminal colours."""
+    import re
+
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", ln).strip() for ln in log.splitlines()]
+    found = [ln for ln in lines if re.search(r"\[[EW]:onnxruntime", ln)]
+    return [ln[:400] for ln in found[-limit:]]
 
 
 def _input_file(given: str) -> str:

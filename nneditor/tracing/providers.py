@@ -139,8 +139,8 @@ def choose_providers(device: str, available: tuple[str, ...] | list[str]) -> Pro
     if not matching:
         raise DeviceError(
             f"no {device.upper()} execution provider is installed (ONNX Runtime offers "
-            f"{', '.join(avail)}); {EXTRAS[device]}. NNEditor does not fall back to CPU when a "
-            f"{device.upper()} is requested"
+            f"{', '.join(avail)}); {EXTRAS[device]}. NNEditor does not fall back to CPU when "
+            f"{'an' if device == 'npu' else 'a'} {device.upper()} is requested"
         )
     first = matching[0]
     opts = _options(first)

@@ -87,6 +87,8 @@ class TraceResult:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: the captures could not be written (disk full, no permission...): not the model's fault
     write_failed: bool = False
+    #: the worker's error kind when it failed: "model", "device", "memory" or "internal"
+    error_kind: str = ""
 
     @property
     def published(self) -> bool:
@@ -534,6 +536,7 @@ class _Supervisor:
         elif self.terminal and self.terminal["event"] == "error":
             kind = self.terminal.get("kind", "internal")
             r.status = "memory" if kind == "memory" else "failed"
+            r.error_kind = str(kind)
             detail = self.terminal.get("message", "unknown error")
             if kind == "memory":
                 detail = f"{detail} (RAM ceiling {limits.max_ram_mb:g} MB)"

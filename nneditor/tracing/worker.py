@@ -15,7 +15,12 @@ Invariants:
   ``resource.setrlimit(RLIMIT_AS)`` before any model or input is read; the parent's RSS
   watchdog enforces the RAM ceiling itself. A checkpoint traced on the NumPy decoder is
   memory-mapped whole (a 27B GGUF maps 7 GB it never holds resident), so its size is added
-  to the address-space ceiling; the RSS watchdog still bounds what is resident.
+  to the address-space ceiling; the RSS watchdog still bounds what is resident. A run whose
+  providers include an accelerator (CUDA, ROCm, DirectML...) gets no address-space ceiling:
+  GPU drivers reserve far more virtual memory than they use (CUDA's unified address space
+  alone is larger than any RAM ceiling), so under one the provider fails to start and ONNX
+  Runtime runs on CPU instead (seen on an H200 with onnxruntime-gpu 1.31). The RSS watchdog
+  still enforces the RAM ceiling, and the run's notes say so.
 - Exactly one terminal event (``done`` or ``error``) is sent; a crash without one is detected
   by the parent from the exit status.
 """
@@ -83,6 +88,17 @@ def _limit_address_space(limit: int | None) -> str:
     return ""
 
 
+def _accelerated(request: dict[str, Any]) -> bool:
+    """Whether the run may start an accelerator provider (GPU or NPU)."""
+    from nneditor.tracing.providers import family
+
+    return any(
+        family(str(p[0])) in ("gpu", "npu")
+        for p in request.get("providers") or []
+        if isinstance(p, (list, tuple)) and p
+    )
+
+
 def _mapped_bytes(request: dict[str, Any]) -> int:
     """Bytes the NumPy decoder maps read-only (the checkpoint file, or a snapshot's files)."""
     if request.get("backend") != "numpy":
@@ -97,9 +113,15 @@ def _mapped_bytes(request: dict[str, Any]) -> int:
 
 
 def _run_test_hooks(hooks: dict[str, Any], emit: Emitter) -> None:
-    """Test-only behaviour (enabled by an environment variable): spawn a child, sleep."""
+    """Test-only behaviour (enabled by an environment variable): report the address-space
+    ceiling, spawn a child, sleep."""
     if not hooks or os.environ.get(TEST_HOOKS_ENV) != "1":
         return
+    if hooks.get("report_address_space") and os.name == "posix":
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        emit("test", address_space=None if soft == resource.RLIM_INFINITY else soft)
     if hooks.get("spawn_child"):
         import subprocess
 
@@ -135,7 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         request = _read_request()
         ceiling = int(request.get("address_space_bytes") or 0)
-        limit_note = _limit_address_space(ceiling + _mapped_bytes(request) if ceiling else 0)
+        if ceiling and _accelerated(request):
+            ceiling = 0
+            limit_note = (
+                "no address-space ceiling on an accelerator (its driver reserves more virtual "
+                "memory than any RAM ceiling); the RAM ceiling is enforced on resident memory"
+            )
+        else:
+            limit_note = _limit_address_space(ceiling + _mapped_bytes(request) if ceiling else 0)
         _run_test_hooks(request.get("test_hooks") or {}, emit)
         result = execute(request, emit, [limit_note] if limit_note else [])
     except Exception as exc:

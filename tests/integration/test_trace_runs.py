@@ -432,6 +432,38 @@ def test_an_explicit_gpu_never_runs_on_cpu(tmp_path):
     assert not result.published
 
 
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_AS is POSIX only")
+def test_an_accelerator_run_gets_no_address_space_ceiling(tmp_path):
+    """CUDA reserves more virtual memory than any RAM ceiling: under RLIMIT_AS its provider
+    does not start and ONNX Runtime runs on CPU (seen on an H200). A run that may start an
+    accelerator is bounded by the RSS watchdog alone; a CPU run keeps its ceiling."""
+    model = _save(mlp_graph(), tmp_path / "mlp.onnx")
+    limits = Limits(timeout_s=120, max_ram_mb=1000)
+    seen: dict[str, object] = {}
+    for device, choice in [
+        ("auto", (("CUDAExecutionProvider", {}), ("CPUExecutionProvider", {}))),
+        ("cpu", (("CPUExecutionProvider", {}),)),
+    ]:
+        with nneditor.open(model) as doc:
+            plan = make_plan(doc, {"x": np.ones((1, 8), np.float32)}, limits=limits)
+        plan.device = device
+        plan.providers = ProviderChoice(device, choice, strict=device == "cpu")
+        events: list[dict] = []
+        result = TraceRunner(extra_env=HOOKS).run(
+            plan,
+            approve(plan),
+            tmp_path / device,
+            test_hooks={"report_address_space": True},
+            on_event=events.append,
+        )
+        assert result.status == "ok", result.message
+        seen[device] = next(e["address_space"] for e in events if e["event"] == "test")
+        notes = " ".join(result.manifest["run"]["notes"])
+        assert ("no address-space ceiling on an accelerator" in notes) == (device == "auto")
+    assert seen["auto"] is None
+    assert seen["cpu"] == limits.address_space_bytes
+
+
 def test_auto_backend_falls_back_to_reference_when_onnxruntime_refuses(tmp_path):
     from onnx.reference import ReferenceEvaluator
 

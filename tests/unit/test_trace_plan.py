@@ -114,6 +114,8 @@ def test_explicit_gpu_without_provider_is_refused(model, monkeypatch):
     monkeypatch.setattr(prov, "installed_providers", lambda: ("CPUExecutionProvider",))
     with pytest.raises(PlanError, match="does not fall back to CPU when a GPU is requested"):
         _plan(model, device="gpu")
+    with pytest.raises(PlanError, match="does not fall back to CPU when an NPU is requested"):
+        _plan(model, device="npu")
     with pytest.raises(PlanError, match="the reference evaluator runs on CPU only"):
         _plan(model, backend="reference", device="npu")
 
@@ -206,3 +208,22 @@ def test_cli_choices_match_the_core():
     from nneditor.tracing import plan
 
     assert cli.BACKENDS == plan.BACKENDS
+
+
+def test_a_device_failure_quotes_onnx_runtimes_own_log_lines():
+    from nneditor.cli.trace import runtime_log_lines
+
+    log = (
+        "... loading model\n"
+        "\x1b[1;31m2026-12-04 12:07:18.02 [E:onnxruntime:Default, provider_bridge_ort.cc:2251 "
+        "TryGetProviderInfo_CUDA] libcublasLt.so.13: cannot open shared object file\x1b[m\n"
+        "\x1b[0;93m2026-12-04 12:07:18.03 [W:onnxruntime:Default, onnxruntime_pybind_state.cc:"
+        "1080 CreateExecutionProviderFactoryInstance] Failed to create CUDAExecutionProvider\x1b[m\n"
+        "traceback noise\n"
+    )
+    lines = runtime_log_lines(log)
+    assert len(lines) == 2
+    assert lines[0].endswith("libcublasLt.so.13: cannot open shared object file")
+    assert lines[1].startswith("2026-12-04 12:07:18.03 [W:onnxruntime")
+    assert "\x1b" not in "".join(lines)
+    assert runtime_log_lines("no runtime lines here") == []
