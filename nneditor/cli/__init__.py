@@ -63,6 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from nneditor.cli import flags
 
         return _run_guarded(lambda: flags.main(args_list))
+    if args_list[:1] == ["trace"]:
+        from nneditor.cli.trace import prestart_worker
+
+        prestart_worker(args_list[1:])  # its imports overlap with this process's own
     parser = build_parser()
     subcommands = _subcommands(parser)
     if not args_list or (

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from nneditor.cli.inputs import add_shape_arguments, plan_from_args
 from nneditor.io.scratch import sweep_temp
@@ -147,6 +147,18 @@ def run(doc: Document, args: argparse.Namespace, runner: TraceRunner | None = No
     return 0
 
 
+def likely_backend(args: argparse.Namespace) -> str:
+    """The backend a run will most likely use, guessed before the model is opened so that a
+    pre-started worker imports only that runtime (a wrong guess costs an import, not a run)."""
+    from pathlib import Path
+
+    if getattr(args, "tracer", ""):
+        return "plugin"
+    if args.backend != "auto":
+        return str(args.backend)
+    return "onnxruntime" if Path(args.path).suffix.lower() == ".onnx" else "numpy"
+
+
 def runtime_log_lines(log: str, limit: int = 4) -> list[str]:
     """ONNX Runtime's own error and warning lines from the worker's log (why a provider did
     not start: a missing CUDA library, a driver too old...), without terminal colours."""
@@ -209,14 +221,50 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_trace)
 
 
+#: the runner :func:`prestart_worker` started, taken by :func:`cmd_trace`
+_EARLY: list[TraceRunner] = []
+
+
+class _Unparsable(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # the real parse reports it
+        raise _Unparsable(message)
+
+
+def prestart_worker(argv: list[str]) -> None:
+    """Start the worker of an approved (``--yes``) trace before the command line is fully
+    parsed and the other commands' modules are imported, so that its interpreter start-up and
+    runtime imports overlap with this process's own. It reads nothing until the approved
+    request arrives, and is closed unused if the command is refused."""
+    if "--yes" not in argv:
+        return
+    parser = _QuietParser(add_help=False)
+    add_arguments(parser)
+    try:
+        args, _ = parser.parse_known_args(argv)
+    except _Unparsable:
+        return
+    if not args.yes:
+        return
+    from nneditor.tracing.runner import TraceRunner
+
+    runner = TraceRunner()
+    runner.prestart(likely_backend(args))
+    _EARLY.append(runner)
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from nneditor.cli.common import open_document
     from nneditor.tracing.runner import TraceRunner
 
-    with TraceRunner() as runner:
-        if args.yes:
+    early = _EARLY.pop() if _EARLY else None
+    with early or TraceRunner() as runner:
+        if args.yes and early is None:
             # The worker's interpreter and imports start while the model is opened and planned;
             # it reads nothing until the approved request arrives (closed unused on a refusal).
-            runner.prestart()
+            runner.prestart(likely_backend(args))
         with open_document(args.path) as doc:
             return run(doc, args, runner)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nneditor.tracing.backend_ort import BackendError
-from nneditor.tracing.model_copy import ValueEntry
+from nneditor.tracing.backend_errors import BackendError
+from nneditor.tracing.capture import ValueEntry
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document

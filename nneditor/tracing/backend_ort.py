@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from nneditor.errors import NNEditorError
 from nneditor.tracing import providers as prov
+from nneditor.tracing.backend_errors import BackendError, classify
 from nneditor.tracing.capture import CaptureStore
 from nneditor.tracing.model_copy import ModelBytes, expose_outputs
 
@@ -47,34 +47,12 @@ _OPT_LEVELS: dict[str, Callable[[Any], Any]] = {
     "all": lambda ort: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
 }
 OPTIMIZATION_LEVELS = tuple(_OPT_LEVELS)
-_MEMORY_MARKERS = (
-    "bad_alloc",
-    "Failed to allocate",
-    "MemoryError",
-    "out of memory",
-    "std::bad_alloc",
-)
 
 
 #: Set to a list by the worker process: sessions are kept there instead of being torn down
 #: after the run (the process ends right after it; tearing down costs time and would not lower
 #: the peak, which is reached when the run returns). None elsewhere, e.g. in-process tests.
 KEEP_SESSIONS: list[Any] | None = None
-
-
-class BackendError(NNEditorError):
-    def __init__(self, message: str, kind: str = "model") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def classify(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}"
-    return (
-        "memory"
-        if isinstance(exc, MemoryError) or any(m in text for m in _MEMORY_MARKERS)
-        else "model"
-    )
 
 
 def run_onnxruntime(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nneditor.tracing.backend_ort import BackendError
+from nneditor.tracing.backend_errors import BackendError
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document

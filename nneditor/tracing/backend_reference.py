@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from nneditor.tracing.backend_ort import BackendError, classify
+from nneditor.tracing.backend_errors import BackendError, classify
 from nneditor.tracing.capture import CaptureStore
 from nneditor.tracing.model_copy import has_external_data
 from nneditor.tracing.reference_fixes import NEW_OPS

@@ -30,12 +30,25 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from nneditor.tracing.capture_file import CONTAINER, CaptureFile, read_value, st_dtype
+
+
+@dataclass(frozen=True)
+class ValueEntry:
+    """One value a trace may capture (listed by the backend's reader of the model)."""
+
+    name: str
+    scope: str  # "" for the main graph, else "node/attr" path of the subgraph
+    producer: str  # node name ("" for graph inputs)
+    op_type: str  # producing op ("" for graph inputs)
+    in_loop: bool = False  # inside a Loop/Scan body: one value per iteration
+
 
 LAYOUTS = ("container", "npy")
 VALUES_DIR = "values"

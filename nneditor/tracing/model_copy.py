@@ -21,26 +21,17 @@ Invariants:
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
 from onnx import AttributeProto, GraphProto
 
 from nneditor.artifacts.onnx import wire_index as w
+from nneditor.tracing.capture import ValueEntry
 
 _M_GRAPH = 7
 _G_INITIALIZER = 5
 _T_NAME = 8
-
-
-@dataclass(frozen=True)
-class ValueEntry:
-    name: str
-    scope: str  # "" for the main graph, else "node/attr" path of the subgraph
-    producer: str  # node name ("" for graph inputs)
-    op_type: str  # producing op ("" for graph inputs)
-    in_loop: bool = False  # inside a Loop/Scan body: one value per iteration
 
 
 def value_entries(

@@ -249,26 +249,33 @@ class TraceRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _command(self, preload: bool) -> list[str]:
+    def _command(self, preload: str = "") -> list[str]:
+        """The worker's command line; ``preload``: "" (import on demand) or what to import
+        before waiting (see ``worker.PRELOADS``)."""
+        from nneditor.tracing.worker import PRELOADS
+
         cmd = [self.python or sys.executable, "-m", "nneditor.tracing.worker"]
-        return [*cmd, "--preload"] if preload else cmd
+        if not preload:
+            return cmd
+        return [*cmd, f"--preload={preload if preload in PRELOADS else 'all'}"]
 
     def _env(self) -> dict[str, str]:
         return {**worker_env(), **self.extra_env}
 
-    def prestart(self) -> None:
-        """Start an idle, pre-loaded worker now unless one is already waiting."""
+    def prestart(self, preload: str = "all") -> None:
+        """Start an idle, pre-loaded worker now unless one is already waiting; ``preload``
+        names what it imports meanwhile: "all" or one backend ("onnxruntime", "numpy"...)."""
         with self._lock:
-            self._prestart_locked()
+            self._prestart_locked(preload)
 
-    def _prestart_locked(self) -> None:
+    def _prestart_locked(self, preload: str = "all") -> None:
         if self._box[0] is not None and self._box[0].alive():
             return
         _discard(self._box)
         log_dir = staging_dir(Path(tempfile.gettempdir()), TRACE_WORKER_PREFIX)
-        self._box[0] = _Worker(self._command(True), self._env(), log_dir)
+        self._box[0] = _Worker(self._command(preload), self._env(), log_dir)
 
-    def prestart_soon(self) -> None:
+    def prestart_soon(self, preload: str = "all") -> None:
         """:meth:`prestart` on a helper thread (process creation stays off the caller's path);
         a :meth:`close` in the meantime cancels it."""
         generation = self._generation
@@ -276,7 +283,7 @@ class TraceRunner:
         def start() -> None:
             with self._lock:
                 if self._generation == generation:
-                    self._prestart_locked()
+                    self._prestart_locked(preload)
 
         threading.Thread(target=start, name="trace-prestart", daemon=True).start()
 
@@ -292,7 +299,7 @@ class TraceRunner:
         if warm is not None and warm.alive():
             return warm
         _discard([warm])
-        return _Worker(self._command(False), self._env(), run_dir)
+        return _Worker(self._command(), self._env(), run_dir)
 
     def run(
         self,

@@ -1,10 +1,11 @@
-"""The trace worker process: ``python -m nneditor.tracing.worker [--preload]``.
+"""The trace worker process: ``python -m nneditor.tracing.worker [--preload[=BACKEND]]``.
 
 Reads one run request (JSON line) from stdin, runs the chosen backend on a private copy of the
-model (ONNX) or on the memory-mapped checkpoint (GGUF, Hugging Face: the NumPy decoder), streams captures into the run folder and answers with JSON-line events on stdout (see
-:mod:`nneditor.tracing.protocol`). ``--preload`` imports numpy, onnx and onnxruntime before
-announcing itself, so a runner can start a worker ahead of the approval (a warm worker) and the
-approved run does not pay for interpreter start-up.
+model (ONNX) or on the memory-mapped checkpoint (GGUF, Hugging Face: the NumPy decoder), streams
+captures into the run folder and answers with JSON-line events on stdout (see
+:mod:`nneditor.tracing.protocol`). ``--preload`` imports the runtimes (all of them, or one
+backend's) before announcing itself, so a runner can start a worker ahead of the approval (a
+warm worker) and the approved run does not pay for interpreter start-up and imports.
 
 Invariants:
 
@@ -131,28 +132,50 @@ def _run_test_hooks(hooks: dict[str, Any], emit: Emitter) -> None:
         time.sleep(float(hooks["sleep_s"]))
 
 
-def _preload() -> None:
-    import onnx  # noqa: F401
-    import onnx.reference  # noqa: F401
+#: what ``--preload`` imports ahead of the request: everything, or one backend's runtime (a
+#: caller that knows the run's likely backend names it, so that a GGUF trace does not wait for
+#: onnx and ONNX Runtime). A backend that was not preloaded is imported when the run needs it.
+PRELOADS = ("all", "onnxruntime", "reference", "numpy", "plugin")
+#: set by :func:`main`: the process ends after its one run, so ONNX Runtime sessions are kept
+_ONE_RUN_PROCESS = False
 
+
+def _preload(what: str) -> None:
     import nneditor.inputs.picker  # noqa: F401
-    import nneditor.tracing.backend_ort  # noqa: F401
-    import nneditor.tracing.backend_reference  # noqa: F401
+    import nneditor.tracing.capture  # noqa: F401
 
-    with contextlib.suppress(ImportError):
-        import onnxruntime  # noqa: F401
+    if what == "numpy":
+        import nneditor.tracing.backend_decoder  # noqa: F401
+    elif what == "plugin":
+        import nneditor.tracing.backend_plugin  # noqa: F401
+    else:
+        import nneditor.tracing.model_copy  # noqa: F401 (onnx)
+    if what in ("all", "reference"):
+        import onnx.reference  # noqa: F401
+
+        import nneditor.tracing.backend_reference  # noqa: F401
+    if what in ("all", "onnxruntime"):
+        import nneditor.tracing.backend_ort  # noqa: F401
+
+        with contextlib.suppress(ImportError):
+            import onnxruntime  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nneditor.tracing.worker")
-    ap.add_argument("--preload", action="store_true", help="import the runtimes before waiting")
+    ap.add_argument(
+        "--preload",
+        nargs="?",
+        const="all",
+        choices=PRELOADS,
+        help="import the runtimes (all, or those of one backend) before waiting",
+    )
     args = ap.parse_args(argv)
     emit = Emitter(_protocol_stream())
     if args.preload:
-        _preload()
-    from nneditor.tracing import backend_ort
-
-    backend_ort.KEEP_SESSIONS = []  # this process ends after one run (see KEEP_SESSIONS)
+        _preload(args.preload)
+    global _ONE_RUN_PROCESS
+    _ONE_RUN_PROCESS = True  # this process ends after one run (see backend_ort.KEEP_SESSIONS)
     emit("hello", pid=os.getpid(), protocol=PROTOCOL_VERSION, python=sys.version.split()[0])
     try:
         request = _read_request()
@@ -205,9 +228,8 @@ def _read_request() -> dict[str, Any]:
 def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]) -> dict[str, Any]:
     """Run one request; returns the ``done`` event fields. Raises on failure."""
     from nneditor.inputs.picker import load_npy
-    from nneditor.tracing.backend_ort import BackendError
+    from nneditor.tracing.backend_errors import BackendError
     from nneditor.tracing.capture import BRANCH_REASON, LOOP_REASON, SUBGRAPH_REASON, CaptureStore
-    from nneditor.tracing.model_copy import ModelBytes, value_entries
 
     t0 = time.perf_counter()
     run_dir = Path(request["run_dir"])
@@ -223,6 +245,8 @@ def execute(request: dict[str, Any], emit: Callable[..., None], notes: list[str]
         checkpoint = open_checkpoint(model_path)
         entries = checkpoint_entries(checkpoint, model_path)
     else:
+        from nneditor.tracing.model_copy import ModelBytes, value_entries
+
         try:
             source = ModelBytes(model_path)
         except (OSError, ValueError) as exc:
@@ -295,7 +319,7 @@ def _run_backend(
     emit: Callable[..., None],
 ) -> dict[str, Any]:
     """``source``: the open checkpoint Document (numpy backend) or the ModelBytes (ONNX)."""
-    from nneditor.tracing.backend_ort import BackendError
+    from nneditor.tracing.backend_errors import BackendError
 
     if request["backend"] == "numpy":
         from nneditor.tracing.backend_decoder import run_decoder
@@ -354,8 +378,11 @@ def _run_ort(
     store: Any,
     emit: Callable[..., None],
 ) -> dict[str, Any]:
+    from nneditor.tracing import backend_ort
     from nneditor.tracing.backend_ort import BackendError, run_onnxruntime
 
+    if _ONE_RUN_PROCESS and backend_ort.KEEP_SESSIONS is None:
+        backend_ort.KEEP_SESSIONS = []
     try:
         import onnxruntime  # noqa: F401
     except ImportError:

@@ -181,7 +181,7 @@ class TracePanel(QWidget):
 
     def _warm_up(self) -> None:
         if self.plan is not None and self.isVisible():
-            self.trace_runner.prestart_soon()
+            self.trace_runner.prestart_soon(self.plan.backend)
 
     def set_inputs(
         self,
