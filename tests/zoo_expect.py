@@ -54,7 +54,8 @@ DENSE_DECODERS = (
     "apertus",
     "granite4",
     "nemotron",
-)
+)  #: mixtures of experts (2 blocks each, a router and a sum of experts in each feed-forward)
+MOE_DECODERS = ("qwen3_moe", "mixtral", "olmoe", "qwen2_moe")
 
 EXPECT: dict[str, E] = {
     # wheels
@@ -166,6 +167,11 @@ EXPECT: dict[str, E] = {
             **_lm({"gemma3": 7, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)),
         }
         for family in DENSE_DECODERS
+        for suffix in ("", ".gguf")
+    },
+    **{
+        f"decoder-{family}{suffix}": {"format": "gguf" if suffix else "huggingface", **_lm(2)}
+        for family in MOE_DECODERS
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},

@@ -154,6 +154,48 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # whole projection. OLMo 3 (same GGUF architecture): three sliding-window layers per full
     # one, here with a window of 4 of the tests' 12 positions
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {**_COMMON}, _SMOL),
+    # mixtures of experts (8 experts, 2 per token; llama.cpp stacks the experts into one
+    # tensor per matrix). Qwen3-MoE renormalises the chosen weights, as its releases say.
+    "qwen3_moe": (
+        "Qwen3MoeConfig",
+        "Qwen3MoeForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+            "norm_topk_prob": True,
+        },
+        _SMOL,
+    ),
+    # Mixtral: Llama with a routed feed-forward (w1 gate, w3 up, w2 down per expert)
+    "mixtral": (
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        {**_COMMON, "num_local_experts": 4, "num_experts_per_tok": 2},
+        _SMOL,
+    ),
+    # OLMoE: q/k norms over the whole projection, weights not renormalised
+    "olmoe": (
+        "OlmoeConfig",
+        "OlmoeForCausalLM",
+        {**_COMMON, "num_experts": 8, "num_experts_per_tok": 2},
+        _SMOL,
+    ),
+    # Qwen2-MoE (Qwen1.5-MoE): biased q/k/v, plus a shared expert behind a sigmoid gate
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        {
+            **_COMMON,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 96,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+        },
+        "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
+    ),
     "olmo3": (
         "Olmo3Config",
         "Olmo3ForCausalLM",

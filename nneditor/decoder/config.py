@@ -56,6 +56,10 @@ ARCHES = (
     "hunyuan-dense",
     "apertus",
     "nemotron",
+    # mixtures of experts (Mixtral is llama): Qwen3-MoE, Qwen2-MoE (with a shared expert), OLMoE
+    "qwen3moe",
+    "qwen2moe",
+    "olmoe",
 )
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
@@ -64,6 +68,24 @@ Xielu = tuple[float, float, float, float]
 FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
 _MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
+#: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
+EXPERT_KEY = re.compile(r"^ffn_(gate|up|down)_exps\.(\d+)\.weight$")
+#: llama.cpp's choice per family: the chosen experts' weights are renormalised to sum to 1
+#: (Mixtral, Qwen3-MoE) or kept as the softmax gave them (OLMoE, Qwen2-MoE), unless the file
+#: states expert_weights_norm
+GGUF_MOE_NORM = {"llama": True, "qwen3moe": True, "olmoe": False, "qwen2moe": False}
+
+
+@dataclass(frozen=True)
+class Moe:
+    """A sparse feed-forward: a softmax router picks ``n_used`` of ``n_experts`` SwiGLU
+    experts per token; their outputs are summed with the router's weights (renormalised over
+    the chosen ones when ``norm_topk``). Qwen2-MoE adds a shared expert behind a sigmoid gate
+    (found by its tensors)."""
+
+    n_experts: int
+    n_used: int
+    norm_topk: bool
 
 
 @dataclass(frozen=True)
@@ -140,6 +162,9 @@ class DecoderConfig:
     hadamard: Hadamard | None = None
     #: the vision-language architecture whose text model this is (qwen2vl); "" otherwise
     text_of: str = ""
+    #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
+    #: dense
+    moe: Moe | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -180,6 +205,8 @@ class DecoderConfig:
             )
         if self.text_of:
             bits.append(f"the text model of a {self.text_of} file: text prompts only, no images")
+        if self.moe is not None:
+            bits.append(f"{self.moe.n_used} of {self.moe.n_experts} experts per token")
         return ", ".join(bits)
 
     @property
@@ -232,12 +259,27 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
-    moe = sorted(n for n in names if _MOE.search(n))
-    if moe:
+    shared = sorted(n for n in names if "shexp" in n)
+    if shared and arch != "qwen2moe":
         raise DecoderUnsupported(
-            f"this {arch} checkpoint is a mixture of experts ({moe[0]}, ...); the NumPy decoder "
-            "runs dense feed-forward layers only"
+            f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
+            "decoder runs them for Qwen2-MoE only"
         )
+
+
+def is_moe(names: Mapping[str, str]) -> bool:
+    """Whether the checkpoint's tensors include a mixture of experts' router or experts."""
+    return any(_MOE.search(n) for n in names)
+
+
+def moe_config(arch: str, n_experts: int, n_used: int, norm_topk: bool) -> Moe:
+    """A checked :class:`Moe` (``arch`` for the sentence)."""
+    if not 0 < n_used <= n_experts:
+        raise DecoderUnsupported(
+            f"this {arch} mixture of experts states {n_used} experts used of {n_experts}; the "
+            "decoder needs 1 to the expert count"
+        )
+    return Moe(n_experts, n_used, norm_topk)
 
 
 _BLOCK_KEYS = {
@@ -256,6 +298,15 @@ _BLOCK_KEYS = {
     )
     for k in ("weight", "bias")
 } | {
+    # mixtures of experts: the router, the stacked experts, Qwen2-MoE's shared expert
+    "ffn_gate_inp.weight",
+    "ffn_gate_exps.weight",
+    "ffn_up_exps.weight",
+    "ffn_down_exps.weight",
+    "ffn_gate_inp_shexp.weight",
+    "ffn_gate_shexp.weight",
+    "ffn_up_shexp.weight",
+    "ffn_down_shexp.weight",
     "attn_q_norm.weight",
     "attn_k_norm.weight",
     "post_attention_norm.weight",
@@ -294,7 +345,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
     needs: a left-out weight would give numbers that look right and are not."""
     for key in cfg.names:
         m = _BLK.match(key)
-        if (m and m.group(2) not in _BLOCK_KEYS) or (not m and key not in _TOP_KEYS):
+        placed = m is not None and (m.group(2) in _BLOCK_KEYS or EXPERT_KEY.match(m.group(2)))
+        if (m and not placed) or (not m and key not in _TOP_KEYS):
             raise DecoderUnsupported(
                 f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's "
                 f"{cfg.arch} block; it refuses rather than leave a weight out"
@@ -311,6 +363,11 @@ def check_tensors(cfg: DecoderConfig) -> None:
             )
     if "token_embd.weight" not in cfg.names:
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
+    if cfg.moe is None and is_moe(cfg.names):
+        raise DecoderUnsupported(
+            f"this {cfg.arch} checkpoint is a mixture of experts but states no expert count; "
+            "the NumPy decoder cannot route its tokens"
+        )
     if cfg.layer_kinds:  # hybrid stacks check their layers by kind (qwen35.check_layers)
         return
     need = []
@@ -331,9 +388,12 @@ def check_tensors(cfg: DecoderConfig) -> None:
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:
             ffn_pre = "post_attention_norm"
         need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
-        need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
         if not cfg.parallel:  # Phi-2's feed-forward reads the attention's norm
             need.append(f"blk.{i}.{ffn_pre}.weight")
+        if f"blk.{i}.ffn_gate_inp.weight" in cfg.names and cfg.moe is not None:
+            need += _expert_keys(cfg, i)
+            continue
+        need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
         if cfg.gated and not cfg.fused_gate_up:
             need.append(f"blk.{i}.ffn_gate.weight")
     missing = [k for k in need if k not in cfg.names]
@@ -343,3 +403,17 @@ def check_tensors(cfg: DecoderConfig) -> None:
             + (f" and {len(missing) - 1} more tensors" if len(missing) > 1 else "")
             + f" that a {cfg.arch} decoder needs"
         )
+
+
+def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
+    """The expert matrices layer ``i`` needs: stacked (GGUF), else one per expert."""
+    assert cfg.moe is not None
+    keys = []
+    for part in ("gate", "up", "down"):
+        stacked = f"blk.{i}.ffn_{part}_exps.weight"
+        if stacked not in cfg.names:
+            keys += [f"blk.{i}.ffn_{part}_exps.{e}.weight" for e in range(cfg.moe.n_experts)]
+    shared = [f"blk.{i}.ffn_{part}_shexp.weight" for part in ("gate", "up", "down")]
+    if any(k in cfg.names for k in shared):
+        keys += [*shared, f"blk.{i}.ffn_gate_inp_shexp.weight"]
+    return keys

@@ -10,12 +10,16 @@ from typing import Any
 from nneditor.decoder.config import (
     ARCHES,
     GEMMAS,
+    GGUF_MOE_NORM,
     GPT2,
     LAYER_NORM_FAMILIES,
     XIELU_PARTS,
     DecoderConfig,
+    Moe,
     Xielu,
     exaone4_layers,
+    is_moe,
+    moe_config,
     plain_ffn,
     refuse_common,
 )
@@ -63,7 +67,42 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
         "names": names,
         "rope_scaling": scaling,
     }
+    if is_moe(names):
+        common["moe"] = _gguf_moe(metadata, arch)
     return common
+
+
+#: llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*)
+_SOFTMAX_GATING = 1
+
+
+def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
+    """The mixture of experts' routing as llama.cpp runs it for ``arch``; None when the file
+    states no expert count (check_tensors refuses it then)."""
+    n_experts = metadata.get(f"{arch}.expert_count")
+    n_used = metadata.get(f"{arch}.expert_used_count")
+    if not n_experts or not n_used:
+        return None
+    if arch not in GGUF_MOE_NORM:
+        raise DecoderUnsupported(
+            f"the NumPy decoder routes the experts of Mixtral (llama), Qwen3-MoE, Qwen2-MoE and "
+            f"OLMoE files; this {arch} file's routing is not implemented"
+        )
+    gating = metadata.get(f"{arch}.expert_gating_func")
+    if gating is not None and int(gating) != _SOFTMAX_GATING:
+        raise DecoderUnsupported(
+            f"this {arch} file gates its experts with function {int(gating)} (llama.cpp's "
+            "numbering); the NumPy decoder implements the softmax router only"
+        )
+    scale = float(metadata.get(f"{arch}.expert_weights_scale") or 1.0)
+    if scale != 1.0:
+        raise DecoderUnsupported(
+            f"this {arch} file scales its expert weights by {scale:g}, which the NumPy decoder "
+            "does not implement"
+        )
+    stated = metadata.get(f"{arch}.expert_weights_norm")
+    norm = GGUF_MOE_NORM[arch] if stated is None else bool(stated)
+    return moe_config(arch, int(n_experts), int(n_used), norm)
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:

@@ -13,7 +13,10 @@ from nneditor.decoder.config import (
     GPT2,
     LAYER_NORM_FAMILIES,
     DecoderConfig,
+    Moe,
     exaone4_layers,
+    is_moe,
+    moe_config,
     plain_ffn,
     refuse_common,
 )
@@ -85,7 +88,26 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
         "names": names,
         "transposed": transposed,
     }
+    if is_moe(names):
+        common["moe"] = _hf_moe(config, arch)
     return common
+
+
+def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
+    """The routing transformers runs: a softmax over every expert, the top ones kept, their
+    weights renormalised when ``norm_topk_prob`` says so (Mixtral always renormalises)."""
+    n_experts = config.get("num_local_experts") or config.get("num_experts")
+    n_used = config.get("num_experts_per_tok")
+    if not n_experts or not n_used:
+        return None
+    if config.get("clip_qkv"):
+        raise DecoderUnsupported(
+            f"this {arch} snapshot clips its queries, keys and values (clip_qkv), which the "
+            "NumPy decoder does not implement"
+        )
+    mixtral = config.get("model_type") == "mixtral"
+    norm = True if mixtral else bool(config.get("norm_topk_prob", False))
+    return moe_config(arch, int(n_experts), int(n_used), norm)
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, ops, prefetch
+from nneditor.decoder import hybrid, lfm2, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -164,7 +164,7 @@ def _block(
         if w.has(f"{p}.ffn_norm.weight"):
             h = _norm(w, cfg, f"{p}.ffn_norm", x)
             emit(f"{p}.ffn_norm", h[None])
-        f = _feed_forward(w, cfg, p, h)
+        f = _feed_forward(w, cfg, p, h, emit)
         emit(f"{p}.ffn_output", f[None])
         x = x + a + f
         emit(f"{p}.output", x[None])
@@ -188,7 +188,7 @@ def _block(
     if w.has(f"{p}.{ffn_norm}.weight"):
         h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
         emit(f"{p}.ffn_norm", h[None])
-    f = _feed_forward(w, cfg, p, h)
+    f = _feed_forward(w, cfg, p, h, emit)
     emit(f"{p}.ffn_output", f[None])
     if w.has(f"{p}.post_ffw_norm.weight"):
         f = _norm(w, cfg, f"{p}.post_ffw_norm", f)
@@ -277,7 +277,7 @@ def _linear(w: Weights, p: str, name: str, x: np.ndarray) -> np.ndarray:
     return w.linear(f"{p}.{name}.weight", x, bias if w.has(bias) else None)
 
 
-def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray) -> np.ndarray:
+def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> np.ndarray:
     if cfg.activation == "xielu":  # Apertus: parameters per layer
         params = cfg.xielu[int(p.split(".")[1])]
 
@@ -286,6 +286,8 @@ def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray) -> np.n
 
     else:
         act = ops.ACTIVATIONS[cfg.activation]
+    if cfg.moe is not None and w.has(f"{p}.ffn_gate_inp.weight"):
+        return moe.sparse_feed_forward(w, cfg, int(p.split(".")[1]), h, act, emit)
     up = _linear(w, p, "ffn_up", h)
     if cfg.fused_gate_up:  # Phi-3: [gate | up] in one projection
         gate, up = np.split(up, 2, axis=-1)

@@ -62,6 +62,7 @@ class Weights:
         prefix = f"blk.{layer}."
         known = {prefix + s: n for n, s in enumerate(self._order)}
         keys = sorted(self._layer_keys(layer), key=lambda k: known.get(k, len(known)))
+        keys = [k for k in keys if "_exps" not in k]  # experts: those the router picks, later
         self._wanted += [k for k in keys if 0 < self._float_bytes(k) <= MATRIX_CHUNK_BYTES]
         self._top_up()
 
@@ -172,6 +173,21 @@ class Weights:
                 del block
         b = self.optional(bias) if bias else None  # after the matrix, as the blocks queue them
         return y + b if b is not None else y
+
+    def expert(self, layer: int, part: str, e: int) -> np.ndarray:
+        """Expert ``e``'s [out, in] float32 matrix ``part`` (gate, up or down) of layer
+        ``layer``: its slice of the stacked GGUF tensor (only that expert's blocks are
+        decoded), or the snapshot's own tensor of that expert."""
+        stacked = f"blk.{layer}.ffn_{part}_exps.weight"
+        if not self.has(stacked):
+            return self.get(f"blk.{layer}.ffn_{part}_exps.{e}.weight")
+        ref = self.ref(stacked)
+        try:
+            arr = np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
+        except Exception as exc:
+            raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
+        self._release(ref)
+        return arr
 
     def fold_input(self, key: str, x: np.ndarray) -> np.ndarray:
         """The activation a folded matrix multiplies: ``H_B(s * P(x))`` (see hadamard.py)."""

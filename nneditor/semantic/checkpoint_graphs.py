@@ -371,7 +371,25 @@ class _Builder:
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
-        f = self._ffn(s, h, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
+        routed = [h]
+        if moe and "ffn_gate_inp.weight" in t:  # the router's weights feed the experts' sum
+            router = t["ffn_gate_inp.weight"]
+            ffn = [n for n in ffn if n != router]
+            routed.append(
+                self.node(
+                    f"{s}/ffn_router",
+                    "Router",
+                    [h],
+                    f"{s}.ffn_moe_weights",
+                    [router],
+                    "ffn",
+                    "Router: a softmax over the experts; each token keeps its top ones (the "
+                    "others weigh 0) and the feed-forward sums those experts' outputs with "
+                    "these weights (from tensor names).",
+                    width=self.rows(router),
+                )
+            )
+        f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
             f = self.node(
                 f"{s}/ffn_post_norm",
@@ -411,9 +429,12 @@ class _Builder:
         weights = [t[f"{key}.weight"], t.get(f"{key}.bias", "")]
         return self.node(scope, "LayerNorm", [x], out, weights, "norm", text)
 
-    def _ffn(self, s: str, h: str, weights: list[str], variant: str, text: str) -> str:
+    def _ffn(self, s: str, h: str | list[str], weights: list[str], variant: str, text: str) -> str:
         out = f"{s}.ffn_output"
-        return self.node(f"{s}/ffn", "FeedForward", [h], out, weights, "ffn", text, variant=variant)
+        inputs = [h] if isinstance(h, str) else h
+        return self.node(
+            f"{s}/ffn", "FeedForward", inputs, out, weights, "ffn", text, variant=variant
+        )
 
     def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
         """Phi-2: the feed-forward reads the same norm as attention; GPT-NeoX: its own norm of

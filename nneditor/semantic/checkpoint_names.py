@@ -42,12 +42,19 @@ HF_ARCH = {
     "hunyuan_v1_dense": "hunyuan-dense",
     "apertus": "apertus",
     "nemotron": "nemotron",
+    "mixtral": "llama",
+    "qwen3_moe": "qwen3moe",
+    "qwen2_moe": "qwen2moe",
+    "olmoe": "olmoe",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
 _SHARED_MLP_NAME = re.compile(r"^model\.layers\.(\d+)\.shared_mlp\.(input|output)_linear\.weight$")
 #: Apertus' xIELU parameters per layer (llama.cpp keeps them as metadata, not tensors)
 _XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)$")
+#: one expert's matrix in a snapshot that stores each apart (Mixtral: w1 gate, w3 up, w2 down);
+#: llama.cpp's converter stacks them into ffn_{gate,up,down}_exps
+_EXPERT = re.compile(r"^(.+\.experts)\.(\d+)\.(\w+)\.weight$")
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
     ".attn.bias",
@@ -108,6 +115,12 @@ def canonical_names(
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
+        expert = _EXPERT.match(name)
+        if expert and table:  # looked up as the stacked tensor, then indexed by expert
+            key = table.get_name(f"{expert[1]}.{expert[3]}.weight", try_suffixes=(".weight",))
+            if key is not None and key.endswith("_exps.weight"):
+                mapped[f"{key[: -len('.weight')]}.{expert[2]}.weight"] = name
+                continue
         # llama.cpp's converter renames the recurrence's dt_bias before the table lookup
         lookup = name[: -len(".dt_bias")] + ".dt_proj.bias" if name.endswith(".dt_bias") else name
         key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None

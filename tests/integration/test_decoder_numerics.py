@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gguf_reference import llama_model  # tools/: gguf-py + transformers, not NNEditor
-from zoo_expect import DENSE_DECODERS
+from zoo_expect import DENSE_DECODERS, MOE_DECODERS
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -19,8 +19,9 @@ from nneditor.decoder import decoder_config, run_forward
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
-#: every decoder family of the zoo (qwen35, lfm2: hybrid; olmo3 and gemma2: sliding-window layers)
-FAMILIES = [*DENSE_DECODERS, "qwen35", "olmo3", "gemma2", "lfm2"]
+#: every decoder family of the zoo (qwen35, lfm2: hybrid; olmo3 and gemma2: sliding-window layers;
+#: the mixtures of experts)
+FAMILIES = [*DENSE_DECODERS, *MOE_DECODERS, "qwen35", "olmo3", "gemma2", "lfm2"]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_logit_refs.json"
@@ -317,3 +318,36 @@ def test_mistral_sliding_window_equals_transformers(zoo_artifact, tmp_path) -> N
     config["sliding_window"] = None
     (snap / "config.json").write_text(json.dumps(config))
     assert _rel(_ours(snap)["result_output"], logits) > 1e-3
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_a_mixture_reads_only_the_experts_its_tokens_chose(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """Each expert matrix read belongs to an expert some token routed to (its routing weight
+    is non-zero), and every chosen expert is read once per matrix: a few tokens of a large
+    mixture decode a small part of it."""
+    from nneditor.decoder.weights import Weights
+
+    snap = zoo_artifact("decoder-qwen3_moe")
+    path = snap if form == "snapshot" else zoo_artifact("decoder-qwen3_moe.gguf")
+    reads: list[tuple[int, str, int]] = []
+    original = Weights.expert
+
+    def counting(self, layer: int, part: str, e: int) -> np.ndarray:  # noqa: ANN001
+        reads.append((layer, part, e))
+        return original(self, layer, part, e)
+
+    ids = IDS[:, :3]
+    values: dict[str, np.ndarray] = {}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Weights, "expert", counting)
+        with nneditor.open(path) as doc:
+            run_forward(doc, decoder_config(doc), ids, values.__setitem__)
+    for layer in range(2):
+        routing = values[f"blk.{layer}.ffn_moe_weights"][0]
+        assert routing.shape == (3, 8)
+        assert ((routing > 0).sum(-1) == 2).all()  # two experts per token
+        chosen = sorted(set(np.nonzero(routing)[1].tolist()))
+        for part in ("gate", "up", "down"):
+            assert sorted(e for (i, p, e) in reads if i == layer and p == part) == chosen
+        assert len(chosen) < 8

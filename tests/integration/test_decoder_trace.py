@@ -83,7 +83,14 @@ def _write_gguf(path: Path, arch: str, tensors: dict[str, np.ndarray], **meta: o
     w.add_token_list([f"t{i}" for i in range(16)])
     w.add_token_types([1] * 16)
     for key, value in meta.items():
-        w.add_string(key, str(value)) if isinstance(value, str) else w.add_float32(key, value)  # type: ignore[arg-type]
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, int):
+            w.add_uint32(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        else:
+            w.add_float32(key, value)  # type: ignore[arg-type]
     for name, arr in tensors.items():
         w.add_tensor(name, arr.astype(np.float32))
     w.write_header_to_file()
@@ -113,7 +120,10 @@ def _refused(path: Path, tmp_path: Path, phrase: str, *extra: str) -> None:
     assert not (tmp_path / "never").exists()
 
 
-def test_mixture_of_experts_is_refused(tmp_path) -> None:  # noqa: ANN001
+def test_mixtures_of_experts_llama_cpp_does_not_route_as_we_do_are_refused(tmp_path) -> None:  # noqa: ANN001
+    """A routed GGUF traces (tests/integration/test_decoder_numerics.py checks its numbers);
+    one without an expert count, with a sigmoid router, scaled expert weights or shared
+    experts outside Qwen2-MoE is refused with what it lacks."""
     z = np.zeros
     tensors = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
     tensors |= {
@@ -122,8 +132,33 @@ def test_mixture_of_experts_is_refused(tmp_path) -> None:  # noqa: ANN001
         "blk.0.ffn_gate_exps.weight": z((4, 16, 8)),
         "blk.0.ffn_down_exps.weight": z((4, 8, 16)),
     }
+    routed = {"llama.expert_count": 4, "llama.expert_used_count": 2}
     path = _write_gguf(tmp_path / "moe.gguf", "llama", tensors)
-    _refused(path, tmp_path, "is a mixture of experts")
+    _refused(path, tmp_path, "is a mixture of experts but states no expert count")
+    path = _write_gguf(
+        tmp_path / "sig.gguf", "llama", tensors, **routed, **{"llama.expert_gating_func": 2}
+    )
+    _refused(path, tmp_path, "gates its experts with function 2")
+    path = _write_gguf(
+        tmp_path / "scaled.gguf", "llama", tensors, **routed, **{"llama.expert_weights_scale": 2.5}
+    )
+    _refused(path, tmp_path, "scales its expert weights by 2.5")
+    path = _write_gguf(
+        tmp_path / "many.gguf",
+        "llama",
+        tensors,
+        **{"llama.expert_count": 4, "llama.expert_used_count": 5},
+    )
+    _refused(path, tmp_path, "states 5 experts used of 4")
+    shared = tensors | {"blk.0.ffn_up_shexp.weight": z((16, 8))}
+    path = _write_gguf(tmp_path / "shared.gguf", "llama", shared, **routed)
+    _refused(path, tmp_path, "has shared experts")
+    path = _write_gguf(tmp_path / "ok.gguf", "llama", tensors, **routed)
+    out = cli("trace", path, "--out", tmp_path / "t", "--yes", "--json", "--dim", "seq=3")
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    weights = next(v for v in manifest["values"] if v["name"] == "blk.0.ffn_moe_weights")
+    assert weights["status"] == "captured" and weights["shape"] == [1, 3, 4]
 
 
 def test_other_architectures_and_rope_scalings_are_refused(tmp_path) -> None:  # noqa: ANN001

@@ -1,0 +1,64 @@
+"""The sparse feed-forward of a mixture of experts: Mixtral (llama), Qwen3-MoE, Qwen2-MoE and
+OLMoE, from GGUF files (experts stacked in one tensor per matrix) and snapshots (one tensor per
+expert).
+
+Per token the router's softmax over every expert picks the ``n_used`` largest; their weights
+are renormalised to sum to 1 where the family does so (``Moe.norm_topk``). Each chosen expert
+is a SwiGLU feed-forward; only the experts some token chose are read, so a trace of a few
+tokens decodes a small part of a large model's experts. Outputs are summed in ascending expert
+order, as transformers adds them. Qwen2-MoE adds a shared expert scaled by a sigmoid gate.
+
+The routing weights are published as ``blk.{i}.ffn_moe_weights`` [1, seq, n_experts]: zero for
+the experts a token did not use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig
+from nneditor.decoder.weights import Weights
+
+F32 = np.float32
+
+
+def sparse_feed_forward(
+    w: Weights,
+    cfg: DecoderConfig,
+    layer: int,
+    h: np.ndarray,
+    act: Callable[[np.ndarray], np.ndarray],
+    emit: Callable[[str, np.ndarray], None],
+) -> np.ndarray:
+    """The mixture's output for ``h`` [seq, hidden]."""
+    assert cfg.moe is not None
+    p = f"blk.{layer}"
+    logits = w.linear(f"{p}.ffn_gate_inp.weight", h).astype(F32)
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, : cfg.moe.n_used]
+    weights = np.take_along_axis(probs, top, axis=-1)
+    if cfg.moe.norm_topk:
+        weights = (weights / weights.sum(axis=-1, keepdims=True)).astype(F32)
+    routing = np.zeros_like(probs)
+    np.put_along_axis(routing, top, weights, axis=-1)
+    emit(f"{p}.ffn_moe_weights", routing[None])
+    out = np.zeros_like(h, dtype=F32)
+    for e in np.unique(top).tolist():  # ascending, as transformers sums them
+        tokens, slots = np.nonzero(top == e)
+        x = h[tokens]
+        gate = x @ w.expert(layer, "gate", e).T
+        up = x @ w.expert(layer, "up", e).T
+        y = (act(gate) * up).astype(F32) @ w.expert(layer, "down", e).T
+        out[tokens] += y * weights[tokens, slots][:, None]
+    if w.has(f"{p}.ffn_up_shexp.weight"):  # Qwen2-MoE's shared expert
+        inner = act(w.linear(f"{p}.ffn_gate_shexp.weight", h)) * w.linear(
+            f"{p}.ffn_up_shexp.weight", h
+        )
+        shared = w.linear(f"{p}.ffn_down_shexp.weight", inner.astype(F32))
+        gate = h @ w.get(f"{p}.ffn_gate_inp_shexp.weight").reshape(-1)
+        out = out + ops.sigmoid(gate)[:, None] * shared
+    return out.astype(F32)
