@@ -183,6 +183,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "num_experts": 8, "num_experts_per_tok": 2},
         _SMOL,
     ),
+    # Granite 3 MoE (granite-3.1-1b-a400m): Granite's multipliers, experts stored stacked with
+    # [gate; up] in one tensor (input_linear); the router keeps the top logits, then softmax
+    "granitemoe": (
+        "GraniteMoeConfig",
+        "GraniteMoeForCausalLM",
+        {
+            **_COMMON,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "embedding_multiplier": 12.0,
+            "attention_multiplier": 0.0625,
+            "residual_multiplier": 0.22,
+            "logits_scaling": 8.0,
+        },
+        _SMOL,
+    ),
     # Qwen2-MoE (Qwen1.5-MoE): biased q/k/v, plus a shared expert behind a sigmoid gate
     "qwen2_moe": (
         "Qwen2MoeConfig",

@@ -60,20 +60,27 @@ ARCHES = (
     "qwen3moe",
     "qwen2moe",
     "olmoe",
+    "granitemoe",
 )
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
 FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
-_MOE = re.compile(r"ffn_(gate|up|down)_(exps|shexp)|ffn_gate_inp")
+_MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
 EXPERT_KEY = re.compile(r"^ffn_(gate|up|down)_exps\.(\d+)\.weight$")
 #: llama.cpp's choice per family: the chosen experts' weights are renormalised to sum to 1
 #: (Mixtral, Qwen3-MoE) or kept as the softmax gave them (OLMoE, Qwen2-MoE), unless the file
 #: states expert_weights_norm
-GGUF_MOE_NORM = {"llama": True, "qwen3moe": True, "olmoe": False, "qwen2moe": False}
+GGUF_MOE_NORM = {
+    "llama": True,
+    "qwen3moe": True,
+    "granitemoe": True,
+    "olmoe": False,
+    "qwen2moe": False,
+}
 
 
 @dataclass(frozen=True)
@@ -302,6 +309,7 @@ _BLOCK_KEYS = {
     "ffn_gate_inp.weight",
     "ffn_gate_exps.weight",
     "ffn_up_exps.weight",
+    "ffn_gate_up_exps.weight",  # gate rows first (Granite 3 MoE's input_linear)
     "ffn_down_exps.weight",
     "ffn_gate_inp_shexp.weight",
     "ffn_gate_shexp.weight",
@@ -409,7 +417,8 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
     """The expert matrices layer ``i`` needs: stacked (GGUF), else one per expert."""
     assert cfg.moe is not None
     keys = []
-    for part in ("gate", "up", "down"):
+    fused = f"blk.{i}.ffn_gate_up_exps.weight" in cfg.names
+    for part in ("down",) if fused else ("gate", "up", "down"):
         stacked = f"blk.{i}.ffn_{part}_exps.weight"
         if stacked not in cfg.names:
             keys += [f"blk.{i}.ffn_{part}_exps.{e}.weight" for e in range(cfg.moe.n_experts)]

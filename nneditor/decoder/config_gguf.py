@@ -27,7 +27,7 @@ from nneditor.decoder.rope_scaling import gguf_scaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-ROPE_NORMAL = {"llama", "granite", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
+ROPE_NORMAL = {"llama", "granite", "granitemoe", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
 
 
 def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
@@ -178,7 +178,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
-    if arch == "granite":  # llama.cpp: a zero or absent scale means the default
+    if arch in ("granite", "granitemoe"):  # llama.cpp: a zero or absent scale: the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
             "residual_scale": float(metadata.get(f"{arch}.residual_scale") or 1.0),

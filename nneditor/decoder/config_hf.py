@@ -95,7 +95,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
 
 def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     """The routing transformers runs: a softmax over every expert, the top ones kept, their
-    weights renormalised when ``norm_topk_prob`` says so (Mixtral always renormalises)."""
+    weights renormalised when ``norm_topk_prob`` says so (Mixtral and Granite always)."""
     n_experts = config.get("num_local_experts") or config.get("num_experts")
     n_used = config.get("num_experts_per_tok")
     if not n_experts or not n_used:
@@ -105,8 +105,9 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
             f"this {arch} snapshot clips its queries, keys and values (clip_qkv), which the "
             "NumPy decoder does not implement"
         )
-    mixtral = config.get("model_type") == "mixtral"
-    norm = True if mixtral else bool(config.get("norm_topk_prob", False))
+    # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
+    always = config.get("model_type") in ("mixtral", "granitemoe")
+    norm = True if always else bool(config.get("norm_topk_prob", False))
     return moe_config(arch, int(n_experts), int(n_used), norm)
 
 
@@ -211,7 +212,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             int((i + 1) % interval != 0) for i in range(n_layers)
         ]
         extra.update(nope_layers=tuple(not bool(v) for v in uses))
-    if arch == "granite":
+    if arch in ("granite", "granitemoe"):
         extra = {
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),
             "attn_scale": float(config.get("attention_multiplier") or 1.0),

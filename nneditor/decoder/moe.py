@@ -1,6 +1,6 @@
-"""The sparse feed-forward of a mixture of experts: Mixtral (llama), Qwen3-MoE, Qwen2-MoE and
-OLMoE, from GGUF files (experts stacked in one tensor per matrix) and snapshots (one tensor per
-expert).
+"""The sparse feed-forward of a mixture of experts: Mixtral (llama), Qwen3-MoE, Qwen2-MoE, OLMoE
+and Granite 3 MoE, from GGUF files (experts stacked in one tensor per matrix) and snapshots (one
+tensor per expert, or Granite's stacked [gate; up] and down tensors).
 
 Per token the router's softmax over every expert picks the ``n_used`` largest; their weights
 are renormalised to sum to 1 where the family does so (``Moe.norm_topk``). Each chosen expert
@@ -50,8 +50,9 @@ def sparse_feed_forward(
     for e in np.unique(top).tolist():  # ascending, as transformers sums them
         tokens, slots = np.nonzero(top == e)
         x = h[tokens]
-        gate = x @ w.expert(layer, "gate", e).T
-        up = x @ w.expert(layer, "up", e).T
+        gate_w, up_w = w.expert_gate_up(layer, e)
+        gate, up = x @ gate_w.T, x @ up_w.T
+        del gate_w, up_w
         y = (act(gate) * up).astype(F32) @ w.expert(layer, "down", e).T
         out[tokens] += y * weights[tokens, slots][:, None]
     if w.has(f"{p}.ffn_up_shexp.weight"):  # Qwen2-MoE's shared expert

@@ -175,7 +175,7 @@ class Weights:
         return y + b if b is not None else y
 
     def expert(self, layer: int, part: str, e: int) -> np.ndarray:
-        """Expert ``e``'s [out, in] float32 matrix ``part`` (gate, up or down) of layer
+        """Expert ``e``'s [out, in] float32 matrix ``part`` (gate, up, down or gate_up) of layer
         ``layer``: its slice of the stacked GGUF tensor (only that expert's blocks are
         decoded), or the snapshot's own tensor of that expert."""
         stacked = f"blk.{layer}.ffn_{part}_exps.weight"
@@ -188,6 +188,15 @@ class Weights:
             raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
         self._release(ref)
         return arr
+
+    def expert_gate_up(self, layer: int, e: int) -> tuple[np.ndarray, np.ndarray]:
+        """Expert ``e``'s gate and up matrices; one read where they are stored as one
+        [gate; up] matrix per expert (``ffn_gate_up_exps``)."""
+        if not self.has(f"blk.{layer}.ffn_gate_up_exps.weight"):
+            return self.expert(layer, "gate", e), self.expert(layer, "up", e)
+        both = self.expert(layer, "gate_up", e)
+        half = both.shape[0] // 2
+        return both[:half], both[half:]
 
     def fold_input(self, key: str, x: np.ndarray) -> np.ndarray:
         """The activation a folded matrix multiplies: ``H_B(s * P(x))`` (see hadamard.py)."""

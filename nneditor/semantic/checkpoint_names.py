@@ -46,6 +46,7 @@ HF_ARCH = {
     "qwen3_moe": "qwen3moe",
     "qwen2_moe": "qwen2moe",
     "olmoe": "olmoe",
+    "granitemoe": "granitemoe",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -55,6 +56,10 @@ _XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|
 #: one expert's matrix in a snapshot that stores each apart (Mixtral: w1 gate, w3 up, w2 down);
 #: llama.cpp's converter stacks them into ffn_{gate,up,down}_exps
 _EXPERT = re.compile(r"^(.+\.experts)\.(\d+)\.(\w+)\.weight$")
+#: Granite 3 MoE's experts: [gate; up] of every expert in one tensor, then their down matrices
+_GRANITE_EXPERTS = re.compile(
+    r"^model\.layers\.(\d+)\.block_sparse_moe\.(input|output)_linear\.weight$"
+)
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
     ".attn.bias",
@@ -114,6 +119,11 @@ def canonical_names(
         xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
+            continue
+        granite = _GRANITE_EXPERTS.match(name) if arch == "granitemoe" else None
+        if granite:
+            part = "gate_up" if granite[2] == "input" else "down"
+            mapped[f"blk.{granite[1]}.ffn_{part}_exps.weight"] = name
             continue
         expert = _EXPERT.match(name)
         if expert and table:  # looked up as the stacked tensor, then indexed by expert
