@@ -199,6 +199,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # gpt-oss: attention sinks, biases everywhere, alternating sliding-window layers, YaRN
+    # (untruncated bounds), a clamped SwiGLU in 4 experts with [in, out] matrices whose gate
+    # and up columns alternate (llama.cpp's converter splits and transposes them)
+    "gpt_oss": (
+        "GptOssConfig",
+        "GptOssForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"],
+        },
+        _SMOL,
+    ),
     # Qwen2-MoE (Qwen1.5-MoE): biased q/k/v, plus a shared expert behind a sigmoid gate
     "qwen2_moe": (
         "Qwen2MoeConfig",
@@ -526,6 +542,11 @@ def _tokenizer(source: str) -> Any:
     return fast, tok.vocab_size
 
 
+#: weights scaled up so that values reach a family's clamps (gpt-oss clamps its experts' gate
+#: at 7 and up to ±7; random weights stay far below that)
+_SCALED: dict[str, dict[str, float]] = {"gpt_oss": {"mlp.experts.gate_up_proj": 60.0}}
+
+
 def _snapshot(family: str, path: Path) -> None:
     import torch
     import transformers as tf
@@ -542,6 +563,9 @@ def _snapshot(family: str, path: Path) -> None:
         for name, p in model.named_parameters():  # (and equal xIELU parameters a wrong layer's)
             if "norm" in name or "ln_" in name or name.endswith("bias") or ".act_fn." in name:
                 p.add_(torch.randn_like(p) * 0.1)
+            for part, factor in _SCALED.get(family, {}).items():  # reach the clamps
+                if part in name:
+                    p.mul_(factor)
     model.save_pretrained(str(path))
     if fast is None:
         (path / "tokenizer.model").write_bytes(_spm_model())

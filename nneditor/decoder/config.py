@@ -61,12 +61,13 @@ ARCHES = (
     "qwen2moe",
     "olmoe",
     "granitemoe",
+    "gpt-oss",
 )
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
-FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss")
+FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss", "gpt-oss")
 _MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
@@ -78,6 +79,7 @@ GGUF_MOE_NORM = {
     "llama": True,
     "qwen3moe": True,
     "granitemoe": True,
+    "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
 }
@@ -93,6 +95,12 @@ class Moe:
     n_experts: int
     n_used: int
     norm_topk: bool
+    #: the experts' gated unit: "swiglu" (silu(gate) * up), or gpt-oss's "swiglu_oai" (gate
+    #: clamped above at ``limit``, up clamped to ±limit, gate * sigmoid(1.702 gate) * (up + 1))
+    act: str = "swiglu"
+    limit: float = 7.0
+    #: a [gate; up] expert matrix alternates gate and up rows (gpt-oss snapshots), not halves
+    interleaved: bool = False
 
 
 @dataclass(frozen=True)
@@ -310,6 +318,13 @@ _BLOCK_KEYS = {
     "ffn_gate_exps.weight",
     "ffn_up_exps.weight",
     "ffn_gate_up_exps.weight",  # gate rows first (Granite 3 MoE's input_linear)
+    # gpt-oss: biased router and experts, attention sinks
+    "ffn_gate_inp.bias",
+    "ffn_gate_exps.bias",
+    "ffn_up_exps.bias",
+    "ffn_down_exps.bias",
+    "ffn_gate_up_exps.bias",
+    "attn_sinks.weight",
     "ffn_down_exps.weight",
     "ffn_gate_inp_shexp.weight",
     "ffn_gate_shexp.weight",

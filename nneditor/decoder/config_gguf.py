@@ -3,6 +3,7 @@ config.py for what the two sources settle alike)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -72,8 +73,10 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     return common
 
 
-#: llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*)
+#: llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*): a softmax over every
+#: expert, or over the chosen experts' logits (the same weights, renormalised)
 _SOFTMAX_GATING = 1
+_SOFTMAX_WEIGHT_GATING = 3
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -89,7 +92,7 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
-    if gating is not None and int(gating) != _SOFTMAX_GATING:
+    if gating is not None and int(gating) not in (_SOFTMAX_GATING, _SOFTMAX_WEIGHT_GATING):
         raise DecoderUnsupported(
             f"this {arch} file gates its experts with function {int(gating)} (llama.cpp's "
             "numbering); the NumPy decoder implements the softmax router only"
@@ -102,7 +105,12 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
         )
     stated = metadata.get(f"{arch}.expert_weights_norm")
     norm = GGUF_MOE_NORM[arch] if stated is None else bool(stated)
-    return moe_config(arch, int(n_experts), int(n_used), norm)
+    if gating is not None and int(gating) == _SOFTMAX_WEIGHT_GATING:
+        norm = True
+    moe = moe_config(arch, int(n_experts), int(n_used), norm)
+    if arch == "gpt-oss":  # llama.cpp's LLM_FFN_SWIGLU_OAI_MOE (alpha 1.702, limit 7)
+        moe = dataclasses.replace(moe, act="swiglu_oai")
+    return moe
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -178,6 +186,12 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
+    if arch == "gpt-oss":  # every other layer slides (llama.cpp's pattern of 2), from the first
+        window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
+        extra = {
+            "sliding_window": window,
+            "local_layers": tuple(i % 2 == 0 for i in range(n_layers)),
+        }
     if arch in ("granite", "granitemoe"):  # llama.cpp: a zero or absent scale: the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),

@@ -3,6 +3,7 @@ config.py for what the two sources settle alike)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -106,9 +107,13 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
             "NumPy decoder does not implement"
         )
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
-    always = config.get("model_type") in ("mixtral", "granitemoe")
+    always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss")
     norm = True if always else bool(config.get("norm_topk_prob", False))
-    return moe_config(arch, int(n_experts), int(n_used), norm)
+    moe = moe_config(arch, int(n_experts), int(n_used), norm)
+    if arch == "gpt-oss":  # transformers' GptOssExperts: clamped SwiGLU, gate/up interleaved
+        limit = float(config.get("swiglu_limit") or 7.0)
+        moe = dataclasses.replace(moe, act="swiglu_oai", limit=limit, interleaved=True)
+    return moe
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -184,6 +189,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         extra.update(
             sliding_window=window,
             local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
+        )
+    elif arch == "gpt-oss":  # sliding layers as layer_types lists them
+        oss_window = int(config.get("sliding_window") or 0)
+        extra.update(
+            sliding_window=oss_window,
+            local_layers=tuple(oss_window > 0 and t == "sliding_attention" for t in types),
         )
     elif window and arch == "llama":  # Mistral: every layer attends within the window
         extra.update(sliding_window=window, local_layers=(True,) * n_layers)
@@ -340,7 +351,8 @@ def _hf_names(
     transposed = {
         key
         for key, name in names.items()
-        if arch == "gpt2" and re.search(r"\.(c_attn|c_proj|c_fc)\.weight$", name)
+        if (arch == "gpt2" and re.search(r"\.(c_attn|c_proj|c_fc)\.weight$", name))
+        or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
 

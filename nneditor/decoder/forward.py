@@ -249,8 +249,9 @@ def _attention(
         temperature = F32(1) + F32(cfg.attn_temp_scale) * np.log1p(steps).astype(F32)
         q = (q * temperature[:, None, None]).astype(F32)
     window = cfg.sliding_window if local else 0
+    sinks = w.optional(f"{p}.attn_sinks.weight")  # gpt-oss
     out = ops.attention(
-        q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap
+        q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap, sinks
     )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)

@@ -23,6 +23,16 @@ from nneditor.decoder.config import DecoderConfig
 from nneditor.decoder.weights import Weights
 
 F32 = np.float32
+#: gpt-oss's sigmoid sharpness in its gated unit
+OAI_ALPHA = 1.702
+
+
+def swiglu_oai(gate: np.ndarray, up: np.ndarray, limit: float) -> np.ndarray:
+    """gpt-oss's expert unit: the gate clamped above, the up clamped both ways, then
+    ``gate * sigmoid(1.702 gate) * (up + 1)``."""
+    gate = np.minimum(gate, F32(limit))
+    up = np.clip(up, F32(-limit), F32(limit))
+    return (gate * ops.sigmoid(gate * F32(OAI_ALPHA)) * (up + F32(1))).astype(F32)
 
 
 def sparse_feed_forward(
@@ -36,7 +46,10 @@ def sparse_feed_forward(
     """The mixture's output for ``h`` [seq, hidden]."""
     assert cfg.moe is not None
     p = f"blk.{layer}"
-    logits = w.linear(f"{p}.ffn_gate_inp.weight", h).astype(F32)
+    router_bias = f"{p}.ffn_gate_inp.bias"
+    logits = w.linear(
+        f"{p}.ffn_gate_inp.weight", h, router_bias if w.has(router_bias) else None
+    ).astype(F32)
     z = np.exp(logits - logits.max(axis=-1, keepdims=True))
     probs = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
     top = np.argsort(-probs, axis=-1, kind="stable")[:, : cfg.moe.n_used]
@@ -50,10 +63,21 @@ def sparse_feed_forward(
     for e in np.unique(top).tolist():  # ascending, as transformers sums them
         tokens, slots = np.nonzero(top == e)
         x = h[tokens]
-        gate_w, up_w = w.expert_gate_up(layer, e)
+        gate_w, up_w, gate_b, up_b = w.expert_gate_up(layer, e)
         gate, up = x @ gate_w.T, x @ up_w.T
         del gate_w, up_w
-        y = (act(gate) * up).astype(F32) @ w.expert(layer, "down", e).T
+        if gate_b is not None:
+            gate = gate + gate_b
+        if up_b is not None:
+            up = up + up_b
+        if cfg.moe.act == "swiglu_oai":
+            inner = swiglu_oai(gate, up, cfg.moe.limit)
+        else:
+            inner = (act(gate) * up).astype(F32)
+        y = inner @ w.expert(layer, "down", e).T
+        down_b = w.expert_bias(layer, "down", e)
+        if down_b is not None:
+            y = y + down_b
         out[tokens] += y * weights[tokens, slots][:, None]
     if w.has(f"{p}.ffn_up_shexp.weight"):  # Qwen2-MoE's shared expert
         inner = act(w.linear(f"{p}.ffn_gate_shexp.weight", h)) * w.linear(

@@ -117,8 +117,10 @@ def inv_freq(
             turns = scaling.original_context / (rotations * 2 * math.pi)
             return dim * math.log(turns) / (2 * math.log(theta))
 
-        low = max(math.floor(bound(scaling.beta_fast)), 0)
-        high = min(math.ceil(bound(scaling.beta_slow)), dim - 1)
+        low, high = bound(scaling.beta_fast), bound(scaling.beta_slow)
+        if scaling.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
         ramp = np.clip((np.arange(pairs, dtype=F32) - low) / max(high - low, 0.001), 0, 1)
         keep = (1 - ramp) * F32(scaling.ext_factor)  # the original frequency's share
         freq = ((freq / F32(scaling.factor)) * (1 - keep) + freq * keep).astype(F32)
@@ -158,9 +160,11 @@ def attention(
     scale: float,
     window: int = 0,
     softcap: float = 0.0,
+    sinks: np.ndarray | None = None,
 ) -> np.ndarray:
     """Causal (optionally sliding-window) grouped-query attention; ``softcap`` bounds the
-    scores by ``tanh(s / cap) * cap`` (Gemma 2).
+    scores by ``tanh(s / cap) * cap`` (Gemma 2); ``sinks`` [heads] are logits that join each
+    head's softmax without a value (gpt-oss), so the weights may sum to less than 1.
 
     ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
     seq, heads, d = q.shape
@@ -176,8 +180,15 @@ def attention(
     if window:
         masked |= (i - j) >= window
     scores = np.where(masked, F32(-np.inf), scores)
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
+    if sinks is None:
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+    else:
+        sink = sinks.astype(F32).reshape(kv, group, 1, 1)
+        top = np.maximum(scores.max(axis=-1, keepdims=True), sink)
+        scores -= top
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True) + np.exp(sink - top)
     out = scores.reshape(kv, group * seq, seq) @ v.transpose(1, 0, 2)  # [kv, group*seq, d]
     return out.reshape(heads, seq, d).transpose(1, 0, 2).reshape(seq, heads * d).astype(F32)

@@ -25,6 +25,9 @@ class RopeScaling:
     beta_slow: float = 1.0
     ext_factor: float = 1.0
     attention: float = 1.0
+    #: YaRN: the blend's bounds are rounded out to whole pairs (llama.cpp always; transformers
+    #: unless the config says truncate: false, as gpt-oss does)
+    truncate: bool = True
     #: LongRoPE's per-pair frequency divisors within and beyond the original context (a GGUF
     #: stores them as the tensors rope_factors_short/long.weight instead: empty here)
     short_factor: tuple[float, ...] = ()
@@ -156,8 +159,6 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
                 if mscale and all_dims
                 else yarn_mscale(factor)
             )
-        if p.get("truncate") is False:
-            raise DecoderUnsupported("YaRN without truncated correction bounds is not implemented")
         return RopeScaling(
             "yarn",
             factor,
@@ -165,6 +166,7 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
             beta_fast=float(p.get("beta_fast") or 32.0),
             beta_slow=float(p.get("beta_slow") or 1.0),
             attention=float(attention),
+            truncate=p.get("truncate") is not False,
         )
     if kind in ("longrope", "su"):  # transformers' longrope ("su": its former name)
         return _longrope(p, config)

@@ -187,16 +187,42 @@ class Weights:
         except Exception as exc:
             raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
         self._release(ref)
-        return arr
+        return arr.T.copy() if stacked in self.cfg.transposed else arr
 
-    def expert_gate_up(self, layer: int, e: int) -> tuple[np.ndarray, np.ndarray]:
-        """Expert ``e``'s gate and up matrices; one read where they are stored as one
-        [gate; up] matrix per expert (``ffn_gate_up_exps``)."""
+    def expert_bias(self, layer: int, part: str, e: int) -> np.ndarray | None:
+        """Expert ``e``'s bias of matrix ``part`` (gpt-oss), or None."""
+        key = f"blk.{layer}.ffn_{part}_exps.bias"
+        if not self.has(key):
+            return None
+        ref = self.ref(key)
+        return np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
+
+    def expert_gate_up(
+        self, layer: int, e: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """Expert ``e``'s gate and up matrices and their biases (None when unbiased); one
+        read where they are stored as one matrix per expert (``ffn_gate_up_exps``: halves,
+        or alternating rows when the mixture says ``interleaved``)."""
         if not self.has(f"blk.{layer}.ffn_gate_up_exps.weight"):
-            return self.expert(layer, "gate", e), self.expert(layer, "up", e)
+            return (
+                self.expert(layer, "gate", e),
+                self.expert(layer, "up", e),
+                self.expert_bias(layer, "gate", e),
+                self.expert_bias(layer, "up", e),
+            )
         both = self.expert(layer, "gate_up", e)
-        half = both.shape[0] // 2
-        return both[:half], both[half:]
+        bias = self.expert_bias(layer, "gate_up", e)
+        if self.cfg.moe is not None and self.cfg.moe.interleaved:
+            pick = (slice(0, None, 2), slice(1, None, 2))
+        else:
+            half = both.shape[0] // 2
+            pick = (slice(0, half), slice(half, None))
+        return (
+            both[pick[0]],
+            both[pick[1]],
+            None if bias is None else bias[pick[0]],
+            None if bias is None else bias[pick[1]],
+        )
 
     def fold_input(self, key: str, x: np.ndarray) -> np.ndarray:
         """The activation a folded matrix multiplies: ``H_B(s * P(x))`` (see hadamard.py)."""

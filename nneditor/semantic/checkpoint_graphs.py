@@ -374,14 +374,15 @@ class _Builder:
         routed = [h]
         if moe and "ffn_gate_inp.weight" in t:  # the router's weights feed the experts' sum
             router = t["ffn_gate_inp.weight"]
-            ffn = [n for n in ffn if n != router]
+            router_bias = t.get("ffn_gate_inp.bias", "")  # gpt-oss
+            ffn = [n for n in ffn if n not in (router, router_bias)]
             routed.append(
                 self.node(
                     f"{s}/ffn_router",
                     "Router",
                     [h],
                     f"{s}.ffn_moe_weights",
-                    [router],
+                    [router, router_bias],
                     "ffn",
                     "Router: a softmax over the experts; each token keeps its top ones (the "
                     "others weigh 0) and the feed-forward sums those experts' outputs with "

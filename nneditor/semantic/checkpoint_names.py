@@ -47,6 +47,7 @@ HF_ARCH = {
     "qwen2_moe": "qwen2moe",
     "olmoe": "olmoe",
     "granitemoe": "granitemoe",
+    "gpt_oss": "gpt-oss",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -60,6 +61,11 @@ _EXPERT = re.compile(r"^(.+\.experts)\.(\d+)\.(\w+)\.weight$")
 _GRANITE_EXPERTS = re.compile(
     r"^model\.layers\.(\d+)\.block_sparse_moe\.(input|output)_linear\.weight$"
 )
+#: gpt-oss's stacked experts ([in, out] per expert, gate and up interleaved) and attention sinks
+_GPT_OSS = re.compile(
+    r"^model\.layers\.(\d+)\.(?:mlp\.experts\.(gate_up_proj|down_proj)(_bias)?|self_attn\.sinks)$"
+)
+_GPT_OSS_PARTS = {"gate_up_proj": "ffn_gate_up_exps", "down_proj": "ffn_down_exps"}
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
     ".attn.bias",
@@ -119,6 +125,11 @@ def canonical_names(
         xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
+            continue
+        oss = _GPT_OSS.match(name) if arch == "gpt-oss" else None
+        if oss:
+            part = _GPT_OSS_PARTS[oss[2]] if oss[2] else "attn_sinks"
+            mapped[f"blk.{oss[1]}.{part}.{'bias' if oss[3] else 'weight'}"] = name
             continue
         granite = _GRANITE_EXPERTS.match(name) if arch == "granitemoe" else None
         if granite:
