@@ -64,7 +64,7 @@ EXPECT: dict[str, E] = {
     "silero_vad.jit": {"format": "torchscript", "graph": False},
     "ch_PP-OCRv4_rec_infer.onnx": {"format": "onnx", "patterns": {"attention": 2, "conv": 30}},
     "ch_PP-OCRv4_det_infer.onnx": {"format": "onnx", "patterns": {"conv": 60}},
-    "minilm": {"format": "huggingface", **_lm(6), "trace": "model_type is bert"},
+    "minilm": {"format": "huggingface", **_lm(6)},
     "tiny.pth": {"format": "pytorch", "graph": False},
     "onet.pt": {"format": "pytorch", "graph": False},
     "SmolLM2-135M-Instruct.Q4_1.gguf": {"format": "gguf", **_lm(30)},
@@ -191,7 +191,7 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
-    "minilm.gguf": {"format": "gguf", **_lm(6), "trace": "this GGUF's architecture is bert"},
+    "minilm.gguf": {"format": "gguf", **_lm(6)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

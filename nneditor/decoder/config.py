@@ -62,6 +62,9 @@ ARCHES = (
     "olmoe",
     "granitemoe",
     "gpt-oss",
+    # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
+    # last hidden state
+    "bert",
 )
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
@@ -177,6 +180,10 @@ class DecoderConfig:
     hadamard: Hadamard | None = None
     #: the vision-language architecture whose text model this is (qwen2vl); "" otherwise
     text_of: str = ""
+    #: decoders attend to earlier positions only; an encoder (BERT) to every position
+    causal: bool = True
+    #: an encoder has no vocabulary head: its output is the last block's hidden state
+    head: bool = True
     #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
     #: dense
     moe: Moe | None = None
@@ -222,6 +229,9 @@ class DecoderConfig:
             bits.append(f"the text model of a {self.text_of} file: text prompts only, no images")
         if self.moe is not None:
             bits.append(f"{self.moe.n_used} of {self.moe.n_experts} experts per token")
+        if not self.causal:
+            bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
+            bits.append("bidirectional attention, ends at the last hidden state (no pooling)")
         return ", ".join(bits)
 
     @property
@@ -231,6 +241,18 @@ class DecoderConfig:
 
 #: GPT-2: LayerNorm, learned positions (no RoPE), a plain GELU (tanh) feed-forward
 GPT2: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu_tanh", "gated": False}
+
+#: BERT encoders: learned positions and segment embeddings, LayerNorm after each residual, an
+#: exact (erf) GELU feed-forward, bidirectional attention, no head. llama.cpp computes the GELU
+#: with its tanh approximation; the models define it exactly, as here.
+BERT: dict[str, Any] = {
+    "norm": "layer",
+    "rope": "none",
+    "activation": "gelu",
+    "gated": False,
+    "causal": False,
+    "head": False,
+}
 
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
 GEMMAS = ("gemma3", "gemma2", "gemma")
@@ -325,6 +347,11 @@ _BLOCK_KEYS = {
     "ffn_down_exps.bias",
     "ffn_gate_up_exps.bias",
     "attn_sinks.weight",
+    # BERT: post-norms after each residual
+    "attn_output_norm.weight",
+    "attn_output_norm.bias",
+    "layer_output_norm.weight",
+    "layer_output_norm.bias",
     "ffn_down_exps.weight",
     "ffn_gate_inp_shexp.weight",
     "ffn_gate_shexp.weight",
@@ -360,6 +387,9 @@ _TOP_KEYS = {
     "rope_freqs.weight",
     "rope_factors_short.weight",  # LongRoPE (Phi-3.5, Phi-4-mini)
     "rope_factors_long.weight",
+    "token_types.weight",  # BERT: segment embeddings (row 0) and the embedding LayerNorm
+    "token_embd_norm.weight",
+    "token_embd_norm.bias",
 }
 
 
@@ -407,6 +437,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
+        if cfg.arch == "bert":  # norms after each residual
+            norms = ("attn_output_norm", "layer_output_norm")
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:
             ffn_pre = "post_attention_norm"

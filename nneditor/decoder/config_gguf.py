@@ -10,6 +10,7 @@ from typing import Any
 
 from nneditor.decoder.config import (
     ARCHES,
+    BERT,
     GEMMAS,
     GGUF_MOE_NORM,
     GPT2,
@@ -128,6 +129,16 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "gpt2":
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "bert":
+        eps = float(num("attention.layer_norm_epsilon", 1e-12))
+        causal = bool(metadata.get(f"{arch}.attention.causal", False))
+        return DecoderConfig(
+            **common,
+            **{**BERT, "causal": causal},
+            norm_eps=eps,
+            attn_scale=1 / math.sqrt(head_dim),
+            notes=("the pooled sentence embedding (pooling_type) is not computed",),
+        )
     if arch in LAYER_NORM_FAMILIES:
         return _gguf_layer_norm_family(metadata, common)
     eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nneditor.decoder.config import (
+    BERT,
     GEMMAS,
     GPT2,
     LAYER_NORM_FAMILIES,
@@ -130,6 +131,21 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "bert":
+        act = str(config.get("hidden_act") or "gelu")
+        if act != "gelu":
+            raise DecoderUnsupported(f"BERT activation {act!r} is not implemented (gelu is)")
+        kind = config.get("position_embedding_type") or "absolute"
+        if kind != "absolute":
+            raise DecoderUnsupported(
+                f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
+            )
+        return DecoderConfig(
+            **common,
+            **BERT,
+            norm_eps=float(config.get("layer_norm_eps") or 1e-12),
+            attn_scale=1 / math.sqrt(head_dim),
+        )
     rope = hf_rope(config)
     if arch in LAYER_NORM_FAMILIES:
         return _hf_layer_norm_family(config, common, rope)
@@ -343,6 +359,8 @@ def _hf_names(
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
+    if arch == "bert":  # the pooler's head is off the hidden states' path (the trace ends there)
+        unplaced = [n for n in unplaced if not n.startswith("pooler.")]
     if unplaced:
         raise DecoderUnsupported(
             f"the snapshot's tensor {unplaced[0]!r} has no place in a {arch} decoder block; the "

@@ -84,6 +84,14 @@ def _forward(
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
+    if w.has("token_types.weight"):  # BERT: every token in segment 0
+        types = w.rows("token_types.weight", np.zeros(seq, np.int64))
+        emit("inp_types", types[None])
+        x = x + types
+        emit("inp_embd_types", x[None])
+    if w.has("token_embd_norm.weight"):
+        x = _norm(w, cfg, "token_embd_norm", x)
+        emit("inp_norm", x[None])
     step()
     factors = w.optional("rope_freqs.weight")
     scaling = cfg.rope_scaling
@@ -111,6 +119,10 @@ def _forward(
         x = _block(w, cfg, i, x, positions, freq, local, emit)
         w.done_with(i)
         step()
+    if not cfg.head:  # an encoder: the last hidden state is the output
+        w.close()
+        step()
+        return x[None]
     h = _norm(w, cfg, "output_norm", x)
     emit("result_norm", h[None])
     # the head is product-bound (64 FLOPs per weight at 32 tokens): its chunks decode on the
@@ -184,6 +196,9 @@ def _block(
         a = (a * F32(cfg.residual_scale)).astype(F32)
     x = x + a
     emit(f"{p}.attn_residual", x[None])
+    if w.has(f"{p}.attn_output_norm.weight"):  # BERT: post-norm after the residual
+        x = _norm(w, cfg, f"{p}.attn_output_norm", x)
+        emit(f"{p}.attn_output_norm", x[None])
     h = x
     if w.has(f"{p}.{ffn_norm}.weight"):
         h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
@@ -196,6 +211,9 @@ def _block(
     if cfg.residual_scale != 1.0:
         f = (f * F32(cfg.residual_scale)).astype(F32)
     x = x + f
+    if w.has(f"{p}.layer_output_norm.weight"):  # BERT: post-norm after the residual
+        emit(f"{p}.ffn_residual", x[None])
+        x = _norm(w, cfg, f"{p}.layer_output_norm", x)
     emit(f"{p}.output", x[None])
     return x
 
@@ -251,7 +269,14 @@ def _attention(
     window = cfg.sliding_window if local else 0
     sinks = w.optional(f"{p}.attn_sinks.weight")  # gpt-oss
     out = ops.attention(
-        q.astype(F32), k.astype(F32), v.astype(F32), cfg.attn_scale, window, cfg.attn_softcap, sinks
+        q.astype(F32),
+        k.astype(F32),
+        v.astype(F32),
+        cfg.attn_scale,
+        window,
+        cfg.attn_softcap,
+        sinks,
+        causal=cfg.causal,
     )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)

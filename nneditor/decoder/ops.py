@@ -161,8 +161,9 @@ def attention(
     window: int = 0,
     softcap: float = 0.0,
     sinks: np.ndarray | None = None,
+    causal: bool = True,
 ) -> np.ndarray:
-    """Causal (optionally sliding-window) grouped-query attention; ``softcap`` bounds the
+    """Causal (optionally sliding-window; bidirectional for an encoder) grouped-query attention; ``softcap`` bounds the
     scores by ``tanh(s / cap) * cap`` (Gemma 2); ``sinks`` [heads] are logits that join each
     head's softmax without a value (gpt-oss), so the weights may sum to less than 1.
 
@@ -176,7 +177,7 @@ def attention(
         scores = (np.tanh(scores / F32(softcap)) * F32(softcap)).astype(F32)
     i = np.arange(seq)[:, None]
     j = np.arange(seq)[None, :]
-    masked = j > i
+    masked = j > i if causal else np.zeros((seq, seq), bool)
     if window:
         masked |= (i - j) >= window
     scores = np.where(masked, F32(-np.inf), scores)

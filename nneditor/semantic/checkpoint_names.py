@@ -48,6 +48,7 @@ HF_ARCH = {
     "olmoe": "olmoe",
     "granitemoe": "granitemoe",
     "gpt_oss": "gpt-oss",
+    "bert": "bert",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -68,6 +69,7 @@ _GPT_OSS = re.compile(
 _GPT_OSS_PARTS = {"gate_up_proj": "ffn_gate_up_exps", "down_proj": "ffn_down_exps"}
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
+    "embeddings.position_ids",  # BERT's arange buffer
     ".attn.bias",
     ".attn.masked_bias",
     "rotary_emb.inv_freq",

@@ -38,8 +38,19 @@ def find_logits(
             return hit[-1]
     hit = [v for v in floating if v["name"] in (outputs or ())]
     hit = hit or [v for v in floating if "lm_head" in str(v.get("producer", ""))]
+    # a padded or cut head stays close to the vocabulary; a row far narrower is a hidden state
+    narrow = [v for v in hit if vocab_size and (v.get("shape") or [0])[-1] < vocab_size // 2]
+    hit = [v for v in hit if v not in narrow]
     if hit:
         return hit[-1]
+    if narrow:
+        v = narrow[-1]
+        raise TokenizerError(
+            f"the model's output {v['name']} has {v['shape'][-1]:,} entries per position, far "
+            f"fewer than the vocabulary's {vocab_size:,}: it is a hidden state, not logits (an "
+            "encoder such as BERT has no vocabulary head); predictions need a language "
+            "model's logits (name another value with --value)"
+        )
     raise TokenizerError(
         "no captured value looks like logits (named logits/result_output, a graph output, or "
         "with the vocabulary's size on its last axis); name it with --value"

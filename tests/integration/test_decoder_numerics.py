@@ -351,3 +351,34 @@ def test_a_mixture_reads_only_the_experts_its_tokens_chose(form: str, zoo_artifa
         for part in ("gate", "up", "down"):
             assert sorted(e for (i, p, e) in reads if i == layer and p == part) == chosen
         assert len(chosen) < 8
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_a_bert_encoder_equals_transformers(form: str, realdata, zoo_artifact) -> None:  # noqa: ANN001
+    """The real all-MiniLM-L6 snapshot and llama.cpp's F16 conversion of it: the embeddings'
+    LayerNorm and every block's hidden state (bidirectional attention, post-norms, exact GELU)
+    equal transformers' BertModel; for the GGUF, transformers runs the matrices llama.cpp
+    stores in float16 (every 2-D weight but the position and segment tables) rounded so."""
+    snap = realdata("minilm")
+    path = snap if form == "snapshot" else zoo_artifact("minilm.gguf")
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    if form == "gguf":
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if p.ndim >= 2 and "position" not in name and "token_type" not in name:
+                    p.copy_(p.half().float())
+    ids = np.array([[101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 1012, 102]], dtype=np.int64)
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+        result = run_forward(doc, cfg, ids, values.__setitem__)
+    assert not cfg.causal and not cfg.head
+    hidden = [h.numpy() for h in out.hidden_states]
+    assert _rel(values["inp_norm"], hidden[0]) < 1e-5
+    for i in range(6):
+        assert _rel(values[f"blk.{i}.output"], hidden[i + 1]) < 1e-5, i
+    assert _rel(result, out.last_hidden_state.numpy()) < 1e-5
+    assert "result_output" not in values  # no head: the trace ends at the last hidden state

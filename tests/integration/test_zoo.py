@@ -104,12 +104,19 @@ def test_automatic_input_trace_equals_onnxruntime(name: str, zoo_artifact, tmp_p
 CHECKPOINTS = [n for n in zoo.names() if expect(n).get("format") in ("gguf", "huggingface")]
 
 
+def manifest_output(manifest: dict) -> str:
+    """The last value of a trace without logits (an encoder: its last block's output)."""
+    outputs = [v["name"] for v in manifest["values"] if v["name"].endswith(".output")]
+    return max(outputs, key=lambda n: int(n.split(".")[1]))
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", CHECKPOINTS)
 def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     """Every GGUF and snapshot of the zoo traces on the NumPy decoder with automatic inputs
-    (4 tokens), its logits finite and one row per vocabulary entry, or is refused with the
-    sentence its kind deserves (tests/zoo_expect.py ``trace``)."""
+    (4 tokens), its logits finite and one row per vocabulary entry (an encoder's: its last
+    hidden state, one row per token), or is refused with the sentence its kind deserves
+    (tests/zoo_expect.py ``trace``)."""
     path = zoo_artifact(name)
     out = _cli("trace", path, "--out", tmp_path / "t", "--yes", "--dim", "seq=4")
     refusal = expect(name).get("trace")
@@ -119,6 +126,7 @@ def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) ->
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     values = {v["name"]: v for v in manifest["values"]}
-    logits = read_value(tmp_path / "t", values["result_output"])
+    last = "result_output" if "result_output" in values else manifest_output(manifest)
+    logits = read_value(tmp_path / "t", values[last])
     assert logits.shape[:2] == (1, 4) and np.isfinite(logits).all()
     assert all(v["status"] == "captured" for v in values.values())

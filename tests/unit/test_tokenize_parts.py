@@ -113,6 +113,12 @@ def test_find_logits_by_name_vocabulary_output_and_head() -> None:
     assert find_logits(values)["name"] == "454"
     with pytest.raises(TokenizerError, match="--value"):
         find_logits([_entry("a", [1, 4, 50])])
+    # a padded head (a few entries over) is still the head; an encoder's hidden state is not
+    padded = [_entry("out", [1, 4, 32064])]
+    assert find_logits(padded, vocab_size=32000, outputs=["out"])["name"] == "out"
+    hidden = [_entry("blk.5.output", [1, 4, 384])]
+    with pytest.raises(TokenizerError, match="384 entries per position, far fewer than"):
+        find_logits(hidden, vocab_size=30522, outputs=["blk.5.output"])
 
 
 def test_decode_captured_selects_the_batch_row() -> None:
