@@ -252,6 +252,10 @@ BERT: dict[str, Any] = {
     "gated": False,
     "causal": False,
     "head": False,
+    "notes": (
+        "the trace ends at the last hidden state: a pooler and the pooled sentence embedding "
+        "are not computed",
+    ),
 }
 
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head

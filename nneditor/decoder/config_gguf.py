@@ -137,7 +137,6 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             **{**BERT, "causal": causal},
             norm_eps=eps,
             attn_scale=1 / math.sqrt(head_dim),
-            notes=("the pooled sentence embedding (pooling_type) is not computed",),
         )
     if arch in LAYER_NORM_FAMILIES:
         return _gguf_layer_norm_family(metadata, common)
