@@ -288,6 +288,8 @@ EXPECT: dict[str, E] = {
         for name, fmt in (
             ("decoder-qwen35", "huggingface"),
             ("decoder-qwen35.gguf", "gguf"),
+            ("decoder-qwen35moe", "huggingface"),
+            ("decoder-qwen35moe.gguf", "gguf"),
             ("decoder-qwen35-prism", "huggingface"),
             ("decoder-qwen35-prism.gguf", "gguf"),
             ("decoder-qwen35-ternary-pq2_0", "huggingface"),

@@ -84,6 +84,28 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Qwen3.5 MoE: qwen35's hybrid layers with a routed feed-forward and a gated shared expert
+    "qwen35moe": (
+        "Qwen3_5MoeTextConfig",
+        "Qwen3_5MoeForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "full_attention_interval": 2,
+            "head_dim": 32,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 24,
+            "linear_conv_kernel_dim": 4,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+        },
+        # transformers' tokenizer class for qwen3_5_moe_text re-derives Qwen's pre-tokenizer
+        "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
+    ),
     # widths that are multiples of 128 (the ternary packings' block) and all different, so a
     # sign vector picked by the wrong width shows: hidden 128, attention 256, recurrent 384,
     # feed-forward 512 (the Prism variants below start from this snapshot)
@@ -645,7 +667,11 @@ _SPECIAL_TOKENS = {"glm4": ["<|endoftext|>", "<|user|>"]}
 
 #: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which
 #: the converter otherwise requires
-_CONVERT_FLAGS = {"qwen35": ["--no-mtp"], "qwen35-prism": ["--no-mtp"]}
+_CONVERT_FLAGS = {
+    "qwen35": ["--no-mtp"],
+    "qwen35-prism": ["--no-mtp"],
+    "qwen35moe": ["--no-mtp"],
+}
 #: Prism variants: (version, packing, tied head, ssm_out columns grouped)
 PRISM = {"pq2_0": (1, 142, False, True), "ptq1_0": (2, 143, True, False)}
 

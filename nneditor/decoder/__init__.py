@@ -102,7 +102,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "opened; a trace needs every shard (see the note on the missing ones)"
             )
         common = gguf_common(meta, names)
-        family = {qwen35.ARCH: qwen35.from_gguf, lfm2.ARCH: lfm2.from_gguf}
+        family = {lfm2.ARCH: lfm2.from_gguf, **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf)}
         cfg = family.get(common["arch"], from_gguf)(meta, common)
         vl = str(doc.metadata.get("general.architecture") or "")
         if vl in TEXT_OF_VL:
@@ -118,7 +118,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         config = doc.metadata.get("config") or {}
         config, names = _dequantized(config, names, doc)
         common = hf_common(config, names)
-        hf_family = {qwen35.ARCH: qwen35.from_hf, lfm2.ARCH: lfm2.from_hf}
+        hf_family = {lfm2.ARCH: lfm2.from_hf, **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf)}
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
         if cfg.activation == "xielu":
             cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))
@@ -128,7 +128,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         )
     check_tensors(cfg)
     if cfg.layer_kinds:
-        needs = lfm2.NEEDS if cfg.arch == lfm2.ARCH else qwen35.NEEDS
+        needs = lfm2.NEEDS if cfg.arch == lfm2.ARCH else qwen35.needs(cfg)
         qwen35.check_layers(cfg, list(cfg.names), needs)
     for name in cfg.names.values():
         reason = getattr(doc.tensors[name].loader, "reason", None)

@@ -41,6 +41,7 @@ ARCHES = (
     "exaone4",
     "gpt2",
     "qwen35",
+    "qwen35moe",
     "granite",
     "stablelm",
     "starcoder2",
@@ -70,7 +71,7 @@ ARCHES = (
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
-FFN_NORM_AFTER_ATTENTION = ("qwen35", "seed_oss", "gpt-oss")
+FFN_NORM_AFTER_ATTENTION = ("qwen35", "qwen35moe", "seed_oss", "gpt-oss")
 _MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
@@ -82,6 +83,7 @@ GGUF_MOE_NORM = {
     "llama": True,
     "qwen3moe": True,
     "granitemoe": True,
+    "qwen35moe": True,
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
@@ -301,10 +303,10 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     shared = sorted(n for n in names if "shexp" in n)
-    if shared and arch != "qwen2moe":
+    if shared and arch not in ("qwen2moe", "qwen35moe"):
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
-            "decoder runs them for Qwen2-MoE only"
+            "decoder runs them for Qwen2-MoE and Qwen3.5 MoE only"
         )
 
 

@@ -108,7 +108,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
             "NumPy decoder does not implement"
         )
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
-    always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss")
+    always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text")
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
     if arch == "gpt-oss":  # transformers' GptOssExperts: clamped SwiGLU, gate/up interleaved

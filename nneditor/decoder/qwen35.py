@@ -24,35 +24,40 @@ from nneditor.decoder import hadamard
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, SsmShape
 
 ARCH = "qwen35"
+#: Qwen3.5's mixtures of experts (Qwen3.5-35B-A3B...): the same layers, a routed feed-forward
+#: with a shared expert behind a sigmoid gate (decoder/moe.py)
+MOE_ARCH = "qwen35moe"
+ARCHES = (ARCH, MOE_ARCH)
 
 
-def layer_pattern(metadata: Mapping[str, Any], n_layers: int) -> tuple[str, ...]:
+def layer_pattern(metadata: Mapping[str, Any], n_layers: int, arch: str = ARCH) -> tuple[str, ...]:
     """Recurrent/attention per trunk layer: ``attention.recurrent_layers`` when present, else
     every ``full_attention_interval``-th layer attends (llama.cpp's rule)."""
-    flags = metadata.get(f"{ARCH}.attention.recurrent_layers")
+    flags = metadata.get(f"{arch}.attention.recurrent_layers")
     if flags is not None:
         values = list(flags.tolist() if hasattr(flags, "tolist") else flags)
         if len(values) < n_layers:
             raise DecoderUnsupported(
-                f"qwen35.attention.recurrent_layers lists {len(values)} layers, the model "
+                f"{arch}.attention.recurrent_layers lists {len(values)} layers, the model "
                 f"{n_layers}"
             )
         return tuple("recurrent" if v else "attention" for v in values[:n_layers])
-    interval = int(metadata.get(f"{ARCH}.full_attention_interval") or 4)
+    interval = int(metadata.get(f"{arch}.full_attention_interval") or 4)
     return tuple("attention" if (i + 1) % interval == 0 else "recurrent" for i in range(n_layers))
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     names = dict(common["names"])
+    arch = str(common["arch"])
 
     def num(key: str) -> int:
-        v = metadata.get(f"{ARCH}.{key}")
+        v = metadata.get(f"{arch}.{key}")
         if v is None:
-            raise DecoderUnsupported(f"this GGUF lacks {ARCH}.{key}, which the decoder needs")
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
         return int(v)
 
     total = int(common["n_layers"])
-    nextn = int(metadata.get(f"{ARCH}.nextn_predict_layers") or 0)
+    nextn = int(metadata.get(f"{arch}.nextn_predict_layers") or 0)
     trunk = total - nextn
     notes: tuple[str, ...] = ()
     if nextn:
@@ -74,9 +79,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         tiled=True,
         a_log=False,
     )
-    eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-6)
+    eps = float(metadata.get(f"{arch}.attention.layer_norm_rms_epsilon") or 1e-6)
     head_dim = int(common["head_dim"])
-    scale = metadata.get(f"{ARCH}.attention.scale")
+    scale = metadata.get(f"{arch}.attention.scale")
     try:
         fold = hadamard.from_metadata(metadata)
     except hadamard.HadamardUnsupported as exc:
@@ -86,10 +91,10 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         **{**common, "n_layers": trunk, "names": names},
         norm_eps=eps,
         rope="neox",
-        rope_dim=int(metadata.get(f"{ARCH}.rope.dimension_count") or head_dim),
-        rope_theta=float(metadata.get(f"{ARCH}.rope.freq_base") or 10000.0),
+        rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
+        rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=float(scale) if scale else 1 / math.sqrt(head_dim),
-        layer_kinds=layer_pattern(metadata, trunk),
+        layer_kinds=layer_pattern(metadata, trunk, arch),
         attn_gate=True,
         ssm=ssm,
         hadamard=fold,
@@ -209,3 +214,24 @@ def check_layers(
                 f"layer {i} is {a} {kind} layer but also holds {extra[0]}; the decoder refuses "
                 "rather than leave a weight out"
             )
+
+
+def needs(cfg: DecoderConfig) -> dict[str, list[str]]:
+    """Each layer kind's tensors; a mixture's feed-forward: its router, its experts (stacked,
+    or one tensor per expert) and its shared expert when it has one."""
+    if cfg.moe is None:
+        return NEEDS
+    names = set(cfg.names)
+    if any(n.endswith(".ffn_gate_exps.weight") for n in names):
+        experts = [f"ffn_{p}_exps.weight" for p in ("gate", "up", "down")]
+    else:
+        experts = [
+            f"ffn_{p}_exps.{e}.weight"
+            for e in range(cfg.moe.n_experts)
+            for p in ("gate", "up", "down")
+        ]
+    shared = [f"ffn_{p}_shexp.weight" for p in ("gate_inp", "gate", "up", "down")]
+    if not any("shexp" in n for n in names):
+        shared = []
+    ffn = ["post_attention_norm.weight", "ffn_gate_inp.weight", *experts, *shared]
+    return {kind: [k for k in keys if k not in _FFN] + ffn for kind, keys in NEEDS.items()}

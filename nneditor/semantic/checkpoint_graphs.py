@@ -308,9 +308,9 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} before the mixer (from tensor names).",
             )
-        if arch == "qwen35" and "attn_gate.weight" in t:
+        if arch in ("qwen35", "qwen35moe") and "attn_gate.weight" in t:
             a = self._recurrent_mixer(s, t, h)
-        elif arch == "qwen35":
+        elif arch in ("qwen35", "qwen35moe"):
             a = self._gated_attention(s, t, h, heads, kv)
         elif "shortconv.in_proj.weight" in t:
             a = self._short_conv(s, t, h)

@@ -26,6 +26,7 @@ HF_ARCH = {
     "exaone4": "exaone4",
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
+    "qwen3_5_moe_text": "qwen35moe",
     "granite": "granite",
     "stablelm": "stablelm",
     "starcoder2": "starcoder2",
