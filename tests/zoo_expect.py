@@ -174,6 +174,9 @@ EXPECT: dict[str, E] = {
         for family in MOE_DECODERS
         for suffix in ("", ".gguf")
     },
+    # GLM-4.5: a dense first block, then two routed ones
+    "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
+    "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
     # mlx_lm's 4-bit conversion (weights listed as their decoded matrices; it traces)
     "decoder-llama-mlx4": {"format": "huggingface", **_lm(2)},

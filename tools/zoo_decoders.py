@@ -237,6 +237,31 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # GLM-4.5 (glm4moe): a dense first layer, then sigmoid routing with a selection bias among
+    # the best of 2 expert groups, weights renormalised and scaled by 2.5, a shared expert,
+    # biased q/k/v, per-head q/k norms and half of each head rotated
+    "glm4_moe": (
+        "Glm4MoeConfig",
+        "Glm4MoeForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "n_group": 2,
+            "topk_group": 1,
+            "routed_scaling_factor": 2.5,
+            "norm_topk_prob": True,
+            "first_k_dense_replace": 1,
+            "attention_bias": True,
+            "use_qk_norm": True,
+            "num_nextn_predict_layers": 0,
+        },
+        _SMOL,
+    ),
     # Qwen2-MoE (Qwen1.5-MoE): biased q/k/v, plus a shared expert behind a sigmoid gate
     "qwen2_moe": (
         "Qwen2MoeConfig",
@@ -588,6 +613,9 @@ def _snapshot(family: str, path: Path) -> None:
             for part, factor in _SCALED.get(family, {}).items():  # reach the clamps
                 if part in name:
                     p.mul_(factor)
+        for name, b in model.named_buffers():  # GLM-4.5's expert-selection bias: it must matter
+            if name.endswith("e_score_correction_bias"):
+                b.add_(torch.randn_like(b) * 0.1)
     model.save_pretrained(str(path))
     if fast is None:
         (path / "tokenizer.model").write_bytes(_spm_model())
@@ -662,7 +690,10 @@ _CONFIG_AS_RELEASED = {
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)
-_SPECIAL_TOKENS = {"glm4": ["<|endoftext|>", "<|user|>"]}
+_SPECIAL_TOKENS = {
+    "glm4": ["<|endoftext|>", "<|user|>"],
+    "glm4_moe": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
+}
 
 
 #: converter flags per family: the tiny Qwen3.5 has no multi-token-prediction weights, which

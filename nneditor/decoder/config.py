@@ -18,6 +18,7 @@ config_gguf.py reads GGUF metadata, config_hf.py reads config.json.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ ARCHES = (
     "olmoe",
     "granitemoe",
     "gpt-oss",
+    "glm4moe",
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -71,7 +73,7 @@ ARCHES = (
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
-FFN_NORM_AFTER_ATTENTION = ("qwen35", "qwen35moe", "seed_oss", "gpt-oss")
+FFN_NORM_AFTER_ATTENTION = ("qwen35", "qwen35moe", "seed_oss", "gpt-oss", "glm4moe")
 _MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
@@ -84,6 +86,7 @@ GGUF_MOE_NORM = {
     "qwen3moe": True,
     "granitemoe": True,
     "qwen35moe": True,
+    "glm4moe": True,  # its files state expert_weights_norm
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
@@ -106,6 +109,14 @@ class Moe:
     limit: float = 7.0
     #: a [gate; up] expert matrix alternates gate and up rows (gpt-oss snapshots), not halves
     interleaved: bool = False
+    #: "softmax" over the experts, or GLM-4.5's (DeepSeek-V3's) "sigmoid" scores, chosen with
+    #: a per-expert selection bias (exp_probs_b) among the best ``topk_group`` of ``n_group``
+    #: groups; the weights are the unbiased scores
+    gating: str = "softmax"
+    n_group: int = 1
+    topk_group: int = 1
+    #: the chosen weights are multiplied by this (routed_scaling_factor)
+    scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -303,16 +314,29 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     shared = sorted(n for n in names if "shexp" in n)
-    if shared and arch not in ("qwen2moe", "qwen35moe"):
+    if shared and arch not in ("qwen2moe", "qwen35moe", "glm4moe"):
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
-            "decoder runs them for Qwen2-MoE and Qwen3.5 MoE only"
+            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE and GLM-4.5 only"
         )
 
 
 def is_moe(names: Mapping[str, str]) -> bool:
     """Whether the checkpoint's tensors include a mixture of experts' router or experts."""
     return any(_MOE.search(n) for n in names)
+
+
+def group_routing(moe: Moe, arch: str, n_group: int, topk_group: int, scale: float) -> Moe:
+    """``moe`` with GLM-4.5's sigmoid router: ``n_group`` groups of experts, the best
+    ``topk_group`` of them eligible, the chosen weights times ``scale``."""
+    if n_group < 1 or moe.n_experts % n_group or not 0 < topk_group <= n_group:
+        raise DecoderUnsupported(
+            f"this {arch} mixture states {n_group} expert groups ({topk_group} used) for "
+            f"{moe.n_experts} experts; the decoder needs groups of equal size"
+        )
+    return dataclasses.replace(
+        moe, gating="sigmoid", n_group=n_group, topk_group=topk_group, scale=scale
+    )
 
 
 def moe_config(arch: str, n_experts: int, n_used: int, norm_topk: bool) -> Moe:
@@ -353,6 +377,7 @@ _BLOCK_KEYS = {
     "ffn_down_exps.bias",
     "ffn_gate_up_exps.bias",
     "attn_sinks.weight",
+    "exp_probs_b.bias",  # GLM-4.5: the router's expert-selection bias
     # BERT: post-norms after each residual
     "attn_output_norm.weight",
     "attn_output_norm.bias",
@@ -477,5 +502,11 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
             keys += [f"blk.{i}.ffn_{part}_exps.{e}.weight" for e in range(cfg.moe.n_experts)]
     shared = [f"blk.{i}.ffn_{part}_shexp.weight" for part in ("gate", "up", "down")]
     if any(k in cfg.names for k in shared):
-        keys += [*shared, f"blk.{i}.ffn_gate_inp_shexp.weight"]
+        keys += shared
+        if cfg.arch in _GATED_SHARED_EXPERT:  # its output is scaled by a sigmoid gate
+            keys.append(f"blk.{i}.ffn_gate_inp_shexp.weight")
     return keys
+
+
+#: families whose shared expert sits behind a sigmoid gate (GLM-4.5's is added as it is)
+_GATED_SHARED_EXPERT = ("qwen2moe", "qwen35moe")

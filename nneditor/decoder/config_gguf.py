@@ -20,6 +20,7 @@ from nneditor.decoder.config import (
     Moe,
     Xielu,
     exaone4_layers,
+    group_routing,
     is_moe,
     moe_config,
     plain_ffn,
@@ -77,7 +78,10 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
 #: llama.cpp's expert gating functions (LLAMA_EXPERT_GATING_FUNC_TYPE_*): a softmax over every
 #: expert, or over the chosen experts' logits (the same weights, renormalised)
 _SOFTMAX_GATING = 1
+_SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
+#: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
+_SIGMOID_ARCHES = ("glm4moe",)
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -93,13 +97,19 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
-    if gating is not None and int(gating) not in (_SOFTMAX_GATING, _SOFTMAX_WEIGHT_GATING):
+    sigmoid = gating is not None and int(gating) == _SIGMOID_GATING and arch in _SIGMOID_ARCHES
+    if (
+        gating is not None
+        and not sigmoid
+        and int(gating) not in (_SOFTMAX_GATING, _SOFTMAX_WEIGHT_GATING)
+    ):
         raise DecoderUnsupported(
             f"this {arch} file gates its experts with function {int(gating)} (llama.cpp's "
-            "numbering); the NumPy decoder implements the softmax router only"
+            "numbering); the NumPy decoder implements the softmax router (and GLM-4.5's "
+            "sigmoid one)"
         )
     scale = float(metadata.get(f"{arch}.expert_weights_scale") or 1.0)
-    if scale != 1.0:
+    if scale != 1.0 and not sigmoid:
         raise DecoderUnsupported(
             f"this {arch} file scales its expert weights by {scale:g}, which the NumPy decoder "
             "does not implement"
@@ -109,6 +119,10 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
     if gating is not None and int(gating) == _SOFTMAX_WEIGHT_GATING:
         norm = True
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
+    if sigmoid:
+        groups = int(metadata.get(f"{arch}.expert_group_count") or 1)
+        used = int(metadata.get(f"{arch}.expert_group_used_count") or groups)
+        moe = group_routing(moe, arch, groups, used, scale)
     if arch == "gpt-oss":  # llama.cpp's LLM_FFN_SWIGLU_OAI_MOE (alpha 1.702, limit 7)
         moe = dataclasses.replace(moe, act="swiglu_oai")
     return moe
@@ -196,6 +210,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
+    if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
+        common, extra = _drop_nextn(metadata, common)
     if arch == "gpt-oss":  # every other layer slides (llama.cpp's pattern of 2), from the first
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {
@@ -218,6 +234,28 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_theta=theta,
         **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
     )
+
+
+def _drop_nextn(
+    metadata: Mapping[str, Any], common: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """GLM-4.5's multi-token-prediction layers (``nextn_predict_layers`` at the end of the
+    stack) draft later tokens; the next-token logits do not pass through them."""
+    arch, total = common["arch"], int(common["n_layers"])
+    nextn = int(metadata.get(f"{arch}.nextn_predict_layers") or 0)
+    if not nextn:
+        return common, {}
+    trunk = total - nextn
+    names = {
+        k: v
+        for k, v in common["names"].items()
+        if not (k.startswith("blk.") and int(k.split(".")[1]) >= trunk)
+    }
+    note = (
+        f"layers {trunk}-{total - 1} predict later tokens (multi-token prediction) and are not "
+        "run: the next-token logits do not depend on them"
+    )
+    return {**common, "n_layers": trunk, "names": names}, {"notes": (note,)}
 
 
 def _gguf_xielu(metadata: Mapping[str, Any], n_layers: int) -> tuple[Xielu, ...]:

@@ -17,6 +17,7 @@ from nneditor.decoder.config import (
     DecoderConfig,
     Moe,
     exaone4_layers,
+    group_routing,
     is_moe,
     moe_config,
     plain_ffn,
@@ -98,7 +99,11 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
 def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     """The routing transformers runs: a softmax over every expert, the top ones kept, their
     weights renormalised when ``norm_topk_prob`` says so (Mixtral and Granite always)."""
-    n_experts = config.get("num_local_experts") or config.get("num_experts")
+    n_experts = (
+        config.get("num_local_experts")
+        or config.get("num_experts")
+        or config.get("n_routed_experts")
+    )
     n_used = config.get("num_experts_per_tok")
     if not n_experts or not n_used:
         return None
@@ -111,6 +116,14 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text")
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
+    if arch == "glm4moe":  # transformers' Glm4MoeTopkRouter: sigmoid scores, groups, a scale
+        moe = group_routing(
+            moe,
+            arch,
+            int(config.get("n_group") or 1),
+            int(config.get("topk_group") or 1),
+            float(config.get("routed_scaling_factor") or 1.0),
+        )
     if arch == "gpt-oss":  # transformers' GptOssExperts: clamped SwiGLU, gate/up interleaved
         limit = float(config.get("swiglu_limit") or 7.0)
         moe = dataclasses.replace(moe, act="swiglu_oai", limit=limit, interleaved=True)
@@ -358,6 +371,8 @@ def _hf_names(
     arch: str, tensor_names: Sequence[str], n_layers: int
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
+    if arch == "glm4moe":  # GLM-4.5's multi-token-prediction layers follow the stack
+        tensor_names = [n for n in tensor_names if _layer_of(n) < n_layers]
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
     if arch == "bert":  # the pooler's head is off the hidden states' path (the trace ends there)
         unplaced = [n for n in unplaced if not n.startswith("pooler.")]
@@ -373,6 +388,14 @@ def _hf_names(
         or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
+
+
+def _layer_of(name: str) -> int:
+    """The layer index in ``model.layers.N...`` (-1 outside the stack)."""
+    parts = name.split(".")
+    if len(parts) > 2 and parts[0] == "model" and parts[1] == "layers" and parts[2].isdigit():
+        return int(parts[2])
+    return -1
 
 
 def _window_of(config: Mapping[str, Any]) -> int:

@@ -1,9 +1,11 @@
-"""The sparse feed-forward of a mixture of experts: Mixtral (llama), Qwen3-MoE, Qwen2-MoE, OLMoE
-and Granite 3 MoE, from GGUF files (experts stacked in one tensor per matrix) and snapshots (one
-tensor per expert, or Granite's stacked [gate; up] and down tensors).
+"""The sparse feed-forward of a mixture of experts: Mixtral (llama), Qwen3-MoE, Qwen2-MoE, OLMoE,
+Granite 3 MoE, Qwen3.5 MoE, gpt-oss and GLM-4.5, from GGUF files (experts stacked in one tensor
+per matrix) and snapshots (one tensor per expert, or stacked tensors).
 
 Per token the router's softmax over every expert picks the ``n_used`` largest; their weights
-are renormalised to sum to 1 where the family does so (``Moe.norm_topk``). Each chosen expert
+are renormalised to sum to 1 where the family does so (``Moe.norm_topk``). GLM-4.5's router
+scores each expert with a sigmoid instead, chooses by score plus a learned selection bias
+within the best groups, and weighs by the unbiased scores, renormalised and scaled. Each chosen expert
 is a SwiGLU feed-forward; only the experts some token chose are read, so a trace of a few
 tokens decodes a small part of a large model's experts. Outputs are summed in ascending expert
 order, as transformers adds them. Qwen2-MoE adds a shared expert scaled by a sigmoid gate.
@@ -50,12 +52,20 @@ def sparse_feed_forward(
     logits = w.linear(
         f"{p}.ffn_gate_inp.weight", h, router_bias if w.has(router_bias) else None
     ).astype(F32)
-    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    probs = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
-    top = np.argsort(-probs, axis=-1, kind="stable")[:, : cfg.moe.n_used]
+    if cfg.moe.gating == "sigmoid":
+        probs = ops.sigmoid(logits).astype(F32)
+        choice = probs + w.get(f"{p}.exp_probs_b.bias") if w.has(f"{p}.exp_probs_b.bias") else probs
+        choice = _eligible_groups(choice, cfg.moe.n_group, cfg.moe.topk_group)
+    else:
+        z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs = choice = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
+    top = np.argsort(-choice, axis=-1, kind="stable")[:, : cfg.moe.n_used]
     weights = np.take_along_axis(probs, top, axis=-1)
     if cfg.moe.norm_topk:
-        weights = (weights / weights.sum(axis=-1, keepdims=True)).astype(F32)
+        tiny = F32(1e-20) if cfg.moe.gating == "sigmoid" else F32(0)
+        weights = (weights / (weights.sum(axis=-1, keepdims=True) + tiny)).astype(F32)
+    if cfg.moe.scale != 1.0:
+        weights = (weights * F32(cfg.moe.scale)).astype(F32)
     routing = np.zeros_like(probs)
     np.put_along_axis(routing, top, weights, axis=-1)
     emit(f"{p}.ffn_moe_weights", routing[None])
@@ -79,11 +89,27 @@ def sparse_feed_forward(
         if down_b is not None:
             y = y + down_b
         out[tokens] += y * weights[tokens, slots][:, None]
-    if w.has(f"{p}.ffn_up_shexp.weight"):  # Qwen2-MoE's shared expert
+    if w.has(f"{p}.ffn_up_shexp.weight"):  # a shared expert every token uses
         inner = act(w.linear(f"{p}.ffn_gate_shexp.weight", h)) * w.linear(
             f"{p}.ffn_up_shexp.weight", h
         )
         shared = w.linear(f"{p}.ffn_down_shexp.weight", inner.astype(F32))
-        gate = h @ w.get(f"{p}.ffn_gate_inp_shexp.weight").reshape(-1)
-        out = out + ops.sigmoid(gate)[:, None] * shared
+        if w.has(f"{p}.ffn_gate_inp_shexp.weight"):  # Qwen2-MoE, Qwen3.5: a sigmoid gate
+            gate = h @ w.get(f"{p}.ffn_gate_inp_shexp.weight").reshape(-1)
+            shared = ops.sigmoid(gate)[:, None] * shared
+        out = out + shared
     return out.astype(F32)
+
+
+def _eligible_groups(choice: np.ndarray, n_group: int, topk_group: int) -> np.ndarray:
+    """``choice`` [seq, experts] with every expert outside each token's best ``topk_group``
+    groups (a group's worth: the sum of its two best scores) set to -inf."""
+    if n_group <= 1 or topk_group >= n_group:
+        return choice
+    seq, n = choice.shape
+    grouped = choice.reshape(seq, n_group, n // n_group)
+    worth = np.sort(grouped, axis=-1)[..., -2:].sum(axis=-1)  # [seq, n_group]
+    best = np.argsort(-worth, axis=-1, kind="stable")[:, :topk_group]
+    keep = np.zeros((seq, n_group), bool)
+    np.put_along_axis(keep, best, True, axis=-1)
+    return np.where(np.repeat(keep, n // n_group, axis=-1), choice, F32(-np.inf)).astype(F32)

@@ -50,6 +50,7 @@ HF_ARCH = {
     "granitemoe": "granitemoe",
     "gpt_oss": "gpt-oss",
     "bert": "bert",
+    "glm4_moe": "glm4moe",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -128,6 +129,10 @@ def canonical_names(
         xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
+            continue
+        if arch == "glm4moe" and name.endswith(".mlp.gate.e_score_correction_bias"):
+            layer = name.split(".")[2]  # model.layers.N.mlp.gate...: the selection bias
+            mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue
         oss = _GPT_OSS.match(name) if arch == "gpt-oss" else None
         if oss:

@@ -21,7 +21,16 @@ tf = pytest.importorskip("transformers")
 
 #: every decoder family of the zoo (qwen35, lfm2: hybrid; olmo3 and gemma2: sliding-window layers;
 #: the mixtures of experts)
-FAMILIES = [*DENSE_DECODERS, *MOE_DECODERS, "qwen35", "qwen35moe", "olmo3", "gemma2", "lfm2"]
+FAMILIES = [
+    *DENSE_DECODERS,
+    *MOE_DECODERS,
+    "glm4_moe",
+    "qwen35",
+    "qwen35moe",
+    "olmo3",
+    "gemma2",
+    "lfm2",
+]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_logit_refs.json"
