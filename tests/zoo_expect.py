@@ -177,6 +177,12 @@ EXPECT: dict[str, E] = {
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},
+    # DeepSeek-V3 and V2: latent attention, a dense first block, then two routed ones
+    **{
+        f"decoder-{family}{suffix}": {"format": "gguf" if suffix else "huggingface", **_lm(3)}
+        for family in ("deepseek_v3", "deepseek_v2")
+        for suffix in ("", ".gguf")
+    },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},
     # mlx_lm's 4-bit conversion (weights listed as their decoded matrices; it traces)
     "decoder-llama-mlx4": {"format": "huggingface", **_lm(2)},

@@ -262,6 +262,54 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # DeepSeek-V3 (deepseek2: also Kimi K2, GLM-4.7-Flash): latent attention with a query
+    # bottleneck, values narrower than keys; a dense first layer, then GLM-4.5's sigmoid routing
+    "deepseek_v3": (
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "num_key_value_heads": 4,
+            "q_lora_rank": 24,
+            "kv_lora_rank": 16,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 12,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "n_group": 2,
+            "topk_group": 1,
+            "routed_scaling_factor": 2.5,
+            "first_k_dense_replace": 1,
+        },
+        _SMOL,
+    ),
+    # DeepSeek-V2(-Lite): latent attention without the query bottleneck, softmax routing scaled
+    "deepseek_v2": (
+        "DeepseekV2Config",
+        "DeepseekV2ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "num_key_value_heads": 4,
+            "q_lora_rank": None,
+            "kv_lora_rank": 16,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 12,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 2,
+            "routed_scaling_factor": 1.5,
+            "first_k_dense_replace": 1,
+            "topk_method": "greedy",
+        },
+        _SMOL,
+    ),
     # Qwen2-MoE (Qwen1.5-MoE): biased q/k/v, plus a shared expert behind a sigmoid gate
     "qwen2_moe": (
         "Qwen2MoeConfig",
@@ -687,6 +735,9 @@ _CONFIG_AS_RELEASED = {
     # IBM's granite-4.0-micro names its layers "attention" (transformers 5 writes
     # "full_attention", which llama.cpp's converter takes for Mamba-2 layers)
     "granite4": {"layer_types": ["attention", "attention"]},
+    # DeepSeek-V3's release states its router (transformers implies it; llama.cpp's converter
+    # writes the sigmoid gating only from this key, and runs softmax without it)
+    "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)

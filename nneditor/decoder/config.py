@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nneditor.decoder.hadamard import Hadamard
+from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import RopeScaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 
@@ -65,6 +66,8 @@ ARCHES = (
     "granitemoe",
     "gpt-oss",
     "glm4moe",
+    # DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash: latent attention (mla.py) and routed experts
+    "deepseek2",
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -87,6 +90,7 @@ GGUF_MOE_NORM = {
     "granitemoe": True,
     "qwen35moe": True,
     "glm4moe": True,  # its files state expert_weights_norm
+    "deepseek2": False,  # V2's; V3's files state expert_weights_norm
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
@@ -200,6 +204,8 @@ class DecoderConfig:
     #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
     #: dense
     moe: Moe | None = None
+    #: DeepSeek's multi-head latent attention widths (decoder/mla.py); None: plain attention
+    mla: Mla | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -314,10 +320,10 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     shared = sorted(n for n in names if "shexp" in n)
-    if shared and arch not in ("qwen2moe", "qwen35moe", "glm4moe"):
+    if shared and arch not in ("qwen2moe", "qwen35moe", "glm4moe", "deepseek2"):
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
-            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE and GLM-4.5 only"
+            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, GLM-4.5 and DeepSeek only"
         )
 
 
@@ -378,6 +384,15 @@ _BLOCK_KEYS = {
     "ffn_gate_up_exps.bias",
     "attn_sinks.weight",
     "exp_probs_b.bias",  # GLM-4.5: the router's expert-selection bias
+    # DeepSeek's latent attention
+    "attn_q_a.weight",
+    "attn_q_a_norm.weight",
+    "attn_q_b.weight",
+    "attn_kv_a_mqa.weight",
+    "attn_kv_a_norm.weight",
+    "attn_kv_b.weight",
+    "attn_k_b.weight",
+    "attn_v_b.weight",
     # BERT: post-norms after each residual
     "attn_output_norm.weight",
     "attn_output_norm.bias",
@@ -465,6 +480,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
                 f"blk.{i}.attn_v.weight",
             ]
         )
+        if cfg.mla is not None:
+            qkv = _mla_keys(cfg, i)
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
@@ -510,3 +527,20 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
 
 #: families whose shared expert sits behind a sigmoid gate (GLM-4.5's is added as it is)
 _GATED_SHARED_EXPERT = ("qwen2moe", "qwen35moe")
+
+
+def _mla_keys(cfg: DecoderConfig, i: int) -> list[str]:
+    """Layer ``i``'s latent-attention matrices: queries direct or through their bottleneck,
+    the latent and its norm, its expansion whole or split as llama.cpp writes it."""
+    p = f"blk.{i}"
+    low_rank = f"{p}.attn_q_a.weight" in cfg.names or f"{p}.attn_q.weight" not in cfg.names
+    query = (
+        [f"{p}.attn_q_a.weight", f"{p}.attn_q_a_norm.weight", f"{p}.attn_q_b.weight"]
+        if low_rank
+        else [f"{p}.attn_q.weight"]
+    )
+    split = f"{p}.attn_kv_b.weight" not in cfg.names
+    expand = (
+        [f"{p}.attn_k_b.weight", f"{p}.attn_v_b.weight"] if split else [f"{p}.attn_kv_b.weight"]
+    )
+    return [*query, f"{p}.attn_kv_a_mqa.weight", f"{p}.attn_kv_a_norm.weight", *expand]

@@ -26,6 +26,7 @@ from nneditor.decoder.config import (
     plain_ffn,
     refuse_common,
 )
+from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import gguf_scaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 
@@ -81,7 +82,7 @@ _SOFTMAX_GATING = 1
 _SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
 #: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
-_SIGMOID_ARCHES = ("glm4moe",)
+_SIGMOID_ARCHES = ("glm4moe", "deepseek2")
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -109,7 +110,7 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             "sigmoid one)"
         )
     scale = float(metadata.get(f"{arch}.expert_weights_scale") or 1.0)
-    if scale != 1.0 and not sigmoid:
+    if scale != 1.0 and not sigmoid and arch != "deepseek2":
         raise DecoderUnsupported(
             f"this {arch} file scales its expert weights by {scale:g}, which the NumPy decoder "
             "does not implement"
@@ -119,10 +120,17 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
     if gating is not None and int(gating) == _SOFTMAX_WEIGHT_GATING:
         norm = True
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
+    groups = int(metadata.get(f"{arch}.expert_group_count") or 1)
+    used = int(metadata.get(f"{arch}.expert_group_used_count") or groups)
     if sigmoid:
-        groups = int(metadata.get(f"{arch}.expert_group_count") or 1)
-        used = int(metadata.get(f"{arch}.expert_group_used_count") or groups)
         moe = group_routing(moe, arch, groups, used, scale)
+    elif scale != 1.0 or groups > 1:  # DeepSeek-V2: softmax weights, scaled
+        if groups > 1 and used < groups:
+            raise DecoderUnsupported(
+                "this DeepSeek-V2 file routes within expert groups by their best softmax score "
+                "(group-limited greedy), which the NumPy decoder does not implement"
+            )
+        moe = dataclasses.replace(moe, scale=scale)
     if arch == "gpt-oss":  # llama.cpp's LLM_FFN_SWIGLU_OAI_MOE (alpha 1.702, limit 7)
         moe = dataclasses.replace(moe, act="swiglu_oai")
     return moe
@@ -212,6 +220,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
         common, extra = _drop_nextn(metadata, common)
+    if arch == "deepseek2":
+        return _gguf_deepseek2(metadata, common, eps)
     if arch == "gpt-oss":  # every other layer slides (llama.cpp's pattern of 2), from the first
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {
@@ -233,6 +243,47 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_dim=rope_dim,
         rope_theta=theta,
         **{"attn_scale": 1 / math.sqrt(head_dim), **extra},
+    )
+
+
+def _gguf_deepseek2(
+    metadata: Mapping[str, Any], common: dict[str, Any], eps: float
+) -> DecoderConfig:
+    """DeepSeek-V2/V3 as llama.cpp converts them: latent attention (MLA) whose key width is
+    ``key_length_mla`` (files written before the MLA split state it as ``key_length``)."""
+    arch = common["arch"]
+    if metadata.get(f"{arch}.rope.scaling.type") not in (None, "none"):
+        raise DecoderUnsupported(
+            "this DeepSeek file extends its context with YaRN; the NumPy decoder runs DeepSeek's "
+            "latent attention without RoPE scaling only"
+        )
+    rope = int(metadata.get(f"{arch}.rope.dimension_count") or 0)
+    rank = int(metadata.get(f"{arch}.attention.kv_lora_rank") or 0)
+    key = int(
+        metadata.get(f"{arch}.attention.key_length_mla")
+        or metadata.get(f"{arch}.attention.key_length")
+        or 0
+    )
+    value = int(
+        metadata.get(f"{arch}.attention.value_length_mla")
+        or metadata.get(f"{arch}.attention.value_length")
+        or 0
+    )
+    if not (rope and rank and key > rope and value):
+        raise DecoderUnsupported(
+            "this DeepSeek file lacks its latent attention's widths (kv_lora_rank, key_length_mla, "
+            "value_length_mla, rope.dimension_count)"
+        )
+    mla = Mla(kv_lora_rank=rank, qk_nope=key - rope, qk_rope=rope, v_head=value)
+    heads = common["n_heads"]
+    return DecoderConfig(
+        **{**common, "head_dim": key, "n_kv_heads": heads},
+        norm_eps=eps,
+        rope="normal",
+        rope_dim=rope,
+        rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
+        attn_scale=1 / math.sqrt(key),
+        mla=mla,
     )
 
 

@@ -23,6 +23,7 @@ from nneditor.decoder.config import (
     plain_ffn,
     refuse_common,
 )
+from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import (
@@ -116,7 +117,15 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text")
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
-    if arch == "glm4moe":  # transformers' Glm4MoeTopkRouter: sigmoid scores, groups, a scale
+    v2 = config.get("model_type") == "deepseek_v2"
+    if arch == "deepseek2" and v2:  # softmax weights, scaled; greedy within all experts
+        if str(config.get("topk_method") or "greedy") != "greedy":
+            raise DecoderUnsupported(
+                f"this DeepSeek-V2 snapshot routes with {config.get('topk_method')!r}, which the "
+                "NumPy decoder does not implement (greedy routing is)"
+            )
+        moe = dataclasses.replace(moe, scale=float(config.get("routed_scaling_factor") or 1.0))
+    elif arch in ("glm4moe", "deepseek2"):  # sigmoid scores, selection bias, groups, a scale
         moe = group_routing(
             moe,
             arch,
@@ -144,6 +153,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "deepseek2":
+        return _hf_deepseek2(config, common)
     if arch == "bert":
         act = str(config.get("hidden_act") or "gelu")
         if act != "gelu":
@@ -371,7 +382,7 @@ def _hf_names(
     arch: str, tensor_names: Sequence[str], n_layers: int
 ) -> tuple[dict[str, str], frozenset[str]]:
     """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
-    if arch == "glm4moe":  # GLM-4.5's multi-token-prediction layers follow the stack
+    if arch in ("glm4moe", "deepseek2"):  # multi-token-prediction layers follow the stack
         tensor_names = [n for n in tensor_names if _layer_of(n) < n_layers]
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
     if arch == "bert":  # the pooler's head is off the hidden states' path (the trace ends there)
@@ -388,6 +399,37 @@ def _hf_names(
         or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
+
+
+def _hf_deepseek2(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """DeepSeek-V2/V3 (and Kimi K2) snapshots: latent attention (MLA), rotating adjacent pairs
+    (rope_interleave, as transformers' DeepSeek-V3 does by default and V2 always)."""
+    nope = int(config.get("qk_nope_head_dim") or 0)
+    rope_dim = int(config.get("qk_rope_head_dim") or 0)
+    rank = int(config.get("kv_lora_rank") or 0)
+    value = int(config.get("v_head_dim") or 0)
+    if not (nope and rope_dim and rank and value):
+        raise DecoderUnsupported(
+            "config.json lacks the latent attention's widths (qk_nope_head_dim, "
+            "qk_rope_head_dim, kv_lora_rank, v_head_dim)"
+        )
+    rope = hf_rope(config)
+    if rope["full"][1].kind != "none":
+        raise DecoderUnsupported(
+            "this DeepSeek snapshot extends its context with RoPE scaling (YaRN); the NumPy "
+            "decoder runs DeepSeek's latent attention without it only"
+        )
+    interleave = config.get("rope_interleave", True) or config.get("model_type") == "deepseek_v2"
+    heads = common["n_heads"]
+    return DecoderConfig(
+        **{**common, "head_dim": nope + rope_dim, "n_kv_heads": heads},
+        norm_eps=float(config.get("rms_norm_eps") or 1e-6),
+        rope="normal" if interleave else "neox",
+        rope_dim=rope_dim,
+        rope_theta=rope["full"][0],
+        attn_scale=1 / math.sqrt(nope + rope_dim),
+        mla=Mla(kv_lora_rank=rank, qk_nope=nope, qk_rope=rope_dim, v_head=value),
+    )
 
 
 def _layer_of(name: str) -> int:

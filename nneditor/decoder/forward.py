@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, moe, ops, prefetch
+from nneditor.decoder import hybrid, lfm2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -181,7 +181,9 @@ def _block(
         x = x + a + f
         emit(f"{p}.output", x[None])
         return x
-    if cfg.kind(i) == "recurrent":
+    if cfg.mla is not None:
+        a = mla.attention(w, cfg, p, h, positions, freq, emit)
+    elif cfg.kind(i) == "recurrent":
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
     elif cfg.kind(i) == "shortconv":
         a = lfm2.short_conv(w, cfg, p, h, emit)

@@ -191,5 +191,6 @@ def attention(
         scores -= top
         np.exp(scores, out=scores)
         scores /= scores.sum(axis=-1, keepdims=True) + np.exp(sink - top)
-    out = scores.reshape(kv, group * seq, seq) @ v.transpose(1, 0, 2)  # [kv, group*seq, d]
-    return out.reshape(heads, seq, d).transpose(1, 0, 2).reshape(seq, heads * d).astype(F32)
+    out = scores.reshape(kv, group * seq, seq) @ v.transpose(1, 0, 2)  # [kv, group*seq, dv]
+    dv = v.shape[-1]  # MLA's values are narrower than its queries and keys
+    return out.reshape(heads, seq, dv).transpose(1, 0, 2).reshape(seq, heads * dv).astype(F32)

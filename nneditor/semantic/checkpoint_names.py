@@ -51,6 +51,9 @@ HF_ARCH = {
     "gpt_oss": "gpt-oss",
     "bert": "bert",
     "glm4_moe": "glm4moe",
+    "deepseek_v3": "deepseek2",
+    "deepseek_v2": "deepseek2",
+    "kimi_k2": "deepseek2",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -130,7 +133,7 @@ def canonical_names(
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
-        if arch == "glm4moe" and name.endswith(".mlp.gate.e_score_correction_bias"):
+        if arch in ("glm4moe", "deepseek2") and name.endswith(".mlp.gate.e_score_correction_bias"):
             layer = name.split(".")[2]  # model.layers.N.mlp.gate...: the selection bias
             mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue

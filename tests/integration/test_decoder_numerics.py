@@ -25,6 +25,8 @@ FAMILIES = [
     *DENSE_DECODERS,
     *MOE_DECODERS,
     "glm4_moe",
+    "deepseek_v3",
+    "deepseek_v2",
     "qwen35",
     "qwen35moe",
     "olmo3",
