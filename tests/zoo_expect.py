@@ -177,6 +177,8 @@ EXPECT: dict[str, E] = {
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},
+    "decoder-deepseek_v3-yarn": {"format": "huggingface", **_lm(2)},
+    "decoder-deepseek_v3-yarn.gguf": {"format": "gguf", **_lm(2)},
     # DeepSeek-V3 and V2: latent attention, a dense first block, then two routed ones
     **{
         f"decoder-{family}{suffix}": {"format": "gguf" if suffix else "huggingface", **_lm(3)}

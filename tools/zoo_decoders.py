@@ -287,6 +287,40 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # DeepSeek-V3 with its YaRN context extension (factor 4 here; the releases' mscale and
+    # mscale_all_dim are equal): the rotary part's frequencies and the softmax scale change
+    "deepseek_v3-yarn": (
+        "DeepseekV3Config",
+        "DeepseekV3ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 2,
+            "num_key_value_heads": 4,
+            "q_lora_rank": 24,
+            "kv_lora_rank": 16,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 12,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "n_group": 1,
+            "topk_group": 1,
+            "first_k_dense_replace": 1,
+            "rope_parameters": {
+                "rope_type": "yarn",
+                "rope_theta": 10000.0,
+                "factor": 4.0,
+                "original_max_position_embeddings": 32,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+                "mscale": 0.707,
+                "mscale_all_dim": 0.707,
+            },
+        },
+        _SMOL,
+    ),
     # DeepSeek-V2(-Lite): latent attention without the query bottleneck, softmax routing scaled
     "deepseek_v2": (
         "DeepseekV2Config",
@@ -738,6 +772,7 @@ _CONFIG_AS_RELEASED = {
     # DeepSeek-V3's release states its router (transformers implies it; llama.cpp's converter
     # writes the sigmoid gating only from this key, and runs softmax without it)
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
+    "deepseek_v3-yarn": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)

@@ -252,10 +252,18 @@ def _gguf_deepseek2(
     """DeepSeek-V2/V3 as llama.cpp converts them: latent attention (MLA) whose key width is
     ``key_length_mla`` (files written before the MLA split state it as ``key_length``)."""
     arch = common["arch"]
-    if metadata.get(f"{arch}.rope.scaling.type") not in (None, "none"):
+    scaling = common["rope_scaling"]
+    mscale = 1.0
+    if scaling.kind == "yarn":
+        # llama.cpp's deepseek2 convention: yarn_log_multiplier is 0.1 * mscale_all_dim; the
+        # softmax scale grows by (1 + that * ln factor)^2 and cos/sin stay unscaled (DeepSeek's
+        # releases state mscale = mscale_all_dim, so transformers' cos/sin factor is 1 too)
+        log_mul = float(metadata.get(f"{arch}.rope.scaling.yarn_log_multiplier") or 0.0)
+        mscale = 1.0 + log_mul * math.log(scaling.factor)
+        common = {**common, "rope_scaling": dataclasses.replace(scaling, attention=1.0)}
+    elif scaling.kind != "none":
         raise DecoderUnsupported(
-            "this DeepSeek file extends its context with YaRN; the NumPy decoder runs DeepSeek's "
-            "latent attention without RoPE scaling only"
+            f"RoPE scaling {scaling.kind!r} is not implemented for DeepSeek's latent attention"
         )
     rope = int(metadata.get(f"{arch}.rope.dimension_count") or 0)
     rank = int(metadata.get(f"{arch}.attention.kv_lora_rank") or 0)
@@ -282,7 +290,7 @@ def _gguf_deepseek2(
         rope="normal",
         rope_dim=rope,
         rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
-        attn_scale=1 / math.sqrt(key),
+        attn_scale=mscale * mscale / math.sqrt(key),
         mla=mla,
     )
 

@@ -414,10 +414,15 @@ def _hf_deepseek2(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderC
             "qk_rope_head_dim, kv_lora_rank, v_head_dim)"
         )
     rope = hf_rope(config)
-    if rope["full"][1].kind != "none":
+    scaling = rope["full"][1]
+    mscale = 1.0
+    if scaling.kind == "yarn":  # transformers' yarn_apply_mscale: the softmax scale too
+        params = config.get("rope_parameters") or config.get("rope_scaling") or {}
+        all_dim = float(params.get("mscale_all_dim") or 0.0)
+        mscale = 0.1 * all_dim * math.log(scaling.factor) + 1.0 if all_dim else 1.0
+    elif scaling.kind != "none":
         raise DecoderUnsupported(
-            "this DeepSeek snapshot extends its context with RoPE scaling (YaRN); the NumPy "
-            "decoder runs DeepSeek's latent attention without it only"
+            f"RoPE scaling {scaling.kind!r} is not implemented for DeepSeek's latent attention"
         )
     interleave = config.get("rope_interleave", True) or config.get("model_type") == "deepseek_v2"
     heads = common["n_heads"]
@@ -427,7 +432,8 @@ def _hf_deepseek2(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderC
         rope="normal" if interleave else "neox",
         rope_dim=rope_dim,
         rope_theta=rope["full"][0],
-        attn_scale=1 / math.sqrt(nope + rope_dim),
+        rope_scaling=scaling,
+        attn_scale=mscale * mscale / math.sqrt(nope + rope_dim),
         mla=Mla(kv_lora_rank=rank, qk_nope=nope, qk_rope=rope_dim, v_head=value),
     )
 

@@ -26,6 +26,7 @@ FAMILIES = [
     *MOE_DECODERS,
     "glm4_moe",
     "deepseek_v3",
+    "deepseek_v3-yarn",
     "deepseek_v2",
     "qwen35",
     "qwen35moe",

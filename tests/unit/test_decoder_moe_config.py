@@ -1,10 +1,11 @@
-"""Mixture-of-experts and latent-attention configurations the decoder refuses, with the
-sentence a user gets: DeepSeek with YaRN (files and snapshots), DeepSeek-V2's group-limited
-greedy routing, expert groups that do not divide the experts, and the routing each source
-states (GLM-4.5 and DeepSeek-V3's sigmoid router, scaled)."""
+"""Mixture-of-experts and latent-attention configurations: the routing and YaRN scale each
+source states (DeepSeek-V3's sigmoid router, scaled; YaRN's softmax factor), and what the
+decoder refuses, with the sentence a user gets (DeepSeek-V2's group-limited greedy routing,
+expert groups that do not divide the experts, RoPE scalings other than YaRN)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -78,7 +79,10 @@ def test_deepseek_files_read_their_latent_widths_and_router() -> None:
 @pytest.mark.parametrize(
     "over, words",
     [
-        ({"rope.scaling.type": "yarn"}, "extends its context with YaRN"),
+        (
+            {"rope.scaling.type": "linear", "rope.scaling.factor": 2.0},
+            "'linear' is not implemented",
+        ),
         ({"expert_group_count": 4, "expert_group_used_count": 2}, "group-limited greedy"),
         ({"expert_gating_func": 2, "expert_group_count": 3}, "3 expert groups"),
         ({"attention.kv_lora_rank": None}, "latent attention's widths"),
@@ -117,10 +121,28 @@ def _hf(**over: Any) -> Any:
     return from_hf(config, hf_common(config, names))
 
 
+def test_deepseek_yarn_scales_the_softmax_by_mscale_squared() -> None:
+    """transformers' yarn_apply_mscale: (0.1 mscale_all_dim ln factor + 1)^2 / sqrt(d_qk);
+    llama.cpp's files carry 0.1 mscale_all_dim as yarn_log_multiplier."""
+    want = (0.1 * 0.707 * math.log(40.0) + 1) ** 2 / 4.0  # d_qk = 16
+    yarn = {"rope_type": "yarn", "factor": 40.0, "original_max_position_embeddings": 32}
+    yarn |= {"mscale": 0.707, "mscale_all_dim": 0.707, "rope_theta": 10000.0}
+    cfg = _hf(rope_parameters=yarn)
+    assert cfg.attn_scale == pytest.approx(want) and cfg.rope_scaling.attention == pytest.approx(
+        1.0
+    )
+    gguf = _gguf(
+        **{
+            "rope.scaling.type": "yarn",
+            "rope.scaling.factor": 40.0,
+            "rope.scaling.original_context_length": 32,
+            "rope.scaling.yarn_log_multiplier": 0.0707,
+        }
+    )
+    assert gguf.attn_scale == pytest.approx(want) and gguf.rope_scaling.attention == 1.0
+
+
 def test_deepseek_snapshots_the_decoder_does_not_run_are_refused() -> None:
     assert _hf().mla is not None
     with pytest.raises(DecoderUnsupported, match="'group_limited_greedy'"):
         _hf(topk_method="group_limited_greedy")
-    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}
-    with pytest.raises(DecoderUnsupported, match="RoPE scaling"):
-        _hf(rope_parameters={"rope_theta": 10000.0, **yarn})
