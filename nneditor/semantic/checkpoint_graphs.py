@@ -384,9 +384,10 @@ class _Builder:
                     f"{s}.ffn_moe_weights",
                     [router, router_bias],
                     "ffn",
-                    "Router: a softmax over the experts; each token keeps its top ones (the "
-                    "others weigh 0) and the feed-forward sums those experts' outputs with "
-                    "these weights (from tensor names).",
+                    "Router: scores every expert (a softmax, or a sigmoid, as the family "
+                    "does); each token keeps its top ones (the others weigh 0) and the "
+                    "feed-forward sums those experts' outputs with these weights (from "
+                    "tensor names).",
                     width=self.rows(router),
                 )
             )
@@ -486,6 +487,12 @@ class _Builder:
                 "GatedDeltaNet",
                 "recurrent",
                 "Gated DeltaNet linear-attention recurrence",
+            )
+        elif "attn_kv_a_mqa.weight" in t:  # DeepSeek: llama.cpp states one key/value head
+            op, pat = "Attention", "attention"
+            text = (
+                f"Multi-head latent attention (MLA){f' with {heads} heads' if heads else ''}: "
+                "keys and values expanded per head from one compressed latent per position"
             )
         else:
             op, pat, text = "Attention", "attention", _attention_text(heads, kv)
