@@ -321,6 +321,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's latent attention and routing under GLM's name;
+    # llama.cpp converts it as deepseek2
+    "glm4_moe_lite": (
+        "Glm4MoeLiteConfig",
+        "Glm4MoeLiteForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "num_key_value_heads": 4,
+            "q_lora_rank": 24,
+            "kv_lora_rank": 16,
+            "qk_nope_head_dim": 8,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 12,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "routed_scaling_factor": 1.8,
+            "first_k_dense_replace": 1,
+        },
+        _SMOL,
+    ),
     # DeepSeek-V2(-Lite): latent attention without the query bottleneck, softmax routing scaled
     "deepseek_v2": (
         "DeepseekV2Config",
@@ -773,12 +796,14 @@ _CONFIG_AS_RELEASED = {
     # writes the sigmoid gating only from this key, and runs softmax without it)
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     "deepseek_v3-yarn": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
+    "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)
 _SPECIAL_TOKENS = {
     "glm4": ["<|endoftext|>", "<|user|>"],
     "glm4_moe": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
+    "glm4_moe_lite": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
 }
 
 

@@ -220,7 +220,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
         common, extra = _drop_nextn(metadata, common)
-    if arch == "deepseek2":
+    if arch == "deepseek2":  # (GLM-4.7-Flash's files keep multi-token-prediction layers)
+        common, _ = _drop_nextn(metadata, common)
         return _gguf_deepseek2(metadata, common, eps)
     if arch == "gpt-oss":  # every other layer slides (llama.cpp's pattern of 2), from the first
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)

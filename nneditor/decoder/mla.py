@@ -19,6 +19,10 @@ import numpy as np
 from nneditor.decoder import ops
 
 F32 = np.float32
+#: the query and latent norms' epsilon: DeepSeek's modeling code (and transformers', also for
+#: GLM-4.7-Flash) builds them with the RMSNorm default, not the config's rms_norm_eps (which
+#: llama.cpp applies to them: 1e-4 apart in GLM-4.7-Flash's logits, whose eps is 1e-5)
+LATENT_NORM_EPS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ def attention(
 
     assert isinstance(w, Weights) and isinstance(cfg, DecoderConfig) and cfg.mla is not None
     m, heads, seq = cfg.mla, cfg.n_heads, h.shape[0]
-    eps = cfg.norm_eps
+    eps = LATENT_NORM_EPS
     if w.has(f"{p}.attn_q_a.weight"):
         qa = w.linear(f"{p}.attn_q_a.weight", h)
         qa = ops.rms_norm(qa, w.get(f"{p}.attn_q_a_norm.weight"), eps)

@@ -54,6 +54,7 @@ HF_ARCH = {
     "deepseek_v3": "deepseek2",
     "deepseek_v2": "deepseek2",
     "kimi_k2": "deepseek2",
+    "glm4_moe_lite": "deepseek2",  # GLM-4.7-Flash: DeepSeek-V3's layers
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}

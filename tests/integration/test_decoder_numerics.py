@@ -28,6 +28,7 @@ FAMILIES = [
     "deepseek_v3",
     "deepseek_v3-yarn",
     "deepseek_v2",
+    "glm4_moe_lite",
     "qwen35",
     "qwen35moe",
     "olmo3",
