@@ -301,6 +301,8 @@ EXPECT: dict[str, E] = {
             ("decoder-qwen35.gguf", "gguf"),
             ("decoder-qwen35moe", "huggingface"),
             ("decoder-qwen35moe.gguf", "gguf"),
+            ("decoder-qwen3_next", "huggingface"),
+            ("decoder-qwen3_next.gguf", "gguf"),
             ("decoder-qwen35-prism", "huggingface"),
             ("decoder-qwen35-prism.gguf", "gguf"),
             ("decoder-qwen35-ternary-pq2_0", "huggingface"),

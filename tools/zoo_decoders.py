@@ -106,6 +106,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         # transformers' tokenizer class for qwen3_5_moe_text re-derives Qwen's pre-tokenizer
         "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
     ),
+    # Qwen3-Next: qwen35's hybrid layers and gated shared expert, with q, k, v and z (and beta
+    # and alpha) projected together per key-head group, value heads grouped, not tiled
+    "qwen3_next": (
+        "Qwen3NextConfig",
+        "Qwen3NextForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "full_attention_interval": 2,
+            "head_dim": 32,
+            "linear_num_key_heads": 2,
+            "linear_num_value_heads": 4,
+            "linear_key_head_dim": 16,
+            "linear_value_head_dim": 24,
+            "linear_conv_kernel_dim": 4,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "norm_topk_prob": True,
+        },
+        "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
+    ),
     # widths that are multiples of 128 (the ternary packings' block) and all different, so a
     # sign vector picked by the wrong width shows: hidden 128, attention 256, recurrent 384,
     # feed-forward 512 (the Prism variants below start from this snapshot)
@@ -813,6 +836,7 @@ _CONVERT_FLAGS = {
     "qwen35": ["--no-mtp"],
     "qwen35-prism": ["--no-mtp"],
     "qwen35moe": ["--no-mtp"],
+    "qwen3_next": ["--no-mtp"],
 }
 #: Prism variants: (version, packing, tied head, ssm_out columns grouped)
 PRISM = {"pq2_0": (1, 142, False, True), "ptq1_0": (2, 143, True, False)}

@@ -44,6 +44,7 @@ ARCHES = (
     "gpt2",
     "qwen35",
     "qwen35moe",
+    "qwen3next",
     "granite",
     "stablelm",
     "starcoder2",
@@ -76,7 +77,7 @@ ARCHES = (
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
 #: families whose norm before the feed-forward llama.cpp names post_attention_norm
-FFN_NORM_AFTER_ATTENTION = ("qwen35", "qwen35moe", "seed_oss", "gpt-oss", "glm4moe")
+FFN_NORM_AFTER_ATTENTION = ("qwen35", "qwen35moe", "qwen3next", "seed_oss", "gpt-oss", "glm4moe")
 _MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
@@ -89,6 +90,7 @@ GGUF_MOE_NORM = {
     "qwen3moe": True,
     "granitemoe": True,
     "qwen35moe": True,
+    "qwen3next": True,
     "glm4moe": True,  # its files state expert_weights_norm
     "deepseek2": False,  # V2's; V3's files state expert_weights_norm
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
@@ -320,7 +322,7 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     shared = sorted(n for n in names if "shexp" in n)
-    if shared and arch not in ("qwen2moe", "qwen35moe", "glm4moe", "deepseek2"):
+    if shared and arch not in ("qwen2moe", "qwen35moe", "qwen3next", "glm4moe", "deepseek2"):
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
             "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, GLM-4.5 and DeepSeek only"
@@ -416,6 +418,8 @@ _BLOCK_KEYS = {
     "ssm_beta.weight",
     "ssm_alpha.weight",
     "ssm_out.weight",
+    "ssm_in.weight",  # Qwen3-Next snapshots: q, k, v and z in one matrix
+    "ssm_ba.weight",  # Qwen3-Next: beta and alpha in one matrix
     # LFM2: the short gated convolution
     "shortconv.in_proj.weight",
     "shortconv.conv.weight",
@@ -526,7 +530,7 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
 
 
 #: families whose shared expert sits behind a sigmoid gate (GLM-4.5's is added as it is)
-_GATED_SHARED_EXPERT = ("qwen2moe", "qwen35moe")
+_GATED_SHARED_EXPERT = ("qwen2moe", "qwen35moe", "qwen3next")
 
 
 def _mla_keys(cfg: DecoderConfig, i: int) -> list[str]:

@@ -1,4 +1,6 @@
-"""The recurrent mixer of hybrid decoders: qwen35's Gated DeltaNet, in float32 NumPy.
+"""The recurrent mixer of hybrid decoders: qwen35's (and Qwen3-Next's) Gated DeltaNet, in
+float32 NumPy. Qwen3-Next's snapshots project q, k, v and z in one matrix and beta and alpha
+in another, both grouped per key head; llama.cpp's converter splits the first (qkv, gate).
 
 Per recurrent layer, for a prompt of ``seq`` tokens (the recurrent state starts at zero, so a
 trace is the prompt's own forward pass, with nothing carried over):
@@ -80,7 +82,19 @@ def gated_delta_net(
     assert ssm is not None
     seq = h.shape[0]
     nk, nv, dk, dv = ssm.n_k_heads, ssm.n_v_heads, ssm.d_k, ssm.d_v
-    mixed = w.linear(f"{p}.attn_qkv.weight", h)
+    per = nv // nk
+    z: np.ndarray | None = None
+    if w.has(f"{p}.ssm_in.weight"):  # Qwen3-Next snapshots: q, k, v, z per key-head group
+        fused = w.linear(f"{p}.ssm_in.weight", h).reshape(seq, nk, 2 * dk + 2 * per * dv)
+        cuts = [dk, 2 * dk, 2 * dk + per * dv]
+        q0, k0, v0, z0 = np.split(fused, cuts, axis=-1)
+        mixed = np.concatenate(
+            [q0.reshape(seq, nk * dk), k0.reshape(seq, nk * dk), v0.reshape(seq, nv * dv)], axis=-1
+        )
+        z = z0.reshape(seq, nv, dv)
+        del fused, q0, k0, v0, z0
+    else:
+        mixed = w.linear(f"{p}.attn_qkv.weight", h)
     conv = ops.silu(causal_conv(mixed, w.get(f"{p}.ssm_conv1d.weight"))).astype(F32)
     del mixed
     emit(f"{p}.ssm_conv", conv[None])
@@ -92,14 +106,21 @@ def gated_delta_net(
     key_head = heads % nk if ssm.tiled else heads // (nv // nk)
     q = q[:, key_head] * F32(1.0 / np.sqrt(dk))
     k = k[:, key_head]
-    beta = ops.sigmoid(w.linear(f"{p}.ssm_beta.weight", h))
+    if w.has(f"{p}.ssm_ba.weight"):  # Qwen3-Next: beta and alpha per key-head group
+        ba = w.linear(f"{p}.ssm_ba.weight", h).reshape(seq, nk, 2 * per)
+        b_in, a_in = ba[..., :per].reshape(seq, nv), ba[..., per:].reshape(seq, nv)
+    else:
+        b_in = w.linear(f"{p}.ssm_beta.weight", h)
+        a_in = w.linear(f"{p}.ssm_alpha.weight", h)
+    beta = ops.sigmoid(b_in)
     a = w.get(f"{p}.ssm_a").reshape(nv)
     decay_rate = -np.exp(a) if ssm.a_log else a
     dt = w.get(f"{p}.ssm_dt.bias").reshape(nv)
-    g = (decay_rate * ops.softplus(w.linear(f"{p}.ssm_alpha.weight", h) + dt)).astype(F32)
+    g = (decay_rate * ops.softplus(a_in + dt)).astype(F32)
     o = delta_rule(q.astype(F32), k.astype(F32), v.astype(F32), g, beta)
     emit(f"{p}.ssm_delta", o.reshape(seq, nv * dv)[None])
-    z = w.linear(f"{p}.attn_gate.weight", h).reshape(seq, nv, dv)
+    if z is None:
+        z = w.linear(f"{p}.attn_gate.weight", h).reshape(seq, nv, dv)
     normed = ops.rms_norm(o, w.get(f"{p}.ssm_norm.weight"), cfg.norm_eps) * ops.silu(z)
     gated = normed.reshape(seq, nv * dv).astype(F32)
     emit(f"{p}.ssm_gated_norm", gated[None])

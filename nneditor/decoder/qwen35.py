@@ -27,7 +27,10 @@ ARCH = "qwen35"
 #: Qwen3.5's mixtures of experts (Qwen3.5-35B-A3B...): the same layers, a routed feed-forward
 #: with a shared expert behind a sigmoid gate (decoder/moe.py)
 MOE_ARCH = "qwen35moe"
-ARCHES = (ARCH, MOE_ARCH)
+#: Qwen3-Next: qwen35's layers and mixture, its recurrent projections fused per key-head group
+#: and its value heads grouped (hybrid.py)
+NEXT_ARCH = "qwen3next"
+ARCHES = (ARCH, MOE_ARCH, NEXT_ARCH)
 
 
 def layer_pattern(metadata: Mapping[str, Any], n_layers: int, arch: str = ARCH) -> tuple[str, ...]:
@@ -76,7 +79,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         d_k=num("ssm.state_size"),
         d_v=num("ssm.inner_size") // max(n_v, 1),
         conv_kernel=num("ssm.conv_kernel"),
-        tiled=True,
+        tiled=arch != NEXT_ARCH,  # llama.cpp reorders qwen35's value heads, not Qwen3-Next's
         a_log=False,
     )
     eps = float(metadata.get(f"{arch}.attention.layer_norm_rms_epsilon") or 1e-6)
@@ -219,9 +222,17 @@ def check_layers(
 def needs(cfg: DecoderConfig) -> dict[str, list[str]]:
     """Each layer kind's tensors; a mixture's feed-forward: its router, its experts (stacked,
     or one tensor per expert) and its shared expert when it has one."""
-    if cfg.moe is None:
-        return NEEDS
     names = set(cfg.names)
+    base = NEEDS
+    if any(n.endswith(".ssm_ba.weight") for n in names):  # Qwen3-Next's fused projections
+        fused_in = any(n.endswith(".ssm_in.weight") for n in names)
+        drop = {"ssm_beta.weight", "ssm_alpha.weight"} | (
+            {"attn_qkv.weight", "attn_gate.weight"} if fused_in else set()
+        )
+        added = ["ssm_ba.weight", *(["ssm_in.weight"] if fused_in else [])]
+        base = {**NEEDS, "recurrent": [k for k in NEEDS["recurrent"] if k not in drop] + added}
+    if cfg.moe is None:
+        return base
     if any(n.endswith(".ffn_gate_exps.weight") for n in names):
         experts = [f"ffn_{p}_exps.weight" for p in ("gate", "up", "down")]
     else:
@@ -234,4 +245,4 @@ def needs(cfg: DecoderConfig) -> dict[str, list[str]]:
     if not any("shexp" in n for n in names):
         shared = []
     ffn = ["post_attention_norm.weight", "ffn_gate_inp.weight", *experts, *shared]
-    return {kind: [k for k in keys if k not in _FFN] + ffn for kind, keys in NEEDS.items()}
+    return {kind: [k for k in keys if k not in _FFN] + ffn for kind, keys in base.items()}

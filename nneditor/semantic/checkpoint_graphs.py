@@ -308,9 +308,10 @@ class _Builder:
                 "norm",
                 f"Normalization: {norm_op} before the mixer (from tensor names).",
             )
-        if arch in ("qwen35", "qwen35moe") and "attn_gate.weight" in t:
+        recurrent = "attn_gate.weight" in t or "ssm_in.weight" in t
+        if arch in ("qwen35", "qwen35moe", "qwen3next") and recurrent:
             a = self._recurrent_mixer(s, t, h)
-        elif arch in ("qwen35", "qwen35moe"):
+        elif arch in ("qwen35", "qwen35moe", "qwen3next"):
             a = self._gated_attention(s, t, h, heads, kv)
         elif "shortconv.in_proj.weight" in t:
             a = self._short_conv(s, t, h)
@@ -545,7 +546,8 @@ class _Builder:
         """qwen35 Gated DeltaNet: projection + causal convolution, the delta-rule recurrence,
         the gated RMSNorm and the output projection, one node each."""
         scope = f"{s}/ssm"
-        qkv = t.get("attn_qkv.weight", "")
+        qkv = t.get("attn_qkv.weight", "") or t.get("ssm_in.weight", "")
+        fused = "ssm_in.weight" in t  # Qwen3-Next snapshots: q, k, v and z in one matrix
         conv = self.node(
             scope,
             "CausalConv1D",
@@ -555,7 +557,7 @@ class _Builder:
             "recurrent",
             "Query/key/value projection, then a causal depthwise convolution over time and "
             "SiLU (from tensor names).",
-            width=self.rows(qkv),
+            width=None if fused else self.rows(qkv),
         )
         gate = t.get("attn_gate.weight", "")
         delta = self.node(
@@ -563,7 +565,16 @@ class _Builder:
             "GatedDeltaNet",
             [conv, h],
             f"{s}.ssm_delta",
-            [t.get(k, "") for k in ("ssm_beta.weight", "ssm_alpha.weight", "ssm_a", "ssm_dt.bias")],
+            [
+                t.get(k, "")
+                for k in (
+                    "ssm_beta.weight",
+                    "ssm_alpha.weight",
+                    "ssm_ba.weight",
+                    "ssm_a",
+                    "ssm_dt.bias",
+                )
+            ],
             "recurrent",
             "Gated DeltaNet recurrence: L2-normalised keys and queries, decay and write "
             "strength from the input, state fresh per prompt (from tensor names).",

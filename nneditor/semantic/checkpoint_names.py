@@ -27,6 +27,7 @@ HF_ARCH = {
     "gpt2": "gpt2",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
+    "qwen3_next": "qwen3next",
     "granite": "granite",
     "stablelm": "stablelm",
     "starcoder2": "starcoder2",

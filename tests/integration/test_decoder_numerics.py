@@ -31,6 +31,7 @@ FAMILIES = [
     "glm4_moe_lite",
     "qwen35",
     "qwen35moe",
+    "qwen3_next",
     "olmo3",
     "gemma2",
     "lfm2",

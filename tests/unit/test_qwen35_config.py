@@ -87,10 +87,10 @@ def test_an_extra_tensor_is_refused_not_dropped() -> None:
         _config(_meta(), [*_names(), "blk.1.ssm_out.weight"])
 
 
-def test_qwen3_next_and_multimodal_snapshots_are_refused() -> None:
-    nxt = {**_meta(), "general.architecture": "qwen3next"}
-    with pytest.raises(DecoderUnsupported, match="architecture is qwen3next"):
-        gguf_common(nxt, _names())
+def test_other_hybrids_and_multimodal_snapshots_are_refused() -> None:
+    other = {**_meta(), "general.architecture": "falcon-h1"}
+    with pytest.raises(DecoderUnsupported, match="architecture is falcon-h1"):
+        gguf_common(other, _names())
     vl = {"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text"}}
     with pytest.raises(DecoderUnsupported, match="takes images or audio as well as text"):
         hf_common(vl, [])
