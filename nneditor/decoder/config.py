@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nneditor.decoder.hadamard import Hadamard
-from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import RopeScaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 
@@ -139,6 +138,17 @@ class SsmShape:
     tiled: bool
     #: the decay parameter is stored as A_log (Hugging Face), not -exp(A_log) (GGUF)
     a_log: bool
+
+
+@dataclass(frozen=True)
+class Mla:
+    """DeepSeek's multi-head latent attention widths (mla.py): the latent ``kv_lora_rank``,
+    each head's non-rotated and rotated query/key parts and its value width."""
+
+    kv_lora_rank: int
+    qk_nope: int
+    qk_rope: int
+    v_head: int
 
 
 @dataclass(frozen=True)

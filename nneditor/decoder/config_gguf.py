@@ -17,6 +17,7 @@ from nneditor.decoder.config import (
     LAYER_NORM_FAMILIES,
     XIELU_PARTS,
     DecoderConfig,
+    Mla,
     Moe,
     Xielu,
     exaone4_layers,
@@ -26,7 +27,6 @@ from nneditor.decoder.config import (
     plain_ffn,
     refuse_common,
 )
-from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import gguf_scaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 

@@ -15,6 +15,7 @@ from nneditor.decoder.config import (
     GPT2,
     LAYER_NORM_FAMILIES,
     DecoderConfig,
+    Mla,
     Moe,
     exaone4_layers,
     group_routing,
@@ -23,7 +24,6 @@ from nneditor.decoder.config import (
     plain_ffn,
     refuse_common,
 )
-from nneditor.decoder.mla import Mla
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import (

@@ -12,11 +12,12 @@ have their own width.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig
+from nneditor.decoder.weights import Weights
 
 F32 = np.float32
 #: the query and latent norms' epsilon: DeepSeek's modeling code (and transformers', also for
@@ -25,20 +26,9 @@ F32 = np.float32
 LATENT_NORM_EPS = 1e-6
 
 
-@dataclass(frozen=True)
-class Mla:
-    """MLA's widths: the latent ``kv_lora_rank``, each head's non-rotated and rotated query/key
-    parts and its value width."""
-
-    kv_lora_rank: int
-    qk_nope: int
-    qk_rope: int
-    v_head: int
-
-
 def attention(
-    w: object,
-    cfg: object,
+    w: Weights,
+    cfg: DecoderConfig,
     p: str,
     h: np.ndarray,
     positions: np.ndarray,
@@ -46,10 +36,7 @@ def attention(
     emit: Callable[[str, np.ndarray], None],
 ) -> np.ndarray:
     """The attention output (before the residual) of block ``p`` for ``h`` [seq, hidden]."""
-    from nneditor.decoder.config import DecoderConfig
-    from nneditor.decoder.weights import Weights
-
-    assert isinstance(w, Weights) and isinstance(cfg, DecoderConfig) and cfg.mla is not None
+    assert cfg.mla is not None
     m, heads, seq = cfg.mla, cfg.n_heads, h.shape[0]
     eps = LATENT_NORM_EPS
     if w.has(f"{p}.attn_q_a.weight"):
