@@ -64,9 +64,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return _run_guarded(lambda: flags.main(args_list))
     if args_list[:1] == ["trace"]:
-        from nneditor.cli.trace import prestart_worker
+        from nneditor.cli import trace
 
-        prestart_worker(args_list[1:])  # its imports overlap with this process's own
+        trace.prestart_worker(args_list[1:])  # its imports overlap with this process's own
+        try:
+            return _main(args_list)
+        finally:
+            trace.discard_early_worker()  # unless the command took it (a refusal, a usage error)
+    return _main(args_list)
+
+
+def _main(args_list: list[str]) -> int:
     parser = build_parser()
     subcommands = _subcommands(parser)
     if not args_list or (

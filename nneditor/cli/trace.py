@@ -252,8 +252,18 @@ def prestart_worker(argv: list[str]) -> None:
     from nneditor.tracing.runner import TraceRunner
 
     runner = TraceRunner()
-    runner.prestart(likely_backend(args))
+    try:
+        runner.prestart(likely_backend(args))
+    except Exception:  # only a head start: cmd_trace starts a worker itself and says why not
+        runner.close()
+        return
     _EARLY.append(runner)
+
+
+def discard_early_worker() -> None:
+    """Close a worker :func:`prestart_worker` started that no command took."""
+    while _EARLY:
+        _EARLY.pop().close()
 
 
 def cmd_trace(args: argparse.Namespace) -> int:

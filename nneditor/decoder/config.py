@@ -476,6 +476,10 @@ def check_tensors(cfg: DecoderConfig) -> None:
             )
     if "token_embd.weight" not in cfg.names:
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
+    if cfg.arch == "bert":  # its embeddings: words, positions, segment 0, then a LayerNorm
+        for key in ("position_embd.weight", "token_types.weight", "token_embd_norm.weight"):
+            if key not in cfg.names:
+                raise DecoderUnsupported(f"the checkpoint lacks {key} that a bert encoder needs")
     if cfg.moe is None and is_moe(cfg.names):
         raise DecoderUnsupported(
             f"this {cfg.arch} checkpoint is a mixture of experts but states no expert count; "
@@ -509,6 +513,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
             need.append(f"blk.{i}.{ffn_pre}.weight")
         if f"blk.{i}.ffn_gate_inp.weight" in cfg.names and cfg.moe is not None:
             need += _expert_keys(cfg, i)
+            _refuse_mixed_feed_forward(cfg, i)
             continue
         need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
         if cfg.gated and not cfg.fused_gate_up:
@@ -531,12 +536,36 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
         stacked = f"blk.{i}.ffn_{part}_exps.weight"
         if stacked not in cfg.names:
             keys += [f"blk.{i}.ffn_{part}_exps.{e}.weight" for e in range(cfg.moe.n_experts)]
+    if cfg.arch == "gpt-oss":  # biases everywhere; sinks in every attention layer
+        keys += [f"blk.{i}.ffn_gate_inp.bias", f"blk.{i}.attn_sinks.weight"]
+        fused = f"blk.{i}.ffn_gate_up_exps.weight" in cfg.names
+        keys += [
+            f"blk.{i}.ffn_{part}_exps.bias"
+            for part in (("gate_up", "down") if fused else ("gate", "up", "down"))
+        ]
     shared = [f"blk.{i}.ffn_{part}_shexp.weight" for part in ("gate", "up", "down")]
     if any(k in cfg.names for k in shared):
         keys += shared
         if cfg.arch in _GATED_SHARED_EXPERT:  # its output is scaled by a sigmoid gate
             keys.append(f"blk.{i}.ffn_gate_inp_shexp.weight")
     return keys
+
+
+def _refuse_mixed_feed_forward(cfg: DecoderConfig, i: int) -> None:
+    """A routed layer's matrices are its experts': a dense feed-forward beside them, or both a
+    fused [gate; up] and separate gate/up experts, would leave weights unread."""
+    p = f"blk.{i}"
+    dense = (f"{p}.ffn_up.weight", f"{p}.ffn_gate.weight", f"{p}.ffn_down.weight")
+    both = f"{p}.ffn_gate_up_exps.weight" in cfg.names and any(
+        k.startswith((f"{p}.ffn_gate_exps", f"{p}.ffn_up_exps")) for k in cfg.names
+    )
+    extra = [k for k in dense if k in cfg.names]
+    if extra or both:
+        what = cfg.names[extra[0]] if extra else "a fused [gate; up] beside separate experts"
+        raise DecoderUnsupported(
+            f"layer {i} routes to experts but also holds {what}; the decoder refuses rather "
+            "than leave a weight out"
+        )
 
 
 #: families whose shared expert sits behind a sigmoid gate (GLM-4.5's is added as it is)

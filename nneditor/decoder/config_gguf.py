@@ -98,6 +98,8 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
+    if gating is None and arch == "glm4moe":  # GLM-4.5's router is a sigmoid by definition
+        gating = _SIGMOID_GATING
     sigmoid = gating is not None and int(gating) == _SIGMOID_GATING and arch in _SIGMOID_ARCHES
     if (
         gating is not None

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nneditor.decoder import ops
-from nneditor.decoder.config import DecoderConfig
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 
 F32 = np.float32
@@ -52,6 +52,11 @@ def sparse_feed_forward(
     logits = w.linear(
         f"{p}.ffn_gate_inp.weight", h, router_bias if w.has(router_bias) else None
     ).astype(F32)
+    if logits.shape[-1] != cfg.moe.n_experts:
+        raise DecoderUnsupported(
+            f"layer {layer}'s router scores {logits.shape[-1]} experts, but the model states "
+            f"{cfg.moe.n_experts}"
+        )
     if cfg.moe.gating == "sigmoid":
         probs = ops.sigmoid(logits).astype(F32)
         choice = probs + w.get(f"{p}.exp_probs_b.bias") if w.has(f"{p}.exp_probs_b.bias") else probs

@@ -195,7 +195,12 @@ class Weights:
         if not self.has(key):
             return None
         ref = self.ref(key)
-        return np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
+        try:
+            arr = np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
+        except Exception as exc:
+            raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
+        self._release(ref)
+        return arr
 
     def expert_gate_up(
         self, layer: int, e: int

@@ -90,9 +90,12 @@ def _limit_address_space(limit: int | None) -> str:
 
 
 def _accelerated(request: dict[str, Any]) -> bool:
-    """Whether the run may start an accelerator provider (GPU or NPU)."""
+    """Whether the run may start an accelerator: a GPU or NPU provider of ONNX Runtime, or a
+    tracer plugin asked to run on one."""
     from nneditor.tracing.providers import family
 
+    if request.get("device") in ("gpu", "npu"):
+        return True
     return any(
         family(str(p[0])) in ("gpu", "npu")
         for p in request.get("providers") or []

@@ -153,6 +153,11 @@ def test_mixtures_of_experts_llama_cpp_does_not_route_as_we_do_are_refused(tmp_p
     shared = tensors | {"blk.0.ffn_up_shexp.weight": z((16, 8))}
     path = _write_gguf(tmp_path / "shared.gguf", "llama", shared, **routed)
     _refused(path, tmp_path, "has shared experts")
+    narrow = tensors | {"blk.0.ffn_gate_inp.weight": z((3, 8))}  # a router for 3 of 4 experts
+    path = _write_gguf(tmp_path / "narrow.gguf", "llama", narrow, **routed)
+    out = cli("trace", path, "--out", tmp_path / "never", "--yes", "--dim", "seq=3")
+    assert out.returncode != 0 and "router scores 3 experts" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "never").exists()
     path = _write_gguf(tmp_path / "ok.gguf", "llama", tensors, **routed)
     out = cli("trace", path, "--out", tmp_path / "t", "--yes", "--json", "--dim", "seq=3")
     assert out.returncode == 0, out.stderr

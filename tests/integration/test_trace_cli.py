@@ -206,3 +206,32 @@ def test_a_failed_trace_names_open_extents_left_at_one(tmp_path):
     refused = run("trace", path, "--inputs", empty, "--out", tmp_path / "t2", "--yes")
     assert refused.returncode == 2
     assert "is a folder without inputs.npz" in refused.stderr
+
+
+def test_the_early_worker_is_closed_when_the_command_is_refused(tmp_path, capsys):
+    """`trace ... --yes` starts its worker before the command line is fully parsed; a usage
+    error or a refusal must not leave it running (in-process callers keep their process)."""
+    import psutil
+
+    from nneditor.cli import main
+    from nneditor.cli import trace as trace_cli
+
+    started: list[int] = []
+    original = trace_cli.prestart_worker
+
+    def spy(argv: list[str]) -> None:
+        original(argv)
+        started.extend(r._box[0].proc.pid for r in trace_cli._EARLY if r._box[0] is not None)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(trace_cli, "prestart_worker", spy)
+        usage = main(["trace", str(EXAMPLE), "--out", str(tmp_path / "t"), "--yes", "--bogus"])
+        refused = main(
+            ["trace", str(tmp_path / "missing.onnx"), "--out", str(tmp_path / "u"), "--yes"]
+        )
+    capsys.readouterr()
+    assert usage == 2 and refused == 2
+    assert len(started) == 2 and trace_cli._EARLY == []
+    for pid in started:
+        with pytest.raises(psutil.NoSuchProcess):
+            psutil.Process(pid).wait(timeout=10)

@@ -146,3 +146,52 @@ def test_deepseek_snapshots_the_decoder_does_not_run_are_refused() -> None:
     assert _hf().mla is not None
     with pytest.raises(DecoderUnsupported, match="'group_limited_greedy'"):
         _hf(topk_method="group_limited_greedy")
+
+
+def _moe_names(*extra: str, drop: tuple[str, ...] = ()) -> list[str]:
+    base = [
+        "token_embd.weight",
+        "output_norm.weight",
+        "blk.0.attn_norm.weight",
+        "blk.0.attn_q.weight",
+        "blk.0.attn_k.weight",
+        "blk.0.attn_v.weight",
+        "blk.0.attn_output.weight",
+        "blk.0.post_attention_norm.weight",
+        "blk.0.ffn_norm.weight",
+        "blk.0.ffn_gate_inp.weight",
+        "blk.0.ffn_gate_inp.bias",
+        "blk.0.attn_sinks.weight",
+        *(f"blk.0.ffn_{p}_exps.{k}" for p in ("gate", "up", "down") for k in ("weight", "bias")),
+        *extra,
+    ]
+    return [n for n in base if n not in drop]
+
+
+def _check(arch: str, names: list[str]) -> None:
+    from nneditor.decoder.config import check_tensors
+
+    meta = {
+        "general.architecture": arch,
+        f"{arch}.block_count": 1,
+        f"{arch}.embedding_length": 64,
+        f"{arch}.attention.head_count": 4,
+        f"{arch}.vocab_size": 100,
+        f"{arch}.expert_count": 4,
+        f"{arch}.expert_used_count": 2,
+    }
+    check_tensors(from_gguf(meta, gguf_common(meta, names)))
+
+
+@pytest.mark.parametrize(
+    "drop", ["blk.0.attn_sinks.weight", "blk.0.ffn_gate_inp.bias", "blk.0.ffn_down_exps.bias"]
+)
+def test_a_gpt_oss_file_without_its_sinks_or_biases_is_refused(drop: str) -> None:
+    _check("gpt-oss", _moe_names())  # complete: accepted
+    with pytest.raises(DecoderUnsupported, match=drop.replace(".", r"\.")):
+        _check("gpt-oss", _moe_names(drop=(drop,)))
+
+
+def test_a_routed_layer_with_a_dense_feed_forward_beside_it_is_refused() -> None:
+    with pytest.raises(DecoderUnsupported, match="routes to experts but also holds blk.0.ffn_up"):
+        _check("gpt-oss", _moe_names("blk.0.ffn_up.weight"))
