@@ -517,6 +517,26 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "tie_word_embeddings": True, "use_bias": False},
         "sentencepiece",
     ),
+    # ERNIE 4.5 MoE (ERNIE-4.5-21B-A3B): a dense first layer, then softmax routing steered by a
+    # learned selection bias (moe_statics), weights renormalised, two shared experts
+    "ernie4_5_moe": (
+        "Ernie4_5_MoeConfig",
+        "Ernie4_5_MoeForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "tie_word_embeddings": True,
+            "use_bias": False,
+            "moe_num_experts": 8,
+            "moe_k": 2,
+            "moe_intermediate_size": 32,
+            "moe_num_shared_experts": 2,
+            "moe_layer_start_index": 1,
+            "moe_layer_end_index": 2,
+            "moe_layer_interval": 1,
+        },
+        "sentencepiece",
+    ),
     # LFM2 (Liquid AI): short gated convolutions and attention with per-head q/k norms, its
     # last norm stored as the embedding norm; the feed-forward width derived as LFM2's config
     # does (two thirds, rounded up to a multiple of 32 here)

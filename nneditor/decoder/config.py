@@ -37,6 +37,7 @@ ARCHES = (
     "gemma",
     "smollm3",
     "ernie4_5",
+    "ernie4_5-moe",
     "lfm2",
     "mistral3",
     "exaone4",
@@ -92,6 +93,7 @@ GGUF_MOE_NORM = {
     "qwen3next": True,
     "glm4moe": True,  # its files state expert_weights_norm
     "deepseek2": False,  # V2's; V3's files state expert_weights_norm
+    "ernie4_5-moe": True,
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
@@ -332,11 +334,23 @@ def exaone4_layers(window: int, local: list[bool] | None, n_layers: int) -> dict
 
 def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     shared = sorted(n for n in names if "shexp" in n)
-    if shared and arch not in ("qwen2moe", "qwen35moe", "qwen3next", "glm4moe", "deepseek2"):
+    if shared and arch not in _SHARED_EXPERT_ARCHES:
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
-            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, GLM-4.5 and DeepSeek only"
+            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, Qwen3-Next, GLM-4.5, DeepSeek and ERNIE 4.5 "
+            "only"
         )
+
+
+#: families whose shared experts the decoder runs
+_SHARED_EXPERT_ARCHES = (
+    "qwen2moe",
+    "qwen35moe",
+    "qwen3next",
+    "glm4moe",
+    "deepseek2",
+    "ernie4_5-moe",
+)
 
 
 def is_moe(names: Mapping[str, str]) -> bool:

@@ -31,7 +31,10 @@ from nneditor.decoder.rope_scaling import gguf_scaling
 from nneditor.decoder.unsupported import DecoderUnsupported
 
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
-ROPE_NORMAL = {"llama", "granite", "granitemoe", "smollm3", "ernie4_5", "mistral3", "glm4", "arcee"}
+ROPE_NORMAL = {
+    *("llama", "granite", "granitemoe", "smollm3", "ernie4_5", "ernie4_5-moe", "mistral3"),
+    *("glm4", "arcee"),
+}
 
 
 def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:

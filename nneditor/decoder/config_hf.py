@@ -34,7 +34,7 @@ from nneditor.semantic.checkpoint_names import (
 )
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
-HF_ROPE_NORMAL = {"ernie4_5", "glm4"}
+HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4"}
 
 
 def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
@@ -104,8 +104,9 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         config.get("num_local_experts")
         or config.get("num_experts")
         or config.get("n_routed_experts")
+        or config.get("moe_num_experts")  # ERNIE 4.5
     )
-    n_used = config.get("num_experts_per_tok")
+    n_used = config.get("num_experts_per_tok") or config.get("moe_k")
     if not n_experts or not n_used:
         return None
     if config.get("clip_qkv"):
@@ -114,7 +115,9 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
             "NumPy decoder does not implement"
         )
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
-    always = config.get("model_type") in ("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text")
+    always = config.get("model_type") in (
+        *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe"),
+    )
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
     v2 = config.get("model_type") == "deepseek_v2"

@@ -59,11 +59,14 @@ def sparse_feed_forward(
         )
     if cfg.moe.gating == "sigmoid":
         probs = ops.sigmoid(logits).astype(F32)
-        choice = probs + w.get(f"{p}.exp_probs_b.bias") if w.has(f"{p}.exp_probs_b.bias") else probs
-        choice = _eligible_groups(choice, cfg.moe.n_group, cfg.moe.topk_group)
     else:
         z = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probs = choice = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
+        probs = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
+    choice = probs
+    if w.has(f"{p}.exp_probs_b.bias"):  # a learned bias that steers the choice, not the weights
+        choice = (probs + w.get(f"{p}.exp_probs_b.bias").reshape(-1)).astype(F32)
+    if cfg.moe.gating == "sigmoid":
+        choice = _eligible_groups(choice, cfg.moe.n_group, cfg.moe.topk_group)
     top = np.argsort(-choice, axis=-1, kind="stable")[:, : cfg.moe.n_used]
     weights = np.take_along_axis(probs, top, axis=-1)
     if cfg.moe.norm_topk:

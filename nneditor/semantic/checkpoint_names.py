@@ -21,6 +21,7 @@ HF_ARCH = {
     "gemma": "gemma",
     "smollm3": "smollm3",
     "ernie4_5": "ernie4_5",
+    "ernie4_5_moe": "ernie4_5-moe",
     "lfm2": "lfm2",
     "ministral3": "mistral3",
     "exaone4": "exaone4",
@@ -135,7 +136,9 @@ def canonical_names(
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
-        if arch in ("glm4moe", "deepseek2") and name.endswith(".mlp.gate.e_score_correction_bias"):
+        if name.endswith(
+            (".mlp.gate.e_score_correction_bias", ".mlp.moe_statics.e_score_correction_bias")
+        ):
             layer = name.split(".")[2]  # model.layers.N.mlp.gate...: the selection bias
             mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue

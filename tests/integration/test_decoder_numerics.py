@@ -29,6 +29,7 @@ FAMILIES = [
     "deepseek_v3-yarn",
     "deepseek_v2",
     "glm4_moe_lite",
+    "ernie4_5_moe",
     "qwen35",
     "qwen35moe",
     "qwen3_next",
