@@ -182,7 +182,7 @@ EXPECT: dict[str, E] = {
     # DeepSeek-V3 and V2: latent attention, a dense first block, then two routed ones
     **{
         f"decoder-{family}{suffix}": {"format": "gguf" if suffix else "huggingface", **_lm(3)}
-        for family in ("deepseek_v3", "deepseek_v2", "glm4_moe_lite", "ernie4_5_moe")
+        for family in ("deepseek_v3", "deepseek_v2", "glm4_moe_lite", "ernie4_5_moe", "dots1")
         for suffix in ("", ".gguf")
     },
     "decoder-llama-q8_0.gguf": {"format": "gguf", **_lm(2)},

@@ -517,6 +517,25 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "tie_word_embeddings": True, "use_bias": False},
         "sentencepiece",
     ),
+    # dots.llm1 (rednote): per-head q/k norms, a dense first layer, then DeepSeek-V3's sigmoid
+    # routing with a selection bias, renormalised and scaled, and a shared expert
+    "dots1": (
+        "Dots1Config",
+        "Dots1ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 3,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 1,
+            "first_k_dense_replace": 1,
+            "norm_topk_prob": True,
+            "routed_scaling_factor": 2.5,
+        },
+        "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
+    ),
     # ERNIE 4.5 MoE (ERNIE-4.5-21B-A3B): a dense first layer, then softmax routing steered by a
     # learned selection bias (moe_statics), weights renormalised, two shared experts
     "ernie4_5_moe": (

@@ -69,6 +69,7 @@ ARCHES = (
     "glm4moe",
     # DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash: latent attention (mla.py) and routed experts
     "deepseek2",
+    "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -94,6 +95,7 @@ GGUF_MOE_NORM = {
     "glm4moe": True,  # its files state expert_weights_norm
     "deepseek2": False,  # V2's; V3's files state expert_weights_norm
     "ernie4_5-moe": True,
+    "dots1": True,  # its files state expert_weights_norm
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,
@@ -344,6 +346,7 @@ def refuse_common(arch: str, names: Mapping[str, str]) -> None:
 
 #: families whose shared experts the decoder runs
 _SHARED_EXPERT_ARCHES = (
+    "dots1",
     "qwen2moe",
     "qwen35moe",
     "qwen3next",

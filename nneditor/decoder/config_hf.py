@@ -128,7 +128,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
                 "NumPy decoder does not implement (greedy routing is)"
             )
         moe = dataclasses.replace(moe, scale=float(config.get("routed_scaling_factor") or 1.0))
-    elif arch in ("glm4moe", "deepseek2"):  # sigmoid scores, selection bias, groups, a scale
+    elif arch in ("glm4moe", "deepseek2", "dots1"):  # sigmoid, selection bias, groups, scale
         moe = group_routing(
             moe,
             arch,

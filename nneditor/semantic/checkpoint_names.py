@@ -53,6 +53,7 @@ HF_ARCH = {
     "gpt_oss": "gpt-oss",
     "bert": "bert",
     "glm4_moe": "glm4moe",
+    "dots1": "dots1",
     "deepseek_v3": "deepseek2",
     "deepseek_v2": "deepseek2",
     "kimi_k2": "deepseek2",

@@ -30,6 +30,7 @@ FAMILIES = [
     "deepseek_v2",
     "glm4_moe_lite",
     "ernie4_5_moe",
+    "dots1",
     "qwen35",
     "qwen35moe",
     "qwen3_next",
