@@ -55,7 +55,7 @@ DENSE_DECODERS = (
     "granite4",
     "nemotron",
 )  #: mixtures of experts (2 blocks each, a router and a sum of experts in each feed-forward)
-MOE_DECODERS = ("qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "granitemoe", "gpt_oss")
+MOE_DECODERS = ("qwen3_moe", "mixtral", "olmoe", "qwen2_moe", "granitemoe", "gpt_oss", "minimax_m2")
 
 EXPECT: dict[str, E] = {
     # wheels

@@ -536,6 +536,27 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         "llama.cpp-vocab/ggml-vocab-qwen2.gguf",
     ),
+    # MiniMax-M2: q/k RMSNorm over all heads at once, half of each head rotated, a sigmoid
+    # router with a selection bias, weights renormalised (Mixtral's w1/w2/w3 expert names)
+    "minimax_m2": (
+        "MiniMaxM2Config",
+        "MiniMaxM2ForCausalLM",
+        {
+            **_COMMON,
+            "intermediate_size": 32,
+            "head_dim": 16,
+            "num_local_experts": 8,
+            "num_experts_per_tok": 2,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "rope_parameters": {
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": 0.5,
+            },
+        },
+        _SMOL,
+    ),
     # ERNIE 4.5 MoE (ERNIE-4.5-21B-A3B): a dense first layer, then softmax routing steered by a
     # learned selection bias (moe_statics), weights renormalised, two shared experts
     "ernie4_5_moe": (
@@ -837,6 +858,8 @@ _CONFIG_AS_RELEASED = {
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     "deepseek_v3-yarn": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
+    # MiniMax-M2's release states its rotated width and router (llama.cpp's converter reads them)
+    "minimax_m2": {"rotary_dim": 8, "scoring_func": "sigmoid", "use_routing_bias": True},
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)

@@ -70,6 +70,7 @@ ARCHES = (
     # DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash: latent attention (mla.py) and routed experts
     "deepseek2",
     "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
+    "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -96,6 +97,7 @@ GGUF_MOE_NORM = {
     "deepseek2": False,  # V2's; V3's files state expert_weights_norm
     "ernie4_5-moe": True,
     "dots1": True,  # its files state expert_weights_norm
+    "minimax-m2": True,
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
     "qwen2moe": False,

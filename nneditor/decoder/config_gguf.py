@@ -85,7 +85,7 @@ _SOFTMAX_GATING = 1
 _SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
 #: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
-_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1")
+_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2")
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -101,7 +101,7 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
-    if gating is None and arch in ("glm4moe", "dots1"):  # sigmoid routers by definition
+    if gating is None and arch in ("glm4moe", "dots1", "minimax-m2"):  # sigmoid by definition
         gating = _SIGMOID_GATING
     sigmoid = gating is not None and int(gating) == _SIGMOID_GATING and arch in _SIGMOID_ARCHES
     if (

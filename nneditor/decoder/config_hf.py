@@ -116,7 +116,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         )
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
     always = config.get("model_type") in (
-        *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe"),
+        *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe", "minimax_m2"),
     )
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
@@ -128,7 +128,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
                 "NumPy decoder does not implement (greedy routing is)"
             )
         moe = dataclasses.replace(moe, scale=float(config.get("routed_scaling_factor") or 1.0))
-    elif arch in ("glm4moe", "deepseek2", "dots1"):  # sigmoid, selection bias, groups, scale
+    elif arch in ("glm4moe", "deepseek2", "dots1", "minimax-m2"):  # sigmoid, bias, groups
         moe = group_routing(
             moe,
             arch,

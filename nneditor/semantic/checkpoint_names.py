@@ -54,6 +54,7 @@ HF_ARCH = {
     "bert": "bert",
     "glm4_moe": "glm4moe",
     "dots1": "dots1",
+    "minimax_m2": "minimax-m2",
     "deepseek_v3": "deepseek2",
     "deepseek_v2": "deepseek2",
     "kimi_k2": "deepseek2",
@@ -137,10 +138,8 @@ def canonical_names(
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
-        if name.endswith(
-            (".mlp.gate.e_score_correction_bias", ".mlp.moe_statics.e_score_correction_bias")
-        ):
-            layer = name.split(".")[2]  # model.layers.N.mlp.gate...: the selection bias
+        if name.startswith("model.layers.") and name.endswith(".e_score_correction_bias"):
+            layer = name.split(".")[2]  # model.layers.N....: the router's selection bias
             mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue
         oss = _GPT_OSS.match(name) if arch == "gpt-oss" else None
