@@ -49,6 +49,17 @@ _HYBRID_MOE = {
     "num_experts": 4,
     "num_experts_per_tok": 2,
 }
+#: GLM-4.5's and dots.llm1's mixtures: a dense first layer, then 8 experts (2 per token) and a
+#: shared one
+_ROUTED = {
+    **_COMMON,
+    "num_hidden_layers": 3,
+    "head_dim": 16,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+}
 #: DeepSeek's latent attention, tiny: a query bottleneck of 24, a latent of 16, 8 + 8 query/key
 #: features per head (not rotated + rotated) and 12 value features
 _MLA = {
@@ -272,13 +283,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "Glm4MoeConfig",
         "Glm4MoeForCausalLM",
         {
-            **_COMMON,
-            "num_hidden_layers": 3,
-            "head_dim": 16,
-            "moe_intermediate_size": 32,
-            "n_routed_experts": 8,
-            "num_experts_per_tok": 2,
-            "n_shared_experts": 1,
+            **_ROUTED,
             "n_group": 2,
             "topk_group": 1,
             "routed_scaling_factor": 2.5,
@@ -523,13 +528,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "Dots1Config",
         "Dots1ForCausalLM",
         {
-            **_COMMON,
-            "num_hidden_layers": 3,
-            "head_dim": 16,
-            "moe_intermediate_size": 32,
-            "n_routed_experts": 8,
-            "num_experts_per_tok": 2,
-            "n_shared_experts": 1,
+            **_ROUTED,
             "first_k_dense_replace": 1,
             "norm_topk_prob": True,
             "routed_scaling_factor": 2.5,

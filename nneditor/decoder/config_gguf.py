@@ -224,10 +224,10 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
-        common, extra = _drop_nextn(metadata, common)
+        common, extra = drop_nextn(metadata, common)
     if arch == "deepseek2":  # (GLM-4.7-Flash's files keep multi-token-prediction layers)
-        common, _ = _drop_nextn(metadata, common)
-        return _gguf_deepseek2(metadata, common, eps)
+        common, extra = drop_nextn(metadata, common)
+        return _gguf_deepseek2(metadata, common, eps, extra.get("notes", ()))
     if arch == "gpt-oss":  # every other layer slides (llama.cpp's pattern of 2), from the first
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         extra = {
@@ -253,7 +253,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def _gguf_deepseek2(
-    metadata: Mapping[str, Any], common: dict[str, Any], eps: float
+    metadata: Mapping[str, Any], common: dict[str, Any], eps: float, notes: tuple[str, ...]
 ) -> DecoderConfig:
     """DeepSeek-V2/V3 as llama.cpp converts them: latent attention (MLA) whose key width is
     ``key_length_mla`` (files written before the MLA split state it as ``key_length``)."""
@@ -298,14 +298,16 @@ def _gguf_deepseek2(
         rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=mscale * mscale / math.sqrt(key),
         mla=mla,
+        notes=notes,
     )
 
 
-def _drop_nextn(
+def drop_nextn(
     metadata: Mapping[str, Any], common: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """GLM-4.5's multi-token-prediction layers (``nextn_predict_layers`` at the end of the
-    stack) draft later tokens; the next-token logits do not pass through them."""
+    """``common`` without the multi-token-prediction layers (``nextn_predict_layers`` at the
+    end of the stack: Qwen3.5, GLM-4.5, DeepSeek), which draft later tokens; the next-token
+    logits do not pass through them. Also the DecoderConfig fields that say so."""
     arch, total = common["arch"], int(common["n_layers"])
     nextn = int(metadata.get(f"{arch}.nextn_predict_layers") or 0)
     if not nextn:

@@ -22,6 +22,7 @@ from typing import Any
 
 from nneditor.decoder import hadamard
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, SsmShape
+from nneditor.decoder.config_gguf import drop_nextn
 
 ARCH = "qwen35"
 #: Qwen3.5's mixtures of experts (Qwen3.5-35B-A3B...): the same layers, a routed feed-forward
@@ -50,7 +51,6 @@ def layer_pattern(metadata: Mapping[str, Any], n_layers: int, arch: str = ARCH) 
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    names = dict(common["names"])
     arch = str(common["arch"])
 
     def num(key: str) -> int:
@@ -59,19 +59,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
         return int(v)
 
-    total = int(common["n_layers"])
-    nextn = int(metadata.get(f"{arch}.nextn_predict_layers") or 0)
-    trunk = total - nextn
-    notes: tuple[str, ...] = ()
-    if nextn:
-        # multi-token-prediction layers draft later tokens; the logits do not pass through them
-        for key in list(names):
-            if key.startswith("blk.") and int(key.split(".")[1]) >= trunk:
-                del names[key]
-        notes = (
-            f"layers {trunk}-{total - 1} predict later tokens (multi-token prediction) and are "
-            "not run: the next-token logits do not depend on them",
-        )
+    trunk_common, said = drop_nextn(metadata, common)
+    trunk, names = int(trunk_common["n_layers"]), dict(trunk_common["names"])
+    notes: tuple[str, ...] = said.get("notes", ())
     n_v = num("ssm.time_step_rank")
     ssm = SsmShape(
         n_k_heads=num("ssm.group_count"),

@@ -181,19 +181,16 @@ class Weights:
         stacked = f"blk.{layer}.ffn_{part}_exps.weight"
         if not self.has(stacked):
             return self.get(f"blk.{layer}.ffn_{part}_exps.{e}.weight")
-        ref = self.ref(stacked)
-        try:
-            arr = np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
-        except Exception as exc:
-            raise DecoderUnsupported(f"tensor {ref.name} could not be decoded: {exc}") from None
-        self._release(ref)
+        arr = self._slice(stacked, e)
         return arr.T.copy() if stacked in self.cfg.transposed else arr
 
     def expert_bias(self, layer: int, part: str, e: int) -> np.ndarray | None:
         """Expert ``e``'s bias of matrix ``part`` (gpt-oss), or None."""
         key = f"blk.{layer}.ffn_{part}_exps.bias"
-        if not self.has(key):
-            return None
+        return self._slice(key, e) if self.has(key) else None
+
+    def _slice(self, key: str, e: int) -> np.ndarray:
+        """Entry ``e`` of a stacked tensor's first axis as float32, its pages released."""
         ref = self.ref(key)
         try:
             arr = np.asarray(ref.read(f"{e}:{e + 1}"), dtype=np.float32)[0]
