@@ -74,7 +74,12 @@ class HybridMixers:
         the gated RMSNorm and the output projection, one node each."""
         scope = f"{s}/ssm"
         qkv = t.get("attn_qkv.weight", "") or t.get("ssm_in.weight", "")
-        fused = "ssm_in.weight" in t  # Qwen3-Next snapshots: q, k, v and z in one matrix
+        inner = self.rows(t.get("attn_gate.weight", ""))  # value heads x value width
+        conv_width = self.rows(qkv)
+        if "ssm_in.weight" in t:  # Qwen3-Next snapshots: q, k, v and z in one matrix
+            ba, dv = self.rows(t.get("ssm_ba.weight", "")), self.rows(t.get("ssm_norm.weight", ""))
+            inner = ba // 2 * dv if ba and dv else None  # beta and alpha: one row per value head
+            conv_width = conv_width - inner if conv_width and inner else None
         conv = self.node(
             scope,
             "CausalConv1D",
@@ -84,7 +89,7 @@ class HybridMixers:
             "recurrent",
             "Query/key/value projection, then a causal depthwise convolution over time and "
             "SiLU (from tensor names).",
-            width=None if fused else self.rows(qkv),
+            width=conv_width,
         )
         gate = t.get("attn_gate.weight", "")
         delta = self.node(
@@ -105,7 +110,7 @@ class HybridMixers:
             "recurrent",
             "Gated DeltaNet recurrence: L2-normalised keys and queries, decay and write "
             "strength from the input, state fresh per prompt (from tensor names).",
-            width=self.rows(gate),
+            width=inner,
         )
         normed = self.node(
             scope,
@@ -115,7 +120,7 @@ class HybridMixers:
             [t.get("ssm_norm.weight", ""), gate],
             "recurrent",
             "Per-head RMSNorm gated by SiLU of the gate projection (from tensor names).",
-            width=self.rows(gate),
+            width=inner,
         )
         return self.node(
             scope,
