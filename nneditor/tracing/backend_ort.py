@@ -132,7 +132,7 @@ def run_onnxruntime(
         "inference_s": round(t2 - t1, 6),
         "capture_s": round(t3 - t2, 6),
         "graph_optimization": optimization,
-        "notes": [note] if note else [],
+        "notes": [n for n in (note, _precision_note(ort, used)) if n],
     }
 
 
@@ -144,7 +144,7 @@ def _session(
     strict: bool,
 ) -> tuple[Any, str]:
     names = [p for p, _ in provider_list]
-    opts = [dict(o) for _, o in provider_list]
+    opts = [_full_precision(ort, p, o) for p, o in provider_list]
     try:
         session = ort.InferenceSession(model, options, providers=names, provider_options=opts)
     except Exception as exc:
@@ -180,6 +180,32 @@ def _session(
     if names and used != names[0]:
         note = f"{prov.display_name(names[0])} was not usable; ran on {prov.display_name(used)}"
     return session, note
+
+
+def _full_precision(ort: Any, provider: str, options: dict[str, str]) -> dict[str, str]:
+    """``options`` with TensorFloat-32 turned off on CUDA (ONNX Runtime 1.18+ knows the key).
+
+    A trace is read as the model's float32 values, and TF32 rounds the inputs of matrix
+    products to 10 mantissa bits: on an H200 it moved PP-OCRv4's values up to 3.4% from the
+    CPU's (1.3e-5 without it) at no measurable cost in time.
+    """
+    opts = dict(options)
+    if provider == "CUDAExecutionProvider" and _version(ort) >= (1, 18):
+        opts.setdefault("use_tf32", "0")
+    return opts
+
+
+def _precision_note(ort: Any, used: str) -> str:
+    if used != "CUDAExecutionProvider":
+        return ""
+    if _version(ort) >= (1, 18):
+        return "CUDA ran float32 matrix products at full precision (TF32 off)"
+    return "CUDA may round float32 matrix products to TF32 (this ONNX Runtime cannot turn it off)"
+
+
+def _version(ort: Any) -> tuple[int, ...]:
+    found = re.match(r"(\d+)\.(\d+)", str(getattr(ort, "__version__", "")))
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
 
 def _short(exc: BaseException) -> str:

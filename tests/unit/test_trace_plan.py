@@ -227,3 +227,32 @@ def test_a_device_failure_quotes_onnx_runtimes_own_log_lines():
     assert lines[1].startswith("2026-12-04 12:07:18.03 [W:onnxruntime")
     assert "\x1b" not in "".join(lines)
     assert runtime_log_lines("no runtime lines here") == []
+
+
+def test_cuda_runs_float32_at_full_precision_where_the_runtime_allows():
+    """TF32 is turned off on CUDA for ONNX Runtime 1.18+ (the key is unknown before), and the
+    run's notes say which precision the values have; other providers keep their options."""
+    from types import SimpleNamespace
+
+    from nneditor.tracing import backend_ort
+
+    seen: list[list[dict[str, str]]] = []
+
+    class Session:
+        def __init__(self, model, options, providers, provider_options):
+            seen.append(provider_options)
+            self.providers = providers
+
+        def get_providers(self):
+            return self.providers
+
+    plist = [("CUDAExecutionProvider", {"device_id": "0"}), (prov.CPU, {})]
+    new = SimpleNamespace(__version__="1.31.1", InferenceSession=Session)
+    backend_ort._session(new, b"", None, plist, strict=False)
+    assert seen[-1] == [{"device_id": "0", "use_tf32": "0"}, {}]
+    assert "TF32 off" in backend_ort._precision_note(new, "CUDAExecutionProvider")
+    assert backend_ort._precision_note(new, prov.CPU) == ""
+    old = SimpleNamespace(__version__="1.17.3", InferenceSession=Session)
+    backend_ort._session(old, b"", None, plist, strict=False)
+    assert seen[-1] == [{"device_id": "0"}, {}]
+    assert "may round" in backend_ort._precision_note(old, "CUDAExecutionProvider")
