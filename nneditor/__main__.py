@@ -1,7 +1,5 @@
 """`python -m nneditor` — same as the `nneditor` command."""
 
-import sys
+from nneditor.cli import run
 
-from nneditor.cli import main
-
-sys.exit(main())
+run()

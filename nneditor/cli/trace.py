@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 from nneditor.cli.inputs import add_shape_arguments, plan_from_args
 from nneditor.io.scratch import sweep_temp
@@ -221,58 +221,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_trace)
 
 
-#: the runner :func:`prestart_worker` started, taken by :func:`cmd_trace`
-_EARLY: list[TraceRunner] = []
-
-
-class _Unparsable(Exception):
-    pass
-
-
-class _QuietParser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # the real parse reports it
-        raise _Unparsable(message)
-
-
-def prestart_worker(argv: list[str]) -> None:
-    """Start the worker of an approved (``--yes``) trace before the command line is fully
-    parsed and the other commands' modules are imported, so that its interpreter start-up and
-    runtime imports overlap with this process's own. It reads nothing until the approved
-    request arrives, and is closed unused if the command is refused."""
-    if "--yes" not in argv:
-        return
-    parser = _QuietParser(add_help=False)
-    add_arguments(parser)
-    try:
-        args, _ = parser.parse_known_args(argv)
-    except _Unparsable:
-        return
-    if not args.yes:
-        return
-    from nneditor.tracing.runner import TraceRunner
-
-    runner = TraceRunner()
-    try:
-        runner.prestart(likely_backend(args))
-    except Exception:  # only a head start: cmd_trace starts a worker itself and says why not
-        runner.close()
-        return
-    _EARLY.append(runner)
-
-
-def discard_early_worker() -> None:
-    """Close a worker :func:`prestart_worker` started that no command took."""
-    while _EARLY:
-        _EARLY.pop().close()
-
-
 def cmd_trace(args: argparse.Namespace) -> int:
+    from nneditor.cli import trace_early
     from nneditor.cli.common import open_document
     from nneditor.tracing.runner import TraceRunner
 
-    early = _EARLY.pop() if _EARLY else None
-    with early or TraceRunner() as runner:
-        if args.yes and early is None:
+    early = trace_early.take()
+    with TraceRunner() as runner:
+        if early is not None:
+            runner.adopt(early)
+        elif args.yes:
             # The worker's interpreter and imports start while the model is opened and planned;
             # it reads nothing until the approved request arrives (closed unused on a refusal).
             runner.prestart(likely_backend(args))

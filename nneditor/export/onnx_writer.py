@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from nneditor._version import __version__
+from nneditor.artifacts.wire import pbwrite as pb
 from nneditor.editing.onnx_edits import EditState
 from nneditor.editing.onnx_source import (
     G_INIT,
@@ -37,7 +38,6 @@ from nneditor.editing.onnx_source import (
     SourceModel,
 )
 from nneditor.errors import NNEditorError
-from nneditor.export import pbwrite as pb
 from nneditor.io.crash_points import crash_point
 from nneditor.io.scratch import (
     EXPORT_PREFIX,
@@ -50,6 +50,7 @@ from nneditor.io.scratch import (
 )
 from nneditor.io.source import ByteSource
 from nneditor.jobs import JobHandle
+from nneditor.platform.runtime_env import quiet_runtimes
 
 PROTO_LIMIT = 2**31 - 64 * 2**20  # leave headroom below protobuf's 2 GiB message limit
 OPSET = 8  # ModelProto.opset_import
@@ -434,6 +435,7 @@ def _open_doc(path: Path) -> Any:
 
 
 def _runtime_check(path: Path, state: EditState, notes: list[str]) -> list[str]:
+    quiet_runtimes()
     try:
         import onnxruntime as ort
     except ImportError:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from nneditor.platform.runtime_env import quiet_runtimes
 from nneditor.scripting.protocol import NATIVE_STDERR_FILE
 
 WORKER_MODULE = "nneditor.scripting.worker"
@@ -32,7 +33,7 @@ def worker_command(run_dir: Path, python: str | None = None) -> list[str]:
 
 def worker_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The child's environment: Agg backend, UTF-8 I/O and this checkout on ``PYTHONPATH``."""
-    env = dict(os.environ if base is None else base)
+    env = dict(quiet_runtimes(dict(os.environ if base is None else base)))
     env["MPLBACKEND"] = "Agg"
     env["PYTHONIOENCODING"] = "utf-8"
     root = str(Path(__file__).resolve().parents[2])

@@ -12,7 +12,7 @@ Invariants:
 - Graph optimisations are disabled by default so that every capture equals the value ONNX
   Runtime computes when that value alone is exposed (fusions differ by rounding otherwise).
 - The session is created from bytes: the source file followed by the extra outputs
-  (:class:`~nneditor.tracing.model_copy.ModelBytes`); nothing is decoded, re-encoded or
+  (:class:`~nneditor.tracing.model_bytes.ModelBytes`); nothing is decoded, re-encoded or
   written. External data keeps its relative locations and the session option
   ``EXTERNAL_FOLDER_KEY`` points ONNX Runtime at the model's own folder; nothing is copied or
   linked (verified with ONNX Runtime 1.32; a runtime without the option refuses the model and
@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import onnx
 
+from nneditor.platform.runtime_env import quiet_runtimes
 from nneditor.tracing import providers as prov
 from nneditor.tracing.backend_errors import BackendError, classify
 from nneditor.tracing.capture import CaptureStore
-from nneditor.tracing.model_copy import ModelBytes, expose_outputs
+from nneditor.tracing.model_bytes import ModelBytes
 
 EXTERNAL_FOLDER_KEY = "session.model_external_initializers_file_folder_path"
 #: Graph optimisation levels. "disabled" (default) computes every node as written, so each
@@ -69,6 +69,7 @@ def run_onnxruntime(
     """Run the model once with ``capture_names`` exposed; returns run info for the manifest."""
     if optimization not in _OPT_LEVELS:
         raise BackendError(f"unknown graph optimisation level {optimization!r}", "input")
+    quiet_runtimes()  # the worker's environment has it already; a direct call may not
     import onnxruntime as ort
 
     t0 = time.perf_counter()
@@ -90,6 +91,10 @@ def run_onnxruntime(
             raise
         # Older runtimes refuse untyped graph outputs: retry once with inferred types.
         del blob
+        import onnx
+
+        from nneditor.tracing.model_copy import expose_outputs
+
         model = onnx.load(str(model_path), load_external_data=False)
         outputs = expose_outputs(model, capture_names, infer_types=True)
         blob = model.SerializeToString()

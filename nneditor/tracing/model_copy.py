@@ -11,27 +11,17 @@ Invariants:
   (ONNX Runtime accepts untyped graph outputs); shapes are never asserted.
 - For models with external data the copy keeps the original relative locations; the runtime is
   pointed at the model's own folder (ORT session option), so nothing is copied or linked.
-- :class:`ModelBytes` never decodes the entry graph's weights: its structure is parsed from the
-  wire without initializer payloads, and the session bytes are the source bytes followed by a
-  small ModelProto holding only the extra graph outputs. Protobuf merges a repeated embedded
-  message field on parse (the second ``graph`` field appends its outputs to the first), so the
-  runtime reads exactly the source model plus the exposed outputs, with no re-encoding.
+- The ONNX Runtime backend reads the file through :class:`~nneditor.tracing.model_bytes.
+  ModelBytes` instead (no onnx import, no weights decoded); its entries equal
+  :func:`value_entries`.
 """
 
 from __future__ import annotations
 
-import mmap
-from pathlib import Path
-
 import onnx
 from onnx import AttributeProto, GraphProto
 
-from nneditor.artifacts.onnx import wire_index as w
 from nneditor.tracing.capture import ValueEntry
-
-_M_GRAPH = 7
-_G_INITIALIZER = 5
-_T_NAME = 8
 
 
 def value_entries(
@@ -131,67 +121,3 @@ def expose_outputs(
             vi.type.tensor_type.elem_type = t.tensor_type.elem_type
         model.graph.output.append(vi)
     return existing + wanted
-
-
-class ModelBytes:
-    """A read-only map of an ONNX file: structure without entry-graph weights, session bytes.
-
-    The file is mapped, not read: its pages are shared with the page cache. Hand-written
-    because onnx can only parse a whole ModelProto (weights included), which costs more than
-    the runtime's own load for a weight-heavy model.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        with open(self.path, "rb") as fh:
-            size = fh.seek(0, 2)
-            if size == 0:
-                raise ValueError(f"{self.path} is empty; it holds no ONNX model")
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-        buf = memoryview(self._map)
-        try:
-            top = w.scan(buf, 0, size, "the model")
-            graphs = [f for f in top if f[0] == _M_GRAPH and f[1] == w.LEN]
-            if len(graphs) != 1:
-                raise ValueError(f"{self.path} does not hold exactly one graph")
-            model = onnx.ModelProto.FromString(
-                b"".join(buf[f[2] : _end(f)] for f in top if f[0] != _M_GRAPH)
-            )
-            _f, _wt, _at, gpos, glen = graphs[0]
-            kept, names = [], set()
-            for f in w.scan(buf, gpos, gpos + glen, "the graph"):
-                if f[0] == _G_INITIALIZER and f[1] == w.LEN:
-                    names.add(_tensor_name(buf, f))
-                else:
-                    kept.append(buf[f[2] : _end(f)])
-            model.graph.MergeFromString(b"".join(kept))
-        finally:
-            buf.release()
-        self.structure = model
-        self.initializer_names = frozenset(names)
-
-    def with_outputs(self, names: list[str]) -> tuple[bytes, list[str]]:
-        """Session bytes exposing ``names`` as extra (untyped) graph outputs, and every output
-        name in order."""
-        existing = [o.name for o in self.structure.graph.output]
-        have = set(existing)
-        wanted = [n for n in names if n not in have]
-        extra = onnx.ModelProto(
-            graph=onnx.GraphProto(output=[onnx.ValueInfoProto(name=n) for n in wanted])
-        ).SerializeToString()
-        return b"".join((self._map, extra)), existing + wanted
-
-    def close(self) -> None:
-        """Unmap the file (idempotent); :attr:`structure` stays usable."""
-        self._map.close()
-
-
-def _end(f: w.Field) -> int:
-    return f[3] if f[1] == w.VARINT else f[3] + f[4]
-
-
-def _tensor_name(buf: memoryview, f: w.Field) -> str:
-    for sub in w.scan(buf, f[3], f[3] + f[4], "an initializer"):
-        if sub[0] == _T_NAME and sub[1] == w.LEN:
-            return w.text(buf, sub[3], sub[4])
-    return ""

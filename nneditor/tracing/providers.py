@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass
 
 from nneditor.errors import NNEditorError
+from nneditor.platform.runtime_env import quiet_runtimes
 
 DEVICES = ("auto", "cpu", "gpu", "npu")
 CPU = "CPUExecutionProvider"
@@ -88,6 +89,7 @@ def installed_providers() -> tuple[str, ...]:
     if not onnxruntime_installed():
         return ()
     try:
+        quiet_runtimes()
         import onnxruntime
 
         return tuple(onnxruntime.get_available_providers())
@@ -98,6 +100,7 @@ def installed_providers() -> tuple[str, ...]:
 @functools.cache
 def onnxruntime_version() -> str:
     try:
+        quiet_runtimes()
         import onnxruntime
 
         return str(onnxruntime.__version__)

@@ -28,11 +28,9 @@ import json
 import os
 import queue
 import re
-import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -60,11 +58,16 @@ from nneditor.jobs import CancelToken, JobHandle
 from nneditor.tracing.approval import Approval, verify
 from nneditor.tracing.capture import MANIFEST, patch_manifest_head, write_npy
 from nneditor.tracing.plan import TracePlan
-from nneditor.tracing.protocol import ProtocolError, decode, run_request
+from nneditor.tracing.worker_process import (
+    WorkerProcess,
+    kill_tree,
+    reap_group,
+    worker_command,
+    worker_env,
+)
 
 EventCallback = Callable[[dict[str, Any]], None]
 POLL_S = 0.02
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 class RunError(NNEditorError):
@@ -97,15 +100,6 @@ class TraceResult:
     @property
     def partial(self) -> bool:
         return self.status == "partial"
-
-
-def worker_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH", "")) if p)
-    env.setdefault("MALLOC_ARENA_MAX", "2")
-    env["PYTHONUNBUFFERED"] = "1"
-    env.pop("QT_QPA_PLATFORM", None)
-    return env
 
 
 def build_request(
@@ -155,59 +149,7 @@ def _write_inputs(plan: TracePlan, run_dir: Path) -> dict[str, str]:
     return files
 
 
-class _Worker:
-    """One worker process: its stdout reader thread, event queue and log file."""
-
-    def __init__(self, cmd: list[str], env: dict[str, str], log_dir: Path) -> None:
-        self.log_dir = log_dir
-        self.log_path = log_dir / "worker.log"
-        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
-        kwargs: dict[str, Any] = {}
-        if os.name == "posix":
-            kwargs["start_new_session"] = True
-        else:  # pragma: no cover - Windows
-            kwargs["creationflags"] = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        self.proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            cwd=log_dir,
-            env=env,
-            **kwargs,
-        )
-        self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.events.put(decode(line))
-            except ProtocolError as exc:
-                self.events.put({"event": "warning", "message": f"protocol: {exc}"})
-        self.events.put(None)
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def send(self, request: dict[str, Any]) -> None:
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(run_request(request).encode())
-            self.proc.stdin.close()
-        except OSError:
-            pass  # the worker died already; reported from its exit status
-
-    def close(self) -> None:
-        if self.alive():
-            kill_tree(self.proc)
-        self.reader.join(timeout=5)
-        self._log.close()
-
-
-def _discard(box: list[_Worker | None]) -> None:
+def _discard(box: list[WorkerProcess | None]) -> None:
     """Stop an idle worker and delete its log folder."""
     worker, box[0] = box[0], None
     if worker is not None:
@@ -233,14 +175,16 @@ class TraceRunner:
         self.python = python
         self.extra_env = dict(extra_env or {})
         self.keep_warm = keep_warm
-        self._box: list[_Worker | None] = [None]  # the idle worker (shared with the finalizer)
+        self._box: list[WorkerProcess | None] = [
+            None
+        ]  # the idle worker (shared with the finalizer)
         self._lock = threading.Lock()
         self._generation = 0  # bumped by close(): a pending pre-start then does nothing
         # an idle worker must not outlive its runner (garbage collection or interpreter exit)
         self._finalizer = weakref.finalize(self, _discard, self._box)
 
     @property
-    def _warm(self) -> _Worker | None:
+    def _warm(self) -> WorkerProcess | None:
         return self._box[0]
 
     def __enter__(self) -> TraceRunner:
@@ -250,14 +194,7 @@ class TraceRunner:
         self.close()
 
     def _command(self, preload: str = "") -> list[str]:
-        """The worker's command line; ``preload``: "" (import on demand) or what to import
-        before waiting (see ``worker.PRELOADS``)."""
-        from nneditor.tracing.worker import PRELOADS
-
-        cmd = [self.python or sys.executable, "-m", "nneditor.tracing.worker"]
-        if not preload:
-            return cmd
-        return [*cmd, f"--preload={preload if preload in PRELOADS else 'all'}"]
+        return worker_command(preload, self.python)
 
     def _env(self) -> dict[str, str]:
         return {**worker_env(), **self.extra_env}
@@ -273,7 +210,14 @@ class TraceRunner:
             return
         _discard(self._box)
         log_dir = staging_dir(Path(tempfile.gettempdir()), TRACE_WORKER_PREFIX)
-        self._box[0] = _Worker(self._command(preload), self._env(), log_dir)
+        self._box[0] = WorkerProcess(self._command(preload), self._env(), log_dir)
+
+    def adopt(self, worker: WorkerProcess) -> None:
+        """Take ``worker``, started idle by someone else (the CLI's early start), as this
+        runner's pre-started worker; any worker waiting before is closed."""
+        with self._lock:
+            _discard(self._box)
+            self._box[0] = worker
 
     def prestart_soon(self, preload: str = "all") -> None:
         """:meth:`prestart` on a helper thread (process creation stays off the caller's path);
@@ -293,13 +237,13 @@ class TraceRunner:
             self._generation += 1
             _discard(self._box)
 
-    def _take_worker(self, run_dir: Path) -> _Worker:
+    def _take_worker(self, run_dir: Path) -> WorkerProcess:
         with self._lock:
             warm, self._box[0] = self._box[0], None
         if warm is not None and warm.alive():
             return warm
         _discard([warm])
-        return _Worker(self._command(), self._env(), run_dir)
+        return WorkerProcess(self._command(), self._env(), run_dir)
 
     def run(
         self,
@@ -424,7 +368,7 @@ class _Supervisor:
         self._children: list[psutil.Process] = []
         self._children_at = 0.0
 
-    def run(self, worker: _Worker, request: dict[str, Any]) -> TraceResult:
+    def run(self, worker: WorkerProcess, request: dict[str, Any]) -> TraceResult:
         start = time.monotonic()
         self.result.worker_pid = worker.proc.pid
         worker.send(request)
@@ -441,12 +385,15 @@ class _Supervisor:
         if finished:
             if own_log:  # before the helper thread deletes the worker's folder
                 shutil.copyfile(worker.log_path, self.run_dir / "worker.log")
+            # not a daemon: an exit waits for it, so the pre-started worker's folder goes too
             threading.Thread(
-                target=_finish_worker, args=(worker, list(self._children), own_log), daemon=True
+                target=_finish_worker,
+                args=(worker, list(self._children), own_log),
+                name="trace-worker-cleanup",
             ).start()
         else:
             if stopped is None:
-                _reap_group(worker.proc.pid)  # a descendant left behind must not outlive the run
+                reap_group(worker.proc.pid)  # a descendant left behind must not outlive the run
             worker.close()
         self._drain(worker)
         self.result.elapsed_s = time.monotonic() - start
@@ -458,7 +405,7 @@ class _Supervisor:
         self._conclude(worker.proc.returncode, stopped)
         return self.result
 
-    def _drain(self, worker: _Worker, wait_s: float = 0.0) -> None:
+    def _drain(self, worker: WorkerProcess, wait_s: float = 0.0) -> None:
         """Handle every queued event; wait up to ``wait_s`` for the first one."""
         while True:
             try:
@@ -478,7 +425,7 @@ class _Supervisor:
                 with contextlib.suppress(Exception):  # a UI callback must not break us
                     self.on_event(msg)
 
-    def _supervise(self, worker: _Worker, start: float) -> str | None:
+    def _supervise(self, worker: WorkerProcess, start: float) -> str | None:
         limits = self.plan.limits
         proc = worker.proc
         while proc.poll() is None:
@@ -586,13 +533,13 @@ def _exit_text(code: int | None) -> str:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the worker's process group (the worker alone where there are no groups)."""
     if os.name == "posix":
-        _reap_group(proc.pid)
+        reap_group(proc.pid)
     else:  # pragma: no cover - Windows
         with contextlib.suppress(OSError):
             proc.kill()
 
 
-def _finish_worker(worker: _Worker, descendants: list[psutil.Process], own_log: bool) -> None:
+def _finish_worker(worker: WorkerProcess, descendants: list[psutil.Process], own_log: bool) -> None:
     """After a completed run: kill descendants the watchdog saw leave the group, wait for the
     killed worker, close its pipes and log, delete a pre-started worker's log folder."""
     for p in descendants:
@@ -602,50 +549,6 @@ def _finish_worker(worker: _Worker, descendants: list[psutil.Process], own_log: 
     psutil.wait_procs(descendants, timeout=5)
     if own_log:
         shutil.rmtree(worker.log_dir, ignore_errors=True)
-
-
-def _reap_group(pgid: int) -> None:
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-
-
-def kill_tree(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the worker, its process group and any descendant that left the group; wait."""
-    try:
-        descendants = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        descendants = []
-    if os.name == "posix":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    else:  # pragma: no cover - Windows
-        proc.kill()
-    for p in descendants:
-        with contextlib.suppress(psutil.Error):
-            p.kill()
-    try:
-        _wait_exit(proc, 10)
-    except subprocess.TimeoutExpired:  # pragma: no cover - a kernel-stuck process
-        proc.kill()
-    psutil.wait_procs(descendants, timeout=5)
-
-
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    """``proc.wait(timeout)`` without its polling sleeps where the OS can signal the exit
-    (a Linux pidfd becomes readable when the process ends)."""
-    pidfd_open = getattr(os, "pidfd_open", None)
-    if pidfd_open is not None and proc.returncode is None:
-        try:
-            fd = pidfd_open(proc.pid)
-        except OSError:
-            fd = -1
-        if fd >= 0:
-            try:
-                select.select([fd], [], [], timeout)
-            finally:
-                os.close(fd)
-    proc.wait(timeout=timeout)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -213,25 +213,89 @@ def test_the_early_worker_is_closed_when_the_command_is_refused(tmp_path, capsys
     error or a refusal must not leave it running (in-process callers keep their process)."""
     import psutil
 
-    from nneditor.cli import main
-    from nneditor.cli import trace as trace_cli
+    from nneditor.cli import main, trace_early
 
     started: list[int] = []
-    original = trace_cli.prestart_worker
+    original = trace_early.prestart
 
     def spy(argv: list[str]) -> None:
         original(argv)
-        started.extend(r._box[0].proc.pid for r in trace_cli._EARLY if r._box[0] is not None)
+        started.extend(w.proc.pid for w in trace_early._EARLY)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(trace_cli, "prestart_worker", spy)
+        mp.setattr(trace_early, "prestart", spy)
         usage = main(["trace", str(EXAMPLE), "--out", str(tmp_path / "t"), "--yes", "--bogus"])
         refused = main(
             ["trace", str(tmp_path / "missing.onnx"), "--out", str(tmp_path / "u"), "--yes"]
         )
     capsys.readouterr()
     assert usage == 2 and refused == 2
-    assert len(started) == 2 and trace_cli._EARLY == []
+    assert len(started) == 2 and trace_early._EARLY == []
     for pid in started:
         with pytest.raises(psutil.NoSuchProcess):
             psutil.Process(pid).wait(timeout=10)
+
+
+def test_a_trace_leaves_no_runtime_telemetry(tmp_path):
+    """ONNX Runtime 1.32 on Linux stores telemetry events under the user's cache folder (and
+    uploads them when it can); neither the CLI, which lists providers, nor its worker, which
+    runs the session, may leave any. The same command with the variable set to 0 by the user
+    must keep the user's choice (where this runtime records telemetry at all)."""
+    import os
+    import sys
+
+    ids = tmp_path / "ids.npz"
+    np.savez(ids, input_ids=np.array([[1, 2]], np.int64))
+
+    def trace(home: Path, **extra: str) -> list[Path]:
+        env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+        env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"), **extra)
+        args = [sys.executable, "-m", "nneditor", "trace", str(EXAMPLE), "--inputs", str(ids)]
+        args += ["--out", str(home / "t"), "--yes"]
+        done = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return [p for p in home.rglob("*") if "onnxruntime" in p.name.lower() and p.is_file()]
+
+    assert trace(tmp_path / "default") == []
+    recorded = trace(tmp_path / "opted-in", ORT_DISABLE_TELEMETRY="0")
+    if sys.platform == "linux" and tuple(map(int, ort.__version__.split(".")[:2])) >= (1, 32):
+        assert any(p.name == "onnxruntime.db" for p in recorded), recorded
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["m.onnx", "--out", "o", "--yes"],
+        ["--out", "o", "m.onnx", "--yes"],
+        ["--inputs", "x.npz", "m.gguf", "--out", "o", "--yes"],
+        ["--out=o", "--backend", "reference", "m.onnx", "--yes"],
+        ["m.onnx", "--backend=numpy", "--out", "o", "--yes"],
+        ["--capture", "a", "b", "--out", "o", "snap", "--yes"],
+        ["m.onnx", "--capture", "a.onnx", "--out", "o", "--yes"],
+        ["--tracer", "plug", "m.onnx", "--out", "o", "--yes"],
+        ["--dim", "seq=3", "--shape", "x=1,2", "M.ONNX", "--out", "o", "--device", "cpu", "--yes"],
+        [
+            "--seed",
+            "3",
+            "--timeout",
+            "9",
+            "--max-ram",
+            "100",
+            "m.safetensors",
+            "--out",
+            "o",
+            "--yes",
+        ],
+    ],
+)
+def test_the_early_workers_preload_matches_the_parsed_command(argv):
+    """The hand-read guess (no argparse, no numpy at that point) agrees with the real parser."""
+    import argparse
+
+    from nneditor.cli import trace_early
+    from nneditor.cli.trace import add_arguments, likely_backend
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert trace_early.likely_preload(argv) == likely_backend(parser.parse_args(argv))
+    assert trace_early.likely_preload([a for a in argv if a != "--yes"]) is None

@@ -140,3 +140,29 @@ def test_help_lists_the_window_flags():
     assert out.returncode == 0
     for flag in ("--screenshot", "--level", "--select", "--open-trace", "--size", "--dark"):
         assert flag in out.stdout
+
+
+def test_each_command_is_parsed_by_its_own_group_alone():
+    """A command line naming a command builds the parser of that command's group only; the
+    map must name every command the groups register, and the right group for each."""
+    import argparse
+    import importlib
+
+    from nneditor.cli import COMMANDS, GROUPS
+
+    registered: dict[str, str] = {}
+    for group in GROUPS:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(f"nneditor.cli.{group}").register(sub)
+        registered.update(dict.fromkeys(sub.choices, group))
+    assert registered == COMMANDS
+    code = (
+        "import sys; from nneditor.cli import main; main(['inspect', sys.argv[1], '--json']); "
+        "print(sorted(m for m in sys.modules if m.startswith('nneditor.cli.')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(EXAMPLE)], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = out.strip().splitlines()[-1]
+    assert "nneditor.cli.inspection" in loaded
+    assert not any(f"nneditor.cli.{g}'" in loaded for g in ("trace", "tokens", "optimize", "diff"))
