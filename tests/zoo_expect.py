@@ -281,16 +281,24 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 5, "embedding": 3, "head": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
-    # state-space models: the NumPy decoder refuses them (the bundled SSM plugin runs the
-    # snapshots; tests/integration/test_family_tracers.py)
+    # state-space models: the NumPy decoder runs Mamba-2 (decoder/mamba2.py) and refuses
+    # Mamba-1 (the bundled SSM plugin runs its snapshots; tests/integration/
+    # test_family_tracers.py)
     **{
-        f"decoder-{family}{suffix}": {
+        f"decoder-mamba{suffix}": {
             "format": "gguf" if suffix else "huggingface",
             "blocks": 2,
             "patterns": {"recurrent": 2},
-            "trace": f"architecture is {family}" if suffix else f"model_type is {family}",
+            "trace": "architecture is mamba" if suffix else "model_type is mamba",
         }
-        for family in ("mamba", "mamba2")
+        for suffix in ("", ".gguf")
+    },
+    **{
+        f"decoder-mamba2{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 2,
+            "patterns": {"recurrent": 2},
+        }
         for suffix in ("", ".gguf")
     },
     # qwen35 hybrids: two recurrent (Gated DeltaNet) and two gated-attention layers each

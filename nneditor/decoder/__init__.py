@@ -86,7 +86,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import lfm2, qwen35
+    from nneditor.decoder import lfm2, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
 
@@ -102,7 +102,11 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "opened; a trace needs every shard (see the note on the missing ones)"
             )
         common = gguf_common(meta, names)
-        family = {lfm2.ARCH: lfm2.from_gguf, **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf)}
+        family = {
+            lfm2.ARCH: lfm2.from_gguf,
+            mamba2.ARCH: mamba2.from_gguf,
+            **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
+        }
         cfg = family.get(common["arch"], from_gguf)(meta, common)
         vl = str(doc.metadata.get("general.architecture") or "")
         if vl in TEXT_OF_VL:
@@ -118,7 +122,11 @@ def decoder_config(doc: Document) -> DecoderConfig:
         config = doc.metadata.get("config") or {}
         config, names = _dequantized(config, names, doc)
         common = hf_common(config, names)
-        hf_family = {lfm2.ARCH: lfm2.from_hf, **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf)}
+        hf_family = {
+            lfm2.ARCH: lfm2.from_hf,
+            mamba2.ARCH: mamba2.from_hf,
+            **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
+        }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
         if cfg.activation == "xielu":
             cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))
@@ -128,7 +136,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
         )
     check_tensors(cfg)
     if cfg.layer_kinds:
-        needs = lfm2.NEEDS if cfg.arch == lfm2.ARCH else qwen35.needs(cfg)
+        family_needs = {lfm2.ARCH: lfm2.NEEDS, mamba2.ARCH: mamba2.NEEDS}
+        needs = family_needs.get(cfg.arch) or qwen35.needs(cfg)
         qwen35.check_layers(cfg, list(cfg.names), needs)
     for name in cfg.names.values():
         reason = getattr(doc.tensors[name].loader, "reason", None)

@@ -19,7 +19,9 @@ config_gguf.py reads GGUF metadata, config_hf.py reads config.json.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,10 +73,18 @@ ARCHES = (
     "deepseek2",
     "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
     "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
+    "mamba2",  # Mamba-2: state-space mixers, no attention, no feed-forward (mamba2.py)
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
 )
+#: how DecoderConfig.describe names each layer kind
+LAYER_KIND_NAMES = {
+    "recurrent": "Gated DeltaNet",
+    "shortconv": "short-convolution",
+    "mamba2": "Mamba-2",
+    "attention": "attention",
+}
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")
 Xielu = tuple[float, float, float, float]
@@ -102,6 +112,24 @@ GGUF_MOE_NORM = {
     "olmoe": False,
     "qwen2moe": False,
 }
+
+
+@dataclass(frozen=True)
+class Mamba2:
+    """The mixer's widths; ``a_log``: the checkpoint stores ``log(-A)`` (snapshots)."""
+
+    d_inner: int
+    d_state: int
+    n_heads: int
+    n_groups: int
+    d_conv: int
+    a_log: bool
+    dt_min: float = 0.0
+    dt_max: float = math.inf
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_inner // self.n_heads
 
 
 @dataclass(frozen=True)
@@ -224,6 +252,8 @@ class DecoderConfig:
     moe: Moe | None = None
     #: DeepSeek's multi-head latent attention widths (decoder/mla.py); None: plain attention
     mla: Mla | None = None
+    #: Mamba-2 mixers' widths (decoder/mamba2.py); None: no state-space layers
+    mamba2: Mamba2 | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -251,13 +281,21 @@ class DecoderConfig:
             f"{self.n_heads} heads" + (f" / {self.n_kv_heads} key-value" if self.gqa else ""),
             f"vocabulary {self.vocab:,}",
         ]
+        if self.mamba2 is not None:
+            m = self.mamba2
+            bits[1] = (
+                f"{m.n_heads} state-space heads of {m.head_dim} (state {m.d_state}, "
+                f"{m.n_groups} groups)"
+            )
         if self.sliding_window:
             bits.append(f"sliding window {self.sliding_window} on local layers")
         if any(self.nope_layers):
             bits.append(f"{sum(self.nope_layers)} layers without RoPE")
         if self.layer_kinds:
-            n = self.layer_kinds.count("recurrent")
-            bits.append(f"{n} Gated DeltaNet and {len(self.layer_kinds) - n} attention layers")
+            counts = Counter(self.layer_kinds)
+            order = [*LAYER_KIND_NAMES, *sorted(set(counts) - set(LAYER_KIND_NAMES))]
+            kinds = [f"{counts[k]} {LAYER_KIND_NAMES.get(k, k)}" for k in order if counts[k]]
+            bits.append(" and ".join(kinds) + " layers")
         if self.hadamard is not None:
             bits.append(
                 f"Prism Hadamard fold v{self.hadamard.version} (block {self.hadamard.block})"
@@ -453,6 +491,9 @@ _BLOCK_KEYS = {
     "shortconv.in_proj.weight",
     "shortconv.conv.weight",
     "shortconv.out_proj.weight",
+    # Mamba-2: the skip weight and the convolution's bias (its other tensors are qwen35's names)
+    "ssm_d",
+    "ssm_conv1d.bias",
     # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
     *(f"ffn_act.{part}" for part in XIELU_PARTS),
 }

@@ -59,7 +59,9 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     heads = _first(num("attention.head_count"))
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
     kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
-    head_dim = int(metadata.get(f"{arch}.attention.key_length") or hidden // heads)
+    head_dim = int(
+        metadata.get(f"{arch}.attention.key_length") or (hidden // heads if heads else 0)
+    )
     vocab = _vocab(metadata, arch)
     scaling = gguf_scaling(metadata, arch, names)
     common: dict[str, Any] = {

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, mla, moe, ops, prefetch
+from nneditor.decoder import hybrid, lfm2, mamba2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -187,6 +187,8 @@ def _block(
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
     elif cfg.kind(i) == "shortconv":
         a = lfm2.short_conv(w, cfg, p, h, emit)
+    elif cfg.kind(i) == "mamba2":
+        a = mamba2.mixer(w, cfg, p, h, emit)
     else:
         a = _attention(w, cfg, p, h, positions, freq, local, emit)
     emit(f"{p}.attn_output", a[None])
@@ -197,6 +199,9 @@ def _block(
     if cfg.residual_scale != 1.0:
         a = (a * F32(cfg.residual_scale)).astype(F32)
     x = x + a
+    if not _has_feed_forward(w, p):  # Mamba-2: the mixer is the whole block
+        emit(f"{p}.output", x[None])
+        return x
     emit(f"{p}.attn_residual", x[None])
     if w.has(f"{p}.attn_output_norm.weight"):  # BERT: post-norm after the residual
         x = _norm(w, cfg, f"{p}.attn_output_norm", x)
@@ -218,6 +223,10 @@ def _block(
         x = _norm(w, cfg, f"{p}.layer_output_norm", x)
     emit(f"{p}.output", x[None])
     return x
+
+
+def _has_feed_forward(w: Weights, p: str) -> bool:
+    return any(w.has(f"{p}.{k}") for k in ("ffn_up.weight", "ffn_gate_inp.weight"))
 
 
 def _attention(

@@ -59,6 +59,7 @@ HF_ARCH = {
     "deepseek_v2": "deepseek2",
     "kimi_k2": "deepseek2",
     "glm4_moe_lite": "deepseek2",  # GLM-4.7-Flash: DeepSeek-V3's layers
+    "mamba2": "mamba2",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}

@@ -37,6 +37,7 @@ FAMILIES = [
     "olmo3",
     "gemma2",
     "lfm2",
+    "mamba2",
 ]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
@@ -52,7 +53,10 @@ def _ours(path: Path, ids: np.ndarray = IDS) -> dict[str, np.ndarray]:
 
 def _layers(model: object) -> list:
     inner = (
-        getattr(model, "model", None) or getattr(model, "gpt_neox", None) or model.transformer  # type: ignore[attr-defined]
+        getattr(model, "model", None)
+        or getattr(model, "gpt_neox", None)
+        or getattr(model, "backbone", None)  # Mamba-2
+        or model.transformer  # type: ignore[attr-defined]
     )
     return list(getattr(inner, "layers", None) or inner.h)
 

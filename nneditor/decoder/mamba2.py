@@ -1,0 +1,183 @@
+"""Mamba-2 (state-space duality, SSD) in float32 NumPy: ``mamba2`` GGUFs and snapshots.
+
+Each block normalises its input (RMSNorm), runs the mixer and adds it to the residual; there
+is no feed-forward. The mixer, for a prompt of ``seq`` tokens (the state starts at zero, so a
+trace is the prompt's own pass, with nothing carried over):
+
+1. ``[z, xBC, dt] = W_in h``; ``xBC`` passes a causal depthwise convolution over time (kernel
+   ``d_conv``, zero history, with its bias) and SiLU, then splits into ``x`` (``n_heads``
+   heads of ``head_dim``), ``B`` and ``C`` (``n_groups`` groups of ``d_state``); head ``h``
+   reads group ``h // (n_heads / n_groups)`` (transformers' repeat_interleave, llama.cpp's
+   ``h / (nh / ng)``);
+2. ``dt = softplus(dt + dt_bias)`` (clamped to the snapshot's time_step_limit), ``A < 0`` per
+   head (``-exp(A_log)`` in snapshots; llama.cpp's converter stores ``A`` itself);
+3. per head, state ``S`` [head_dim, d_state]: ``S <- exp(dt A) S + dt x B^T``; output
+   ``S C + D x`` — one token at a time (transformers computes the same sums in chunks);
+4. ``y * silu(z)``, an RMSNorm over each of the ``n_groups`` groups of channels, then ``W_out``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Mamba2
+
+if TYPE_CHECKING:
+    from nneditor.decoder.weights import Weights
+
+ARCH = "mamba2"
+F32 = np.float32
+Emit = Callable[[str, np.ndarray], None]
+
+#: a Mamba-2 layer's tensors (llama.cpp's names)
+LAYER = [
+    "attn_norm.weight",
+    "ssm_in.weight",
+    "ssm_conv1d.weight",
+    "ssm_conv1d.bias",
+    "ssm_dt.bias",
+    "ssm_a",
+    "ssm_d",
+    "ssm_norm.weight",
+    "ssm_out.weight",
+]
+NEEDS = {"mamba2": LAYER}
+
+
+def _check(shape: Mamba2) -> Mamba2:
+    if min(shape.d_inner, shape.d_state, shape.n_heads, shape.n_groups, shape.d_conv) <= 0:
+        raise DecoderUnsupported(f"the Mamba-2 widths are incomplete ({shape})")
+    if shape.d_inner % shape.n_heads or shape.n_heads % shape.n_groups:
+        raise DecoderUnsupported(
+            f"Mamba-2 inner width {shape.d_inner} with {shape.n_heads} heads and "
+            f"{shape.n_groups} groups does not divide evenly"
+        )
+    return shape
+
+
+def _config(common: dict[str, Any], shape: Mamba2, eps: float) -> DecoderConfig:
+    n_layers = int(common["n_layers"])
+    return DecoderConfig(
+        **{**common, "n_heads": 0, "n_kv_heads": 0, "head_dim": 0},
+        norm_eps=eps,
+        rope="none",
+        layer_kinds=("mamba2",) * n_layers,
+        mamba2=_check(shape),
+    )
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    def num(key: str) -> int:
+        value = metadata.get(f"{ARCH}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(f"this GGUF lacks {ARCH}.ssm.{key}, which the decoder needs")
+        return int(value)
+
+    shape = Mamba2(
+        d_inner=num("inner_size"),
+        d_state=num("state_size"),
+        n_heads=num("time_step_rank"),
+        n_groups=int(metadata.get(f"{ARCH}.ssm.group_count") or 1),
+        d_conv=num("conv_kernel"),
+        a_log=False,
+    )
+    eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5)
+    return _config(common, shape, eps)
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    if config.get("use_bias"):
+        raise DecoderUnsupported(
+            "this Mamba-2 snapshot has biases on its input and output projections (use_bias), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("use_conv_bias") is False:
+        raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
+    if str(config.get("hidden_act") or "silu") != "silu":
+        raise DecoderUnsupported(
+            f"a Mamba-2 mixer with {config.get('hidden_act')} activation is not implemented"
+        )
+    hidden = int(common["hidden"])
+    heads = int(config.get("num_heads") or 0)
+    d_inner = int(float(config.get("expand") or 2) * hidden)
+    if heads and config.get("head_dim") and heads * int(config["head_dim"]) != d_inner:
+        raise DecoderUnsupported(
+            f"num_heads x head_dim ({heads} x {config['head_dim']}) is not the inner width "
+            f"{d_inner} (expand x hidden_size)"
+        )
+    limit = config.get("time_step_limit") or (0.0, math.inf)
+    low, high = (_number(v) for v in limit)
+    shape = Mamba2(
+        d_inner=d_inner,
+        d_state=int(config.get("state_size") or 0),
+        n_heads=heads,
+        n_groups=int(config.get("n_groups") or 1),
+        d_conv=int(config.get("conv_kernel") or 0),
+        a_log=True,
+        dt_min=low,
+        dt_max=high,
+    )
+    return _config(common, shape, float(config.get("layer_norm_epsilon") or 1e-5))
+
+
+def _number(value: Any) -> float:
+    """A float from config.json, where transformers writes infinity as {"__float__": ...}."""
+    if isinstance(value, Mapping):
+        value = value.get("__float__")
+    return float(value)
+
+
+def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> np.ndarray:
+    """One Mamba-2 mixer: ``h`` [seq, hidden] (normed) -> [seq, hidden]."""
+    from nneditor.decoder.hybrid import causal_conv
+
+    shape = cfg.mamba2
+    assert shape is not None
+    seq = h.shape[0]
+    inner, state, heads, groups = shape.d_inner, shape.d_state, shape.n_heads, shape.n_groups
+    conv_dim = inner + 2 * groups * state
+    zxbcdt = w.linear(f"{p}.ssm_in.weight", h)
+    z, xbc, dt_in = np.split(zxbcdt, [inner, inner + conv_dim], axis=-1)
+    kernel = w.get(f"{p}.ssm_conv1d.weight").reshape(conv_dim, shape.d_conv)
+    conv = causal_conv(np.ascontiguousarray(xbc), kernel) + w.get(f"{p}.ssm_conv1d.bias").reshape(
+        conv_dim
+    )
+    conv = ops.silu(conv).astype(F32)
+    x, b, c = np.split(conv, [inner, inner + groups * state], axis=-1)
+    hd = shape.head_dim
+    x = x.reshape(seq, heads, hd)
+    group_of = np.arange(heads) // (heads // groups)
+    b = b.reshape(seq, groups, state)[:, group_of]  # [seq, heads, state]
+    c = c.reshape(seq, groups, state)[:, group_of]
+    dt = ops.softplus(dt_in + w.get(f"{p}.ssm_dt.bias").reshape(heads)).astype(F32)
+    if shape.dt_min > 0 or shape.dt_max < math.inf:
+        dt = np.clip(dt, shape.dt_min, shape.dt_max).astype(F32)
+    a = w.get(f"{p}.ssm_a").reshape(heads).astype(F32)
+    if shape.a_log:
+        a = (-np.exp(a)).astype(F32)
+    d = w.get(f"{p}.ssm_d").reshape(heads).astype(F32)
+    y = _scan(x, dt, a, b, c) + x * d[None, :, None]
+    gated = (y.reshape(seq, inner) * ops.silu(z)).astype(F32)
+    norm = w.get(f"{p}.ssm_norm.weight").reshape(groups, inner // groups)
+    normed = ops.rms_norm(gated.reshape(seq, groups, inner // groups), norm, cfg.norm_eps)
+    return w.linear(f"{p}.ssm_out.weight", normed.reshape(seq, inner).astype(F32))
+
+
+def _scan(x: np.ndarray, dt: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The selective scan: ``x`` [seq, heads, hd], ``dt`` [seq, heads], ``a`` [heads], ``b``/``c``
+    [seq, heads, state] -> [seq, heads, hd] (without the ``D`` skip)."""
+    seq, heads, hd = x.shape
+    s = np.zeros((heads, hd, b.shape[-1]), F32)
+    out = np.empty((seq, heads, hd), F32)
+    decay = np.exp(dt * a[None, :]).astype(F32)
+    xdt = (x * dt[:, :, None]).astype(F32)
+    for t in range(seq):
+        s *= decay[t][:, None, None]
+        s += xdt[t][:, :, None] * b[t][:, None, :]
+        out[t] = np.einsum("hpn,hn->hp", s, c[t])
+    return out
