@@ -293,6 +293,17 @@ EXPECT: dict[str, E] = {
         }
         for suffix in ("", ".gguf")
     },
+    # Granite 4.0-H: Mamba-2, attention, Mamba-2, attention, each with a feed-forward (dense, or
+    # experts beside the shared one)
+    **{
+        f"decoder-{family}{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 4,
+            "patterns": {"attention": 2, "recurrent": 2, "ffn": 4},
+        }
+        for family in ("granite4h", "granite4h_moe")
+        for suffix in ("", ".gguf")
+    },
     **{
         f"decoder-mamba2{suffix}": {
             "format": "gguf" if suffix else "huggingface",

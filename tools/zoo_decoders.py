@@ -32,6 +32,26 @@ _COMMON = {
     "num_key_value_heads": 2,
     "max_position_embeddings": 128,
 }
+#: Granite 4.0-H: Mamba-2, attention, Mamba-2, attention (NoPE), Granite's multipliers
+_GRANITE_H = {
+    **_COMMON,
+    "num_hidden_layers": 4,
+    "shared_intermediate_size": 128,
+    "layer_types": ["mamba", "attention", "mamba", "attention"],
+    "position_embedding_type": None,
+    "embedding_multiplier": 12.0,
+    "attention_multiplier": 0.0625,
+    "residual_multiplier": 0.22,
+    "logits_scaling": 8.0,
+    "mamba_n_heads": 8,
+    "mamba_n_groups": 2,
+    "mamba_d_state": 16,
+    "mamba_d_conv": 4,
+    "mamba_expand": 2,
+    "mamba_chunk_size": 8,
+    # weights wide enough that attention is peaked: rotating its keys moves the logits 5%
+    "initializer_range": 0.2,
+}
 #: Qwen3.5's and Qwen3-Next's hybrid mixtures: recurrent, attention, recurrent, attention; two
 #: value heads per key head; 4 experts, 2 per token, and a shared expert
 _HYBRID_MOE = {
@@ -197,6 +217,23 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "residual_multiplier": 0.22,
             "logits_scaling": 8.0,
         },
+        _SMOL,
+    ),
+    # Granite 4.0-H (granite-4.0-h-micro): Mamba-2 and attention layers (without positions),
+    # Granite's multipliers, a dense [gate; up] feed-forward after each; llama.cpp converts it
+    # as granitehybrid. Two groups of B/C (the releases have one) exercise the head grouping
+    "granite4h": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        {**_GRANITE_H, "num_local_experts": 0, "num_experts_per_tok": 0},
+        _SMOL,
+    ),
+    # Granite 4.0-H tiny/small: the same layers with 4 experts, 2 per token, beside the shared
+    # feed-forward every token takes
+    "granite4h_moe": (
+        "GraniteMoeHybridConfig",
+        "GraniteMoeHybridForCausalLM",
+        {**_GRANITE_H, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 2},
         _SMOL,
     ),
     # Nemotron (Minitron): LayerNorm1P (1 + w, with bias), an ungated ReLU² feed-forward,
@@ -852,6 +889,8 @@ _CONFIG_AS_RELEASED = {
     # IBM's granite-4.0-micro names its layers "attention" (transformers 5 writes
     # "full_attention", which llama.cpp's converter takes for Mamba-2 layers)
     "granite4": {"layer_types": ["attention", "attention"]},
+    "granite4h": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
+    "granite4h_moe": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
     # DeepSeek-V3's release states its router (transformers implies it; llama.cpp's converter
     # writes the sigmoid gating only from this key, and runs softmax without it)
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},

@@ -105,6 +105,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         family = {
             lfm2.ARCH: lfm2.from_gguf,
             mamba2.ARCH: mamba2.from_gguf,
+            mamba2.HYBRID: mamba2.hybrid_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
         }
         cfg = family.get(common["arch"], from_gguf)(meta, common)
@@ -125,6 +126,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         hf_family = {
             lfm2.ARCH: lfm2.from_hf,
             mamba2.ARCH: mamba2.from_hf,
+            mamba2.HYBRID: mamba2.hybrid_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
         }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
@@ -137,6 +139,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
     check_tensors(cfg)
     if cfg.layer_kinds:
         family_needs = {lfm2.ARCH: lfm2.NEEDS, mamba2.ARCH: mamba2.NEEDS}
+        if cfg.arch == mamba2.HYBRID:
+            family_needs[cfg.arch] = mamba2.hybrid_needs(cfg)
         needs = family_needs.get(cfg.arch) or qwen35.needs(cfg)
         qwen35.check_layers(cfg, list(cfg.names), needs)
     for name in cfg.names.values():

@@ -74,6 +74,7 @@ ARCHES = (
     "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
     "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
     "mamba2",  # Mamba-2: state-space mixers, no attention, no feed-forward (mamba2.py)
+    "granitehybrid",  # Granite 4.0-H: Mamba-2 and attention layers, each with a feed-forward
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -101,6 +102,7 @@ GGUF_MOE_NORM = {
     "llama": True,
     "qwen3moe": True,
     "granitemoe": True,
+    "granitehybrid": True,
     "qwen35moe": True,
     "qwen3next": True,
     "glm4moe": True,  # its files state expert_weights_norm
@@ -283,10 +285,11 @@ class DecoderConfig:
         ]
         if self.mamba2 is not None:
             m = self.mamba2
-            bits[1] = (
+            ssm = (
                 f"{m.n_heads} state-space heads of {m.head_dim} (state {m.d_state}, "
                 f"{m.n_groups} groups)"
             )
+            bits[1:2] = [bits[1], ssm] if self.n_heads else [ssm]
         if self.sliding_window:
             bits.append(f"sliding window {self.sliding_window} on local layers")
         if any(self.nope_layers):
@@ -393,6 +396,7 @@ _SHARED_EXPERT_ARCHES = (
     "glm4moe",
     "deepseek2",
     "ernie4_5-moe",
+    "granitehybrid",
 )
 
 
@@ -445,6 +449,7 @@ _BLOCK_KEYS = {
     "ffn_gate_exps.weight",
     "ffn_up_exps.weight",
     "ffn_gate_up_exps.weight",  # gate rows first (Granite 3 MoE's input_linear)
+    "ffn_gate_up_shexp.weight",  # Granite 4.0-H snapshots' shared_mlp beside experts
     # gpt-oss: biased router and experts, attention sinks
     "ffn_gate_inp.bias",
     "ffn_gate_exps.bias",

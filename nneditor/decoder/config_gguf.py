@@ -33,7 +33,7 @@ from nneditor.decoder.unsupported import DecoderUnsupported
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 ROPE_NORMAL = {
     *("llama", "granite", "granitemoe", "smollm3", "ernie4_5", "ernie4_5-moe", "mistral3"),
-    *("glm4", "arcee"),
+    *("glm4", "arcee", "granitehybrid"),
 }
 
 
@@ -58,7 +58,12 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     hidden = int(num("embedding_length"))
     heads = _first(num("attention.head_count"))
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
-    kv = _first(kv_counts) if arch != "lfm2" else 0  # LFM2: 0 on its convolution layers
+    if arch == "lfm2":  # LFM2: 0 on its convolution layers
+        kv = 0
+    elif arch == "granitehybrid":  # Granite 4.0-H: 0 on its Mamba-2 layers
+        kv = max(int(v) for v in getattr(kv_counts, "tolist", lambda: kv_counts)())
+    else:
+        kv = _first(kv_counts)
     head_dim = int(
         metadata.get(f"{arch}.attention.key_length") or (hidden // heads if heads else 0)
     )
@@ -236,7 +241,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             "sliding_window": window,
             "local_layers": tuple(i % 2 == 0 for i in range(n_layers)),
         }
-    if arch in ("granite", "granitemoe"):  # llama.cpp: a zero or absent scale: the default
+    if arch in ("granite", "granitemoe", "granitehybrid"):  # a zero or absent scale: the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),
             "residual_scale": float(metadata.get(f"{arch}.residual_scale") or 1.0),

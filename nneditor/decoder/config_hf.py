@@ -119,6 +119,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
     always = config.get("model_type") in (
         *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe", "minimax_m2"),
+        "granitemoehybrid",
     )
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
@@ -268,7 +269,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             int((i + 1) % interval != 0) for i in range(n_layers)
         ]
         extra.update(nope_layers=tuple(not bool(v) for v in uses))
-    if arch in ("granite", "granitemoe"):
+    if arch in ("granite", "granitemoe", "granitehybrid"):
         extra = {
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),
             "attn_scale": float(config.get("attention_multiplier") or 1.0),
@@ -360,18 +361,16 @@ def _hf_layer_norm_family(
 
 
 def _refuse_granite_hybrid(config: Mapping[str, Any]) -> None:
-    """Granite 4.0 snapshots the decoder does not run: Mamba-2 layers (the H models) or
-    experts (the tiny and small H models)."""
-    count, mamba = granite4_layers(config)
-    if mamba:
+    """Granite 4.0 snapshots the decoder does not run: experts in a model of attention layers
+    only (llama.cpp converts those as granitemoe, whose shared feed-forward it does not read
+    the way transformers does). The H models (Mamba-2 layers, with or without experts) and the
+    dense attention-only ones run (mamba2.py, granite)."""
+    _count, mamba = granite4_layers(config)
+    if not mamba and int(config.get("num_local_experts") or 0) > 0:
         raise DecoderUnsupported(
-            f"this Granite 4.0 model has Mamba-2 layers ({len(mamba)} of {count}, "
-            f"the first is layer {mamba[0]}); the NumPy decoder runs its attention-only models"
-        )
-    if int(config.get("num_local_experts") or 0) > 0:
-        raise DecoderUnsupported(
-            f"this Granite 4.0 model is a mixture of {config['num_local_experts']} experts; the "
-            "NumPy decoder runs dense feed-forward layers only"
+            f"this Granite 4.0 model is a mixture of {config['num_local_experts']} experts in "
+            "attention-only layers; the NumPy decoder runs its dense models and its hybrids "
+            "with Mamba-2 layers"
         )
 
 

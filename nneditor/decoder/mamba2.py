@@ -18,6 +18,7 @@ trace is the prompt's own pass, with nothing carried over):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from nneditor.decoder.weights import Weights
 
 ARCH = "mamba2"
+#: Granite 4.0-H: Mamba-2 and attention layers, each followed by Granite's feed-forward
+HYBRID = "granitehybrid"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
@@ -123,6 +126,109 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         dt_max=high,
     )
     return _config(common, shape, float(config.get("layer_norm_epsilon") or 1e-5))
+
+
+def hybrid_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Granite 4.0-H as llama.cpp converts it: a layer with no key-value heads is Mamba-2;
+    attention rotates only when ``rope.scaling.finetuned`` says so (the H models do not)."""
+    from nneditor.decoder.config_gguf import from_gguf as granite_from_gguf
+
+    base = granite_from_gguf(metadata, common)
+    counts: Any = metadata.get(f"{HYBRID}.attention.head_count_kv")
+    counts = counts.tolist() if hasattr(counts, "tolist") else counts
+    if not isinstance(counts, (list, tuple)) or len(counts) != base.n_layers:
+        raise DecoderUnsupported(
+            f"{HYBRID}.attention.head_count_kv does not list the {base.n_layers} layers' kinds"
+        )
+
+    def num(key: str) -> int:
+        value = metadata.get(f"{HYBRID}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(f"this GGUF lacks {HYBRID}.ssm.{key}, which the decoder needs")
+        return int(value)
+
+    shape = Mamba2(
+        d_inner=num("inner_size"),
+        d_state=num("state_size"),
+        n_heads=num("time_step_rank"),
+        n_groups=int(metadata.get(f"{HYBRID}.ssm.group_count") or 1),
+        d_conv=num("conv_kernel"),
+        a_log=False,
+    )
+    rotates = bool(metadata.get(f"{HYBRID}.rope.scaling.finetuned", True))
+    return dataclasses.replace(
+        base,
+        layer_kinds=tuple("attention" if int(n) else "mamba2" for n in counts),
+        mamba2=_check(shape),
+        nope_layers=() if rotates else (True,) * base.n_layers,
+    )
+
+
+def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Granite 4.0-H snapshots (granitemoehybrid with Mamba-2 layers)."""
+    from nneditor.decoder.config_hf import from_hf as granite_from_hf
+
+    base = granite_from_hf(config, common)
+    if config.get("mamba_proj_bias"):
+        raise DecoderUnsupported(
+            "this Granite 4.0-H snapshot has biases on its Mamba-2 projections (mamba_proj_bias), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("mamba_conv_bias") is False:
+        raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
+    kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
+    if len(kinds) != base.n_layers:
+        raise DecoderUnsupported(
+            f"layer_types lists {len(kinds)} layers for a model of {base.n_layers}"
+        )
+    hidden = int(common["hidden"])
+    heads = int(config.get("mamba_n_heads") or 0)
+    d_inner = int(float(config.get("mamba_expand") or 2) * hidden)
+    head = config.get("mamba_d_head")
+    if heads and isinstance(head, int) and head * heads != d_inner:
+        raise DecoderUnsupported(
+            f"mamba_n_heads x mamba_d_head ({heads} x {head}) is not the inner width {d_inner}"
+        )
+    limit = config.get("time_step_limit") or (0.0, math.inf)
+    low, high = (_number(v) for v in limit)
+    shape = Mamba2(
+        d_inner=d_inner,
+        d_state=int(config.get("mamba_d_state") or 0),
+        n_heads=heads,
+        n_groups=int(config.get("mamba_n_groups") or 1),
+        d_conv=int(config.get("mamba_d_conv") or 0),
+        a_log=True,
+        dt_min=low,
+        dt_max=high,
+    )
+    attention = ("attention", "full_attention")
+    return dataclasses.replace(
+        base,
+        layer_kinds=tuple("attention" if k in attention else "mamba2" for k in kinds),
+        mamba2=_check(shape),
+    )
+
+
+def hybrid_needs(cfg: DecoderConfig) -> dict[str, list[str]]:
+    """Each Granite 4.0-H layer kind's tensors: its mixer's, then its feed-forward's (dense,
+    with gate and up apart or as one matrix, or experts beside a shared feed-forward)."""
+    names = set(cfg.names)
+    attention = [f"attn_{k}.weight" for k in ("norm", "q", "k", "v", "output")]
+    if cfg.moe is not None:
+        if any(n.endswith(".ffn_gate_up_exps.weight") for n in names):
+            experts = ["ffn_gate_up_exps.weight", "ffn_down_exps.weight"]
+        else:
+            experts = [f"ffn_{p}_exps.weight" for p in ("gate", "up", "down")]
+        if any(n.endswith(".ffn_gate_up_shexp.weight") for n in names):
+            shared = ["ffn_gate_up_shexp.weight", "ffn_down_shexp.weight"]
+        else:
+            shared = [f"ffn_{p}_shexp.weight" for p in ("gate", "up", "down")]
+        ffn = ["ffn_norm.weight", "ffn_gate_inp.weight", *experts, *shared]
+    elif cfg.fused_gate_up:
+        ffn = ["ffn_norm.weight", "ffn_up.weight", "ffn_down.weight"]
+    else:
+        ffn = ["ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"]
+    return {"attention": attention + ffn, "mamba2": LAYER + ffn}
 
 
 def _number(value: Any) -> float:

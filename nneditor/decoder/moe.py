@@ -97,7 +97,12 @@ def sparse_feed_forward(
         if down_b is not None:
             y = y + down_b
         out[tokens] += y * weights[tokens, slots][:, None]
-    if w.has(f"{p}.ffn_up_shexp.weight"):  # a shared expert every token uses
+    if w.has(f"{p}.ffn_gate_up_shexp.weight"):  # Granite 4.0-H snapshots: [gate; up]
+        gate, up = np.split(w.linear(f"{p}.ffn_gate_up_shexp.weight", h), 2, axis=-1)
+        inner = act(gate) * up
+        shared = w.linear(f"{p}.ffn_down_shexp.weight", inner.astype(F32))
+        out = out + shared
+    elif w.has(f"{p}.ffn_up_shexp.weight"):  # a shared expert every token uses
         inner = act(w.linear(f"{p}.ffn_gate_shexp.weight", h)) * w.linear(
             f"{p}.ffn_up_shexp.weight", h
         )

@@ -111,9 +111,12 @@ def granite4_dense(config: Mapping[str, Any]) -> bool:
 
 def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:
     """The llama.cpp architecture of a Hugging Face model_type (None when unknown); with the
-    config, Granite 4.0's attention-only dense models are granite (its hybrids stay None)."""
+    config, Granite 4.0's attention-only dense models are granite and its models with Mamba-2
+    layers granitehybrid (its attention-only mixtures stay None)."""
     if model_type == "granitemoehybrid" and config is not None and granite4_dense(config):
         return "granite"
+    if model_type == "granitemoehybrid" and config is not None and granite4_layers(config)[1]:
+        return "granitehybrid"
     if model_type in HF_ARCH:
         return HF_ARCH[model_type]
     import gguf
@@ -128,10 +131,17 @@ def canonical_names(
     table = _table(arch, n_layers)
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
+    names = list(names)
+    # Granite 4.0-H with experts: shared_mlp is the shared expert beside them
+    experts = arch == "granitehybrid" and any(".block_sparse_moe." in n for n in names)
     for name in names:
         if name.endswith(BUFFERS):
             continue
-        shared = _SHARED_MLP_NAME.match(name) if arch == "granite" else None
+        shared = _SHARED_MLP_NAME.match(name) if arch in ("granite", "granitehybrid") else None
+        if shared and experts:
+            part = "ffn_gate_up_shexp" if shared[2] == "input" else "ffn_down_shexp"
+            mapped[f"blk.{shared[1]}.{part}.weight"] = name
+            continue
         if shared:  # (the fused gate/up sits where ffn_up goes; DecoderConfig.fused_gate_up)
             mapped[f"blk.{shared[1]}.{_SHARED_MLP[shared[2] + '_linear']}.weight"] = name
             continue
@@ -148,7 +158,7 @@ def canonical_names(
             part = _GPT_OSS_PARTS[oss[2]] if oss[2] else "attn_sinks"
             mapped[f"blk.{oss[1]}.{part}.{'bias' if oss[3] else 'weight'}"] = name
             continue
-        granite = _GRANITE_EXPERTS.match(name) if arch == "granitemoe" else None
+        granite = _GRANITE_EXPERTS.match(name) if arch in ("granitemoe", "granitehybrid") else None
         if granite:
             part = "gate_up" if granite[2] == "input" else "down"
             mapped[f"blk.{granite[1]}.ffn_{part}_exps.weight"] = name

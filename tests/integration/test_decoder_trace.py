@@ -341,22 +341,25 @@ def test_a_gemma_config_saying_gelu_runs_the_tanh_gelu(zoo_artifact, tmp_path) -
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
+        ({"num_local_experts": 4}, "is a mixture of 4 experts in attention-only layers"),
+        ({"mamba_proj_bias": True}, "biases on its Mamba-2 projections"),
         (
             {"layer_types": ["mamba", "attention"]},
-            "has Mamba-2 layers (1 of 2, the first is layer 0)",
+            "layer 0 is a mamba2 layer but lacks blk.0.ssm_a",
         ),
-        ({"num_local_experts": 4}, "is a mixture of 4 experts"),
     ],
 )
-def test_granite4_hybrid_and_expert_models_are_refused(
+def test_granite4_models_it_does_not_compute_are_refused(
     change: dict,
     phrase: str,
     zoo_artifact,  # noqa: ANN001
     tmp_path,  # noqa: ANN001
 ) -> None:
-    """Granite 4.0's H models interleave Mamba-2 layers, its tiny/small ones route experts:
-    each is refused with a sentence (the attention-only dense model traces, test_zoo)."""
-    snap = shutil.copytree(zoo_artifact("decoder-granite4"), tmp_path / "granite4")
+    """Granite 4.0's attention-only mixtures, Mamba-2 projections with biases, and a layer
+    pattern its tensors do not follow are refused with a sentence (the dense model and the H
+    models trace: test_zoo, test_decoder_numerics)."""
+    base = "decoder-granite4h" if "mamba_proj_bias" in change else "decoder-granite4"
+    snap = shutil.copytree(zoo_artifact(base), tmp_path / "granite4")
     config = json.loads((snap / "config.json").read_text())
     (snap / "config.json").write_text(json.dumps({**config, **change}))
     _refused(snap, tmp_path, phrase)

@@ -123,12 +123,17 @@ def test_hunyuan_ntk_alpha_reads_both_config_formats() -> None:
         assert theta == pytest.approx(want) and scaling.kind == "none"
 
 
-def test_only_granite4_attention_only_dense_models_are_granite() -> None:
+def test_granite4_models_map_to_llama_cpps_architectures() -> None:
+    """Attention-only dense: granite; with Mamba-2 layers: granitehybrid (as llama.cpp's
+    converter decides); attention-only mixtures: none the decoder runs."""
     from nneditor.semantic.checkpoint_names import llama_cpp_arch
 
     dense = {"layer_types": ["attention"] * 4, "num_local_experts": 0}
     assert llama_cpp_arch("granitemoehybrid", dense) == "granite"
     assert llama_cpp_arch("granitemoehybrid", {**dense, "num_local_experts": 64}) is None
     hybrid = {"layer_types": ["mamba", "mamba", "mamba", "attention"], "num_local_experts": 0}
-    assert llama_cpp_arch("granitemoehybrid", hybrid) is None
+    assert llama_cpp_arch("granitemoehybrid", hybrid) == "granitehybrid"
+    assert llama_cpp_arch("granitemoehybrid", {**hybrid, "num_local_experts": 64}) == (
+        "granitehybrid"
+    )
     assert llama_cpp_arch("granitemoehybrid") is None  # without its config: not known
