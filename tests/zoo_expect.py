@@ -304,6 +304,15 @@ EXPECT: dict[str, E] = {
         for family in ("granite4h", "granite4h_moe")
         for suffix in ("", ".gguf")
     },
+    # Nemotron-H: a Mamba-2 layer, a feed-forward layer, an attention layer, a feed-forward layer
+    **{
+        f"decoder-nemotron_h{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 4,
+            "patterns": {"attention": 1, "recurrent": 1, "ffn": 2},
+        }
+        for suffix in ("", ".gguf")
+    },
     **{
         f"decoder-mamba2{suffix}": {
             "format": "gguf" if suffix else "huggingface",

@@ -763,6 +763,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Nemotron-H (Nemotron Nano 2, Nemotron-H 8B): each layer is one of a Mamba-2 mixer, an
+    # attention layer without positions or an ungated ReLU² feed-forward, on its own norm
+    "nemotron_h": (
+        "NemotronHConfig",
+        "NemotronHForCausalLM",
+        {
+            "hidden_size": 64,
+            "layers_block_type": ["mamba", "mlp", "attention", "mlp"],
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "intermediate_size": 128,
+            "mamba_num_heads": 8,
+            "mamba_head_dim": 16,
+            "n_groups": 2,
+            "ssm_state_size": 16,
+            "conv_kernel": 4,
+            "expand": 2,
+            "chunk_size": 8,
+            "initializer_range": 0.2,
+        },
+        _SMOL,
+    ),
     "gpt2": (
         "GPT2Config",
         "GPT2LMHeadModel",
@@ -828,7 +851,10 @@ def _snapshot(family: str, path: Path) -> None:
         meta.write_text(json.dumps({**json.loads(meta.read_text()), **_GPT2_TOKENIZER[family]}))
     if family in _CONFIG_AS_RELEASED:  # keys the released checkpoints carry (and llama.cpp reads)
         meta = path / "config.json"
-        meta.write_text(json.dumps({**json.loads(meta.read_text()), **_CONFIG_AS_RELEASED[family]}))
+        released = {**json.loads(meta.read_text()), **_CONFIG_AS_RELEASED[family]}
+        for key in _NOT_IN_RELEASE.get(family, ()):
+            released.pop(key, None)
+        meta.write_text(json.dumps(released))
 
 
 def _spm_model() -> bytes:
@@ -891,6 +917,9 @@ _CONFIG_AS_RELEASED = {
     "granite4": {"layer_types": ["attention", "attention"]},
     "granite4h": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
     "granite4h_moe": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
+    # NVIDIA's Nemotron-H releases spell the layer pattern as a string (M: Mamba-2, *: attention,
+    # -: feed-forward); llama.cpp's converter reads it from there
+    "nemotron_h": {"hybrid_override_pattern": "M-*-"},
     # DeepSeek-V3's release states its router (transformers implies it; llama.cpp's converter
     # writes the sigmoid gating only from this key, and runs softmax without it)
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
@@ -898,6 +927,17 @@ _CONFIG_AS_RELEASED = {
     "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     # MiniMax-M2's release states its rotated width and router (llama.cpp's converter reads them)
     "minimax_m2": {"rotary_dim": 8, "scoring_func": "sigmoid", "use_routing_bias": True},
+}
+#: keys transformers writes with their defaults that a family's release does not have: the
+#: dense Nemotron-H's config.json states no experts (llama.cpp's converter takes any
+#: num_experts_per_tok for the mixture-of-experts architecture)
+_NOT_IN_RELEASE = {
+    "nemotron_h": (
+        *("n_routed_experts", "n_shared_experts", "moe_intermediate_size"),
+        *("moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap"),
+        *("num_experts_per_tok", "routed_scaling_factor", "n_group", "topk_group"),
+        *("norm_topk_prob", "num_nextn_predict_layers", "mtp_layers_block_type"),
+    ),
 }
 #: special tokens a family's llama.cpp converter reads from the tokenizer (GLM-4 takes its
 #: end-of-text and end-of-turn ids from them)
@@ -928,7 +968,8 @@ def _wheel(name: str) -> Path:
 
 #: Runs the converter with transformers' AutoConfig refused, so it takes its own fallback and
 #: reads config.json as released: transformers 5 folds GPT-NeoX's rotary_pct into
-#: rope_parameters, and this converter reads rotary_pct (as it did under transformers 4)
+#: rope_parameters, and this converter reads rotary_pct (as it did under transformers 4); it
+#: would also give the dense Nemotron-H the defaults of its experts, making it a mixture
 _RAW_CONFIG = """
 import runpy, sys, transformers
 def refused(*args, **kwargs):
@@ -937,7 +978,7 @@ transformers.AutoConfig.from_pretrained = refused
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-_RAW_CONFIG_FAMILIES = {"gptneox"}
+_RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h"}
 
 
 def convert(

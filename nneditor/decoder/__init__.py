@@ -106,6 +106,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             lfm2.ARCH: lfm2.from_gguf,
             mamba2.ARCH: mamba2.from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
+            mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
         }
         cfg = family.get(common["arch"], from_gguf)(meta, common)
@@ -127,6 +128,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             lfm2.ARCH: lfm2.from_hf,
             mamba2.ARCH: mamba2.from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
+            mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
         }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
@@ -138,7 +140,11 @@ def decoder_config(doc: Document) -> DecoderConfig:
         )
     check_tensors(cfg)
     if cfg.layer_kinds:
-        family_needs = {lfm2.ARCH: lfm2.NEEDS, mamba2.ARCH: mamba2.NEEDS}
+        family_needs = {
+            lfm2.ARCH: lfm2.NEEDS,
+            mamba2.ARCH: mamba2.NEEDS,
+            mamba2.NEMOTRON_H: mamba2.NEMOTRON_H_NEEDS,
+        }
         if cfg.arch == mamba2.HYBRID:
             family_needs[cfg.arch] = mamba2.hybrid_needs(cfg)
         needs = family_needs.get(cfg.arch) or qwen35.needs(cfg)

@@ -75,6 +75,7 @@ ARCHES = (
     "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
     "mamba2",  # Mamba-2: state-space mixers, no attention, no feed-forward (mamba2.py)
     "granitehybrid",  # Granite 4.0-H: Mamba-2 and attention layers, each with a feed-forward
+    "nemotron_h",  # Nemotron-H: Mamba-2, attention or ReLU² feed-forward layers
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -85,6 +86,7 @@ LAYER_KIND_NAMES = {
     "shortconv": "short-convolution",
     "mamba2": "Mamba-2",
     "attention": "attention",
+    "mlp": "feed-forward",
 }
 #: Apertus' xIELU parameters, in the order DecoderConfig.xielu keeps them
 XIELU_PARTS = ("alpha_p", "alpha_n", "beta", "eps")

@@ -30,6 +30,7 @@ from nneditor.semantic.checkpoint_names import (
     HF_ARCH,
     canonical_names,
     granite4_layers,
+    layer_count,
     llama_cpp_arch,
 )
 
@@ -68,7 +69,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "(quantization_config) in a way the NumPy decoder does not decode (it reads float "
             "weights, MLX affine and FP8 ones)"
         )
-    n_layers = int(config.get("num_hidden_layers") or config.get("n_layer") or 0)
+    n_layers = layer_count(config)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
     hidden = int(config.get("hidden_size") or config.get("n_embd") or 0)

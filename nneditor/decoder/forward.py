@@ -189,6 +189,12 @@ def _block(
         a = lfm2.short_conv(w, cfg, p, h, emit)
     elif cfg.kind(i) == "mamba2":
         a = mamba2.mixer(w, cfg, p, h, emit)
+    elif cfg.kind(i) == "mlp":  # Nemotron-H: a layer that is only a feed-forward
+        f = _feed_forward(w, cfg, p, h, emit)
+        emit(f"{p}.ffn_output", f[None])
+        x = x + f
+        emit(f"{p}.output", x[None])
+        return x
     else:
         a = _attention(w, cfg, p, h, positions, freq, local, emit)
     emit(f"{p}.attn_output", a[None])

@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 ARCH = "mamba2"
 #: Granite 4.0-H: Mamba-2 and attention layers, each followed by Granite's feed-forward
 HYBRID = "granitehybrid"
-F32 = np.float32
-Emit = Callable[[str, np.ndarray], None]
-
 #: a Mamba-2 layer's tensors (llama.cpp's names)
 LAYER = [
     "attn_norm.weight",
@@ -50,6 +47,29 @@ LAYER = [
     "ssm_out.weight",
 ]
 NEEDS = {"mamba2": LAYER}
+
+#: Nemotron-H: each layer is a Mamba-2 mixer, attention without positions, or a feed-forward
+NEMOTRON_H = "nemotron_h"
+_ATTENTION = [f"attn_{k}.weight" for k in ("norm", "q", "k", "v", "output")]
+#: Nemotron-H's layer kinds and their tensors (each has its one norm, attn_norm)
+NEMOTRON_H_NEEDS = {
+    "mamba2": LAYER,
+    "attention": _ATTENTION,
+    "mlp": ["attn_norm.weight", "ffn_up.weight", "ffn_down.weight"],
+}
+#: hybrid_override_pattern's letters (NVIDIA's releases) and layers_block_type's names
+_NEMOTRON_KINDS = {
+    "M": "mamba2",
+    "*": "attention",
+    "-": "mlp",
+    "mamba": "mamba2",
+    "linear_attention": "mamba2",
+    "attention": "attention",
+    "full_attention": "attention",
+    "mlp": "mlp",
+}
+F32 = np.float32
+Emit = Callable[[str, np.ndarray], None]
 
 
 def _check(shape: Mamba2) -> Mamba2:
@@ -209,11 +229,116 @@ def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decoder
     )
 
 
+def nemotron_h_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Nemotron-H as llama.cpp converts it: a layer with key-value heads attends, one with a
+    feed-forward length is a ReLU² feed-forward, the others are Mamba-2."""
+    n_layers = int(common["n_layers"])
+    kv, ff = (_per_layer(metadata.get(f"{NEMOTRON_H}.{k}"), n_layers) for k in _NH_KEYS)
+    kinds = tuple(
+        "attention" if a else "mlp" if f else "mamba2" for a, f in zip(kv, ff, strict=True)
+    )
+
+    def num(key: str) -> int:
+        value = metadata.get(f"{NEMOTRON_H}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(
+                f"this GGUF lacks {NEMOTRON_H}.ssm.{key}, which the decoder needs"
+            )
+        return int(value)
+
+    shape = Mamba2(
+        d_inner=num("inner_size"),
+        d_state=num("state_size"),
+        n_heads=num("time_step_rank"),
+        n_groups=int(metadata.get(f"{NEMOTRON_H}.ssm.group_count") or 1),
+        d_conv=num("conv_kernel"),
+        a_log=False,
+    )
+    eps = metadata.get(f"{NEMOTRON_H}.attention.layer_norm_rms_epsilon") or metadata.get(
+        f"{NEMOTRON_H}.attention.layer_norm_epsilon"
+    )
+    return _nemotron_h(common, kinds, shape, float(eps or 1e-5))
+
+
+_NH_KEYS = ("attention.head_count_kv", "feed_forward_length")
+
+
+def _per_layer(value: Any, n_layers: int) -> list[int]:
+    values = value.tolist() if hasattr(value, "tolist") else value
+    if not isinstance(values, (list, tuple)) or len(values) != n_layers:
+        raise DecoderUnsupported(
+            f"this Nemotron-H file does not list its {n_layers} layers' kinds (per-layer "
+            "key-value head counts and feed-forward lengths)"
+        )
+    return [int(v) for v in values]
+
+
+def nemotron_h_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Nemotron-H snapshots: the layer kinds from layers_block_type (or the releases'
+    hybrid_override_pattern string)."""
+    pattern = config.get("layers_block_type") or config.get("hybrid_override_pattern") or []
+    unknown = sorted({str(k) for k in pattern} - set(_NEMOTRON_KINDS))
+    if unknown or len(pattern) != int(common["n_layers"]):
+        raise DecoderUnsupported(
+            f"Nemotron-H layer kinds {unknown or list(pattern)} are not the Mamba-2 / attention / "
+            f"feed-forward pattern of {common['n_layers']} layers the decoder runs (its mixtures "
+            "of experts are not implemented)"
+        )
+    for key, what in (
+        ("mamba_proj_bias", "biases on its Mamba-2 projections"),
+        ("use_bias", "biases on its Mamba-2 projections"),
+        ("attention_bias", "attention biases"),
+        ("mlp_bias", "feed-forward biases"),
+    ):
+        if config.get(key):
+            raise DecoderUnsupported(
+                f"this Nemotron-H snapshot has {what} ({key}), which the NumPy decoder does not "
+                "implement"
+            )
+    if str(config.get("mlp_hidden_act") or "relu2") != "relu2":
+        raise DecoderUnsupported(
+            f"a Nemotron-H feed-forward with {config['mlp_hidden_act']} is not implemented"
+        )
+    if config.get("use_conv_bias") is False:
+        raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
+    heads = int(config.get("mamba_num_heads") or 0)
+    limit = config.get("time_step_limit") or (0.0, math.inf)
+    low, high = (_number(v) for v in limit)
+    shape = Mamba2(
+        d_inner=heads * int(config.get("mamba_head_dim") or 0),
+        d_state=int(config.get("ssm_state_size") or 0),
+        n_heads=heads,
+        n_groups=int(config.get("n_groups") or 1),
+        d_conv=int(config.get("conv_kernel") or 0),
+        a_log=True,
+        dt_min=low,
+        dt_max=high,
+    )
+    kinds = tuple(_NEMOTRON_KINDS[str(k)] for k in pattern)
+    return _nemotron_h(common, kinds, shape, float(config.get("layer_norm_epsilon") or 1e-5))
+
+
+def _nemotron_h(
+    common: dict[str, Any], kinds: tuple[str, ...], shape: Mamba2, eps: float
+) -> DecoderConfig:
+    head_dim = int(common["head_dim"])
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope="none",
+        activation="relu2",
+        gated=False,
+        attn_scale=1 / math.sqrt(head_dim),
+        layer_kinds=kinds,
+        mamba2=_check(shape),
+    )
+
+
 def hybrid_needs(cfg: DecoderConfig) -> dict[str, list[str]]:
     """Each Granite 4.0-H layer kind's tensors: its mixer's, then its feed-forward's (dense,
     with gate and up apart or as one matrix, or experts beside a shared feed-forward)."""
     names = set(cfg.names)
-    attention = [f"attn_{k}.weight" for k in ("norm", "q", "k", "v", "output")]
+    attention = list(_ATTENTION)
     if cfg.moe is not None:
         if any(n.endswith(".ffn_gate_up_exps.weight") for n in names):
             experts = ["ffn_gate_up_exps.weight", "ffn_down_exps.weight"]

@@ -279,12 +279,12 @@ def _canonical(doc: Document) -> dict[str, str] | None:
     if doc.format == "gguf":
         return {n: n for n in doc.tensors}
     if doc.format == "huggingface":
-        from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
+        from nneditor.semantic.checkpoint_names import canonical_names, layer_count, llama_cpp_arch
 
         config = doc.metadata.get("config") or {}
         arch = llama_cpp_arch(str(config.get("model_type") or ""), config)
-        layers = config.get("num_hidden_layers") or config.get("n_layer")
-        if arch and isinstance(layers, int):
+        layers = layer_count(config)
+        if arch and layers:
             mapped, _ = canonical_names(arch, doc.tensors.keys(), layers)
             return mapped
     return None

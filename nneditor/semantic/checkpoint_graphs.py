@@ -187,6 +187,11 @@ def _value_types(
         g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
 
 
+#: tensor-name prefixes of a layer's mixer (attention, latent attention, recurrences); a layer
+#: with none of them is a feed-forward layer of its own (Nemotron-H)
+_MIXER_KEYS = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv_a", "ssm_", "shortconv")
+
+
 class _Builder(HybridMixers):
     def __init__(self, name: str, rows: Callable[[str], int | None] | None = None) -> None:
         self.graph = Graph(name)
@@ -299,6 +304,21 @@ class _Builder(HybridMixers):
                 [t["attn_norm.weight"], t.get("attn_norm.bias", "")],
                 "norm",
                 f"Normalization: {norm_op} before the mixer (from tensor names).",
+            )
+        if not any(k.startswith(_MIXER_KEYS) for k in t):  # Nemotron-H: a feed-forward layer
+            ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+            act = "ReLU²" if arch == "nemotron_h" else "GELU"
+            f = self._ffn(
+                s, h, ffn, act, f"Feed-forward, {act}, as the whole layer (from tensor names)."
+            )
+            return self.node(
+                s,
+                "Add",
+                [x, f],
+                f"{s}.output",
+                [],
+                "residual",
+                "Residual connection around the feed-forward.",
             )
         recurrent = "attn_gate.weight" in t or "ssm_in.weight" in t
         if arch in ("qwen35", "qwen35moe", "qwen3next") and recurrent:
@@ -655,11 +675,11 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
 def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Graph | None:
     """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
     llama.cpp's converter makes of it (None when the names do not map)."""
-    from nneditor.semantic.checkpoint_names import canonical_names, llama_cpp_arch
+    from nneditor.semantic.checkpoint_names import canonical_names, layer_count, llama_cpp_arch
 
     arch = llama_cpp_arch(model_type, config)
-    layers = config.get("num_hidden_layers") or config.get("n_layer")
-    if arch is None or not isinstance(layers, int) or isinstance(config.get("text_config"), dict):
+    layers = layer_count(config)
+    if arch is None or not layers or isinstance(config.get("text_config"), dict):
         return None
     try:
         mapped, unplaced = canonical_names(arch, doc.tensors.keys(), layers)

@@ -60,6 +60,7 @@ HF_ARCH = {
     "kimi_k2": "deepseek2",
     "glm4_moe_lite": "deepseek2",  # GLM-4.7-Flash: DeepSeek-V3's layers
     "mamba2": "mamba2",
+    "nemotron_h": "nemotron_h",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -107,6 +108,16 @@ def granite4_dense(config: Mapping[str, Any]) -> bool:
     """A Granite 4.0 snapshot (granitemoehybrid) with attention layers only and no experts,
     as granite-4.0-micro: llama.cpp converts it as granite."""
     return not granite4_layers(config)[1] and not int(config.get("num_local_experts") or 0)
+
+
+def layer_count(config: Mapping[str, Any]) -> int:
+    """The number of decoder layers a config.json states (0 when it states none);
+    transformers 5 writes Nemotron-H's as the length of its layers_block_type only."""
+    n = config.get("num_hidden_layers") or config.get("n_layer")
+    if isinstance(n, int):
+        return n
+    kinds = config.get("layers_block_type")
+    return len(kinds) if isinstance(kinds, list) else 0
 
 
 def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:
