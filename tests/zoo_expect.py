@@ -281,16 +281,15 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 5, "embedding": 3, "head": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
-    # state-space models: the NumPy decoder runs Mamba-2 (decoder/mamba2.py) and refuses
-    # Mamba-1 (the bundled SSM plugin runs its snapshots; tests/integration/
-    # test_family_tracers.py)
+    # state-space models on the NumPy decoder (decoder/mamba1.py, mamba2.py; the bundled SSM
+    # tracer plugin runs the snapshots too: tests/integration/test_family_tracers.py)
     **{
-        f"decoder-mamba{suffix}": {
+        f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
             "blocks": 2,
             "patterns": {"recurrent": 2},
-            "trace": "architecture is mamba" if suffix else "model_type is mamba",
         }
+        for family in ("mamba", "falcon_mamba")
         for suffix in ("", ".gguf")
     },
     # Granite 4.0-H: Mamba-2, attention, Mamba-2, attention, each with a feed-forward (dense, or

@@ -747,6 +747,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Falcon-Mamba: Mamba with weightless RMSNorms of the time step, B and C (llama.cpp
+    # converts it as mamba, with dt_b_c_rms)
+    "falcon_mamba": (
+        "FalconMambaConfig",
+        "FalconMambaForCausalLM",
+        {
+            "hidden_size": 64,
+            "state_size": 8,
+            "num_hidden_layers": 2,
+            "expand": 2,
+            "conv_kernel": 4,
+            "time_step_rank": 8,
+            "initializer_range": 0.1,
+        },
+        _SMOL,
+    ),
     "mamba2": (
         "Mamba2Config",
         "Mamba2ForCausalLM",

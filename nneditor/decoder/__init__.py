@@ -86,7 +86,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import lfm2, mamba2, qwen35
+    from nneditor.decoder import lfm2, mamba1, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
 
@@ -105,6 +105,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         family = {
             lfm2.ARCH: lfm2.from_gguf,
             mamba2.ARCH: mamba2.from_gguf,
+            mamba1.ARCH: mamba1.from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -127,6 +128,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         hf_family = {
             lfm2.ARCH: lfm2.from_hf,
             mamba2.ARCH: mamba2.from_hf,
+            mamba1.ARCH: mamba1.from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
@@ -143,6 +145,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         family_needs = {
             lfm2.ARCH: lfm2.NEEDS,
             mamba2.ARCH: mamba2.NEEDS,
+            mamba1.ARCH: mamba1.NEEDS,
             mamba2.NEMOTRON_H: mamba2.NEMOTRON_H_NEEDS,
         }
         if cfg.arch == mamba2.HYBRID:

@@ -74,6 +74,7 @@ ARCHES = (
     "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
     "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
     "mamba2",  # Mamba-2: state-space mixers, no attention, no feed-forward (mamba2.py)
+    "mamba",  # Mamba and Falcon-Mamba: the first selective state spaces (mamba1.py)
     "granitehybrid",  # Granite 4.0-H: Mamba-2 and attention layers, each with a feed-forward
     "nemotron_h",  # Nemotron-H: Mamba-2, attention or ReLU² feed-forward layers
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
@@ -85,6 +86,7 @@ LAYER_KIND_NAMES = {
     "recurrent": "Gated DeltaNet",
     "shortconv": "short-convolution",
     "mamba2": "Mamba-2",
+    "mamba1": "Mamba",
     "attention": "attention",
     "mlp": "feed-forward",
 }
@@ -116,6 +118,21 @@ GGUF_MOE_NORM = {
     "olmoe": False,
     "qwen2moe": False,
 }
+
+
+@dataclass(frozen=True)
+class Mamba1:
+    """Mamba(-1) mixers' widths (decoder/mamba1.py): a state of ``d_state`` per channel;
+    ``a_log``: the checkpoint stores ``log(-A)``; ``bc_norm``: Falcon-Mamba's weightless
+    RMSNorms of the time step, B and C (epsilon ``bc_eps``)."""
+
+    d_inner: int
+    d_state: int
+    dt_rank: int
+    d_conv: int
+    a_log: bool
+    bc_norm: bool = False
+    bc_eps: float = 1e-6
 
 
 @dataclass(frozen=True)
@@ -258,6 +275,8 @@ class DecoderConfig:
     mla: Mla | None = None
     #: Mamba-2 mixers' widths (decoder/mamba2.py); None: no state-space layers
     mamba2: Mamba2 | None = None
+    #: Mamba(-1) mixers' widths (decoder/mamba1.py)
+    mamba1: Mamba1 | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -501,6 +520,9 @@ _BLOCK_KEYS = {
     # Mamba-2: the skip weight and the convolution's bias (its other tensors are qwen35's names)
     "ssm_d",
     "ssm_conv1d.bias",
+    # Mamba(-1): the projection to the time step, B and C; the time step's own projection
+    "ssm_x.weight",
+    "ssm_dt.weight",
     # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
     *(f"ffn_act.{part}" for part in XIELU_PARTS),
 }

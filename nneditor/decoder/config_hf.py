@@ -76,6 +76,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
     if arch == "mamba2":  # no attention: its heads are the mixer's (mamba2.py)
         heads = int(config.get("num_heads") or 0)
+    if arch == "mamba":  # no attention, no heads (mamba1.py)
+        heads = 1
     if not (n_layers and hidden and heads):
         raise DecoderUnsupported(
             "config.json lacks the layer count, hidden size or head count the decoder needs"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, mamba2, mla, moe, ops, prefetch
+from nneditor.decoder import hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -189,6 +189,8 @@ def _block(
         a = lfm2.short_conv(w, cfg, p, h, emit)
     elif cfg.kind(i) == "mamba2":
         a = mamba2.mixer(w, cfg, p, h, emit)
+    elif cfg.kind(i) == "mamba1":
+        a = mamba1.mixer(w, cfg, p, h, emit)
     elif cfg.kind(i) == "mlp":  # Nemotron-H: a layer that is only a feed-forward
         f = _feed_forward(w, cfg, p, h, emit)
         emit(f"{p}.ffn_output", f[None])

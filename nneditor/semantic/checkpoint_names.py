@@ -60,6 +60,8 @@ HF_ARCH = {
     "kimi_k2": "deepseek2",
     "glm4_moe_lite": "deepseek2",  # GLM-4.7-Flash: DeepSeek-V3's layers
     "mamba2": "mamba2",
+    "mamba": "mamba",
+    "falcon_mamba": "mamba",
     "nemotron_h": "nemotron_h",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection

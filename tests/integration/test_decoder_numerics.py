@@ -38,6 +38,8 @@ FAMILIES = [
     "gemma2",
     "lfm2",
     "mamba2",
+    "mamba",
+    "falcon_mamba",
     "granite4h",
     "granite4h_moe",
     "nemotron_h",

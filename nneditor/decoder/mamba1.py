@@ -1,0 +1,147 @@
+"""Mamba (the first selective state-space model) and Falcon-Mamba in float32 NumPy: ``mamba``
+GGUFs (llama.cpp converts both so) and ``mamba`` / ``falcon_mamba`` snapshots.
+
+Each block normalises its input (RMSNorm), runs the mixer and adds it to the residual; there
+is no feed-forward. The mixer, for a prompt of ``seq`` tokens (zero state and history: a trace
+is the prompt's own pass):
+
+1. ``[x, z] = W_in h``; ``x`` passes a causal depthwise convolution (kernel ``d_conv``, with
+   its bias) and SiLU;
+2. ``[dt, B, C] = W_x x`` (``dt_rank``, ``d_state``, ``d_state`` wide); Falcon-Mamba
+   normalises each of the three (RMS, no weight); ``dt = softplus(W_dt dt + b_dt)`` per
+   channel;
+3. per channel ``c`` a state of ``d_state``: ``s <- exp(dt A_c) s + dt x B``; output
+   ``s . C + D x`` (``A < 0``: ``-exp(A_log)`` in snapshots, ``A`` as llama.cpp stores it);
+4. ``y * silu(z)``, then ``W_out``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Mamba1
+
+if TYPE_CHECKING:
+    from nneditor.decoder.weights import Weights
+
+ARCH = "mamba"
+F32 = np.float32
+Emit = Callable[[str, np.ndarray], None]
+
+LAYER = [
+    "attn_norm.weight",
+    "ssm_in.weight",
+    "ssm_conv1d.weight",
+    "ssm_conv1d.bias",
+    "ssm_x.weight",
+    "ssm_dt.weight",
+    "ssm_dt.bias",
+    "ssm_a",
+    "ssm_d",
+    "ssm_out.weight",
+]
+NEEDS = {"mamba1": LAYER}
+
+
+def _config(common: dict[str, Any], shape: Mamba1, eps: float) -> DecoderConfig:
+    if min(shape.d_inner, shape.d_state, shape.dt_rank, shape.d_conv) <= 0:
+        raise DecoderUnsupported(f"the Mamba widths are incomplete ({shape})")
+    return DecoderConfig(
+        **{**common, "n_heads": 0, "n_kv_heads": 0, "head_dim": 0},
+        norm_eps=eps,
+        rope="none",
+        layer_kinds=("mamba1",) * int(common["n_layers"]),
+        mamba1=shape,
+    )
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    def num(key: str) -> int:
+        value = metadata.get(f"{ARCH}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(f"this GGUF lacks {ARCH}.ssm.{key}, which the decoder needs")
+        return int(value)
+
+    eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5)
+    shape = Mamba1(
+        d_inner=num("inner_size"),
+        d_state=num("state_size"),
+        dt_rank=num("time_step_rank"),
+        d_conv=num("conv_kernel"),
+        a_log=False,
+        # llama.cpp normalises Falcon-Mamba's time step, B and C with the layers' epsilon
+        bc_norm=bool(metadata.get(f"{ARCH}.ssm.dt_b_c_rms", False)),
+        bc_eps=eps,
+    )
+    return _config(common, shape, eps)
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    if config.get("use_bias"):
+        raise DecoderUnsupported(
+            "this Mamba snapshot has biases on its input and output projections (use_bias), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("use_conv_bias") is False:
+        raise DecoderUnsupported("Mamba convolutions without a bias are not implemented")
+    if str(config.get("hidden_act") or "silu") != "silu":
+        raise DecoderUnsupported(
+            f"a Mamba mixer with {config.get('hidden_act')} activation is not implemented"
+        )
+    hidden = int(common["hidden"])
+    rank = config.get("time_step_rank") or "auto"
+    falcon = config.get("model_type") == "falcon_mamba"
+    shape = Mamba1(
+        d_inner=int(config.get("intermediate_size") or 2 * hidden),
+        d_state=int(config.get("state_size") or 0),
+        dt_rank=-(-hidden // 16) if rank == "auto" else int(rank),
+        d_conv=int(config.get("conv_kernel") or 0),
+        a_log=True,
+        bc_norm=falcon,
+        bc_eps=float(config.get("mixer_rms_eps") or 1e-6),
+    )
+    return _config(common, shape, float(config.get("layer_norm_epsilon") or 1e-5))
+
+
+def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> np.ndarray:
+    """One Mamba mixer: ``h`` [seq, hidden] (normed) -> [seq, hidden]."""
+    from nneditor.decoder.hybrid import causal_conv
+
+    shape = cfg.mamba1
+    assert shape is not None
+    inner, state, rank = shape.d_inner, shape.d_state, shape.dt_rank
+    x, z = np.split(w.linear(f"{p}.ssm_in.weight", h), 2, axis=-1)
+    kernel = w.get(f"{p}.ssm_conv1d.weight").reshape(inner, shape.d_conv)
+    x = causal_conv(np.ascontiguousarray(x), kernel) + w.get(f"{p}.ssm_conv1d.bias").reshape(inner)
+    x = ops.silu(x).astype(F32)
+    dt, b, c = np.split(w.linear(f"{p}.ssm_x.weight", x), [rank, rank + state], axis=-1)
+    if shape.bc_norm:
+        dt, b, c = (_weightless_rms(v, shape.bc_eps) for v in (dt, b, c))
+    dt = ops.softplus(w.linear(f"{p}.ssm_dt.weight", dt, f"{p}.ssm_dt.bias")).astype(F32)
+    a = w.get(f"{p}.ssm_a").reshape(inner, state).astype(F32)
+    if shape.a_log:
+        a = (-np.exp(a)).astype(F32)
+    d = w.get(f"{p}.ssm_d").reshape(inner).astype(F32)
+    y = _scan(x, dt, a, b.astype(F32), c.astype(F32)) + x * d
+    return w.linear(f"{p}.ssm_out.weight", (y * ops.silu(z)).astype(F32))
+
+
+def _weightless_rms(x: np.ndarray, eps: float) -> np.ndarray:
+    var = np.mean(np.square(x, dtype=F32), axis=-1, keepdims=True)
+    return (x / np.sqrt(var + F32(eps))).astype(F32)
+
+
+def _scan(x: np.ndarray, dt: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """``x``/``dt`` [seq, inner], ``a`` [inner, state], ``b``/``c`` [seq, state] -> [seq, inner]."""
+    seq, inner = x.shape
+    s = np.zeros((inner, a.shape[1]), F32)
+    out = np.empty((seq, inner), F32)
+    for t in range(seq):
+        s *= np.exp(dt[t][:, None] * a).astype(F32)
+        s += (dt[t] * x[t])[:, None] * b[t][None, :]
+        out[t] = s @ c[t]
+    return out
