@@ -54,7 +54,16 @@ def owner_tag() -> str:
 
 def _start_ms(pid: int) -> int | None:
     """The start time of live process ``pid`` (a zombie, killed and not yet reaped, is not
-    live); None when there is no such process or it cannot be looked at."""
+    live: -1); None when there is no such process or it cannot be looked at.
+
+    On Linux this is the kernel's own count since boot (/proc/PID/stat), not a wall-clock
+    time: psutil derives its create_time from the boot time, which moves when the clock is
+    stepped, and a step of a second made this process's own folders look like a dead one's
+    (seen on a VM whose clock was corrected during a test run).
+    """
+    since_boot = _linux_start_ms(pid)
+    if since_boot is not None:
+        return since_boot
     try:
         import psutil
 
@@ -64,6 +73,23 @@ def _start_ms(pid: int) -> int | None:
         return int(proc.create_time() * 1000)
     except Exception:  # no such process, or no permission to look: unknown
         return None
+
+
+def _linux_start_ms(pid: int) -> int | None:
+    """Milliseconds from boot to the start of ``pid`` (-1 for a zombie), or None where there
+    is no /proc to read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        ticks = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
+    try:
+        state, start = fields[0], int(fields[19])
+    except (IndexError, ValueError):
+        return None
+    return -1 if state == b"Z" else start * 1000 // ticks
 
 
 def owner_alive(pid: int, start_ms: int) -> bool:

@@ -65,3 +65,18 @@ def test_the_lock_of_a_live_writer_refuses_a_second_one(tmp_path: Path) -> None:
     lock.write_text(_dead_owner())
     with scratch.destination_lock(dest):  # a dead writer's lock is taken over
         assert lock.read_text() == scratch.owner_tag()
+
+
+def test_a_clock_step_does_not_make_this_process_look_dead(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """On Linux the owner's start is the kernel's count since boot: a wall-clock step (psutil's
+    create_time moves with it) must not get a live process's folder swept."""
+    import psutil
+    import pytest
+
+    if not Path(f"/proc/{os.getpid()}/stat").exists():
+        pytest.skip("no /proc here: the start time is psutil's")
+    live = scratch.staging_dir(tmp_path, scratch.EXPORT_PREFIX)
+    shifted = psutil.Process.create_time
+    monkeypatch.setattr(psutil.Process, "create_time", lambda self: shifted(self) + 5.0)
+    assert scratch.sweep(tmp_path, (scratch.EXPORT_PREFIX,)) == []
+    assert live.exists()
