@@ -304,12 +304,14 @@ EXPECT: dict[str, E] = {
         for suffix in ("", ".gguf")
     },
     # Nemotron-H: a Mamba-2 layer, a feed-forward layer, an attention layer, a feed-forward layer
+    # (Nemotron 3: feed-forward layers of experts)
     **{
-        f"decoder-nemotron_h{suffix}": {
+        f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
             "blocks": 4,
             "patterns": {"attention": 1, "recurrent": 1, "ffn": 2},
         }
+        for family in ("nemotron_h", "nemotron_h_moe")
         for suffix in ("", ".gguf")
     },
     **{

@@ -802,6 +802,35 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Nemotron 3 Nano (nemotron_h with experts): its feed-forward layers route 2 of 8 ungated
+    # ReLU² experts with DeepSeek-V3's sigmoid router (selection bias, renormalised, scaled)
+    # beside a shared ReLU² expert
+    "nemotron_h_moe": (
+        "NemotronHConfig",
+        "NemotronHForCausalLM",
+        {
+            "hidden_size": 64,
+            "layers_block_type": ["mamba", "moe", "attention", "moe"],
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "mamba_num_heads": 8,
+            "mamba_head_dim": 16,
+            "n_groups": 2,
+            "ssm_state_size": 16,
+            "conv_kernel": 4,
+            "expand": 2,
+            "chunk_size": 8,
+            "initializer_range": 0.2,
+            "n_routed_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "moe_shared_expert_intermediate_size": 64,
+            "routed_scaling_factor": 2.5,
+            "norm_topk_prob": True,
+        },
+        _SMOL,
+    ),
     "gpt2": (
         "GPT2Config",
         "GPT2LMHeadModel",
@@ -936,6 +965,7 @@ _CONFIG_AS_RELEASED = {
     # NVIDIA's Nemotron-H releases spell the layer pattern as a string (M: Mamba-2, *: attention,
     # -: feed-forward); llama.cpp's converter reads it from there
     "nemotron_h": {"hybrid_override_pattern": "M-*-"},
+    "nemotron_h_moe": {"hybrid_override_pattern": "ME*E"},
     # DeepSeek-V3's release states its router (transformers implies it; llama.cpp's converter
     # writes the sigmoid gating only from this key, and runs softmax without it)
     "deepseek_v3": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
@@ -994,7 +1024,7 @@ transformers.AutoConfig.from_pretrained = refused
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-_RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h"}
+_RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h", "nemotron_h_moe"}
 
 
 def convert(

@@ -108,6 +108,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.ARCH: mamba1.from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
+            mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
         }
         cfg = family.get(common["arch"], from_gguf)(meta, common)
@@ -131,6 +132,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.ARCH: mamba1.from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
+            mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
         }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
@@ -147,6 +149,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba2.ARCH: mamba2.NEEDS,
             mamba1.ARCH: mamba1.NEEDS,
             mamba2.NEMOTRON_H: mamba2.NEMOTRON_H_NEEDS,
+            mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_moe_needs(cfg),
         }
         if cfg.arch == mamba2.HYBRID:
             family_needs[cfg.arch] = mamba2.hybrid_needs(cfg)

@@ -77,6 +77,7 @@ ARCHES = (
     "mamba",  # Mamba and Falcon-Mamba: the first selective state spaces (mamba1.py)
     "granitehybrid",  # Granite 4.0-H: Mamba-2 and attention layers, each with a feed-forward
     "nemotron_h",  # Nemotron-H: Mamba-2, attention or ReLU² feed-forward layers
+    "nemotron_h_moe",  # Nemotron 3: the same with routed ReLU² experts in the feed-forward layers
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
@@ -107,6 +108,7 @@ GGUF_MOE_NORM = {
     "qwen3moe": True,
     "granitemoe": True,
     "granitehybrid": True,
+    "nemotron_h_moe": True,  # its files state expert_weights_norm
     "qwen35moe": True,
     "qwen3next": True,
     "glm4moe": True,  # its files state expert_weights_norm
@@ -164,7 +166,8 @@ class Moe:
     n_used: int
     norm_topk: bool
     #: the experts' gated unit: "swiglu" (silu(gate) * up), or gpt-oss's "swiglu_oai" (gate
-    #: clamped above at ``limit``, up clamped to ±limit, gate * sigmoid(1.702 gate) * (up + 1))
+    #: clamped above at ``limit``, up clamped to ±limit, gate * sigmoid(1.702 gate) * (up + 1)),
+    #: or "plain": the model's activation of up, no gate (Nemotron 3)
     act: str = "swiglu"
     limit: float = 7.0
     #: a [gate; up] expert matrix alternates gate and up rows (gpt-oss snapshots), not halves
@@ -418,6 +421,7 @@ _SHARED_EXPERT_ARCHES = (
     "deepseek2",
     "ernie4_5-moe",
     "granitehybrid",
+    "nemotron_h_moe",
 )
 
 

@@ -60,7 +60,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
     if arch == "lfm2":  # LFM2: 0 on its convolution layers
         kv = 0
-    elif arch in ("granitehybrid", "nemotron_h"):  # 0 on their Mamba-2 (and other) layers
+    elif arch in ("granitehybrid", "nemotron_h", "nemotron_h_moe"):  # 0 on their other layers
         kv = max(int(v) for v in getattr(kv_counts, "tolist", lambda: kv_counts)())
     else:
         kv = _first(kv_counts)
@@ -92,7 +92,7 @@ _SOFTMAX_GATING = 1
 _SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
 #: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
-_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2")
+_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe")
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -108,7 +108,7 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
-    if gating is None and arch in ("glm4moe", "dots1", "minimax-m2"):  # sigmoid by definition
+    if gating is None and arch in ("glm4moe", "dots1", "minimax-m2", "nemotron_h_moe"):  # sigmoid
         gating = _SIGMOID_GATING
     sigmoid = gating is not None and int(gating) == _SIGMOID_GATING and arch in _SIGMOID_ARCHES
     if (

@@ -56,6 +56,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     if model_type == "granitemoehybrid":  # Granite 4.0: its attention-only dense models
         _refuse_granite_hybrid(config)
         arch = llama_cpp_arch(model_type, config)
+    if model_type == "nemotron_h":  # Nemotron 3's experts: nemotron_h_moe, as llama.cpp has it
+        arch = llama_cpp_arch(model_type, config)
     if arch is None:
         raise DecoderUnsupported(
             f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
@@ -134,7 +136,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
                 "NumPy decoder does not implement (greedy routing is)"
             )
         moe = dataclasses.replace(moe, scale=float(config.get("routed_scaling_factor") or 1.0))
-    elif arch in ("glm4moe", "deepseek2", "dots1", "minimax-m2"):  # sigmoid, bias, groups
+    elif arch in ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe"):  # sigmoid
         moe = group_routing(
             moe,
             arch,

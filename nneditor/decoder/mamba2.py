@@ -50,6 +50,8 @@ NEEDS = {"mamba2": LAYER}
 
 #: Nemotron-H: each layer is a Mamba-2 mixer, attention without positions, or a feed-forward
 NEMOTRON_H = "nemotron_h"
+#: Nemotron 3: its feed-forward layers route experts
+NEMOTRON_H_MOE = "nemotron_h_moe"
 _ATTENTION = [f"attn_{k}.weight" for k in ("norm", "q", "k", "v", "output")]
 #: Nemotron-H's layer kinds and their tensors (each has its one norm, attn_norm)
 NEMOTRON_H_NEEDS = {
@@ -67,6 +69,8 @@ _NEMOTRON_KINDS = {
     "attention": "attention",
     "full_attention": "attention",
     "mlp": "mlp",
+    "E": "mlp",  # Nemotron 3: a feed-forward layer of experts
+    "moe": "mlp",
 }
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
@@ -230,32 +234,37 @@ def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decoder
 
 
 def nemotron_h_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """Nemotron-H as llama.cpp converts it: a layer with key-value heads attends, one with a
-    feed-forward length is a ReLU² feed-forward, the others are Mamba-2."""
+    """Nemotron-H (and Nemotron 3, nemotron_h_moe) as llama.cpp converts them: a layer with
+    key-value heads attends, one with a feed-forward length is a ReLU² feed-forward (of
+    experts in Nemotron 3), the others are Mamba-2."""
+    arch = str(common["arch"])
     n_layers = int(common["n_layers"])
-    kv, ff = (_per_layer(metadata.get(f"{NEMOTRON_H}.{k}"), n_layers) for k in _NH_KEYS)
+    if metadata.get(f"{arch}.moe_latent_size"):
+        raise DecoderUnsupported(
+            "this Nemotron 3 file routes its experts through a latent projection "
+            "(moe_latent_size), which the NumPy decoder does not implement"
+        )
+    kv, ff = (_per_layer(metadata.get(f"{arch}.{k}"), n_layers) for k in _NH_KEYS)
     kinds = tuple(
         "attention" if a else "mlp" if f else "mamba2" for a, f in zip(kv, ff, strict=True)
     )
 
     def num(key: str) -> int:
-        value = metadata.get(f"{NEMOTRON_H}.ssm.{key}")
+        value = metadata.get(f"{arch}.ssm.{key}")
         if value is None:
-            raise DecoderUnsupported(
-                f"this GGUF lacks {NEMOTRON_H}.ssm.{key}, which the decoder needs"
-            )
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.ssm.{key}, which the decoder needs")
         return int(value)
 
     shape = Mamba2(
         d_inner=num("inner_size"),
         d_state=num("state_size"),
         n_heads=num("time_step_rank"),
-        n_groups=int(metadata.get(f"{NEMOTRON_H}.ssm.group_count") or 1),
+        n_groups=int(metadata.get(f"{arch}.ssm.group_count") or 1),
         d_conv=num("conv_kernel"),
         a_log=False,
     )
-    eps = metadata.get(f"{NEMOTRON_H}.attention.layer_norm_rms_epsilon") or metadata.get(
-        f"{NEMOTRON_H}.attention.layer_norm_epsilon"
+    eps = metadata.get(f"{arch}.attention.layer_norm_rms_epsilon") or metadata.get(
+        f"{arch}.attention.layer_norm_epsilon"
     )
     return _nemotron_h(common, kinds, shape, float(eps or 1e-5))
 
@@ -281,8 +290,12 @@ def nemotron_h_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Dec
     if unknown or len(pattern) != int(common["n_layers"]):
         raise DecoderUnsupported(
             f"Nemotron-H layer kinds {unknown or list(pattern)} are not the Mamba-2 / attention / "
-            f"feed-forward pattern of {common['n_layers']} layers the decoder runs (its mixtures "
-            "of experts are not implemented)"
+            f"feed-forward (or experts) pattern of {common['n_layers']} layers the decoder runs"
+        )
+    if common.get("moe") is not None and config.get("moe_latent_size"):
+        raise DecoderUnsupported(
+            "this Nemotron 3 snapshot routes its experts through a latent projection "
+            "(moe_latent_size), which the NumPy decoder does not implement"
         )
     for key, what in (
         ("mamba_proj_bias", "biases on its Mamba-2 projections"),
@@ -322,6 +335,8 @@ def _nemotron_h(
     common: dict[str, Any], kinds: tuple[str, ...], shape: Mamba2, eps: float
 ) -> DecoderConfig:
     head_dim = int(common["head_dim"])
+    if common.get("moe") is not None:  # Nemotron 3's experts: up, ReLU², down
+        common = {**common, "moe": dataclasses.replace(common["moe"], act="plain")}
     return DecoderConfig(
         **common,
         norm_eps=eps,
@@ -332,6 +347,28 @@ def _nemotron_h(
         layer_kinds=kinds,
         mamba2=_check(shape),
     )
+
+
+def nemotron_h_moe_needs(cfg: DecoderConfig) -> dict[str, list[str]]:
+    """Nemotron 3's layer kinds: its feed-forward layers hold the router, its selection bias,
+    the experts (stacked in GGUFs, one tensor each in snapshots) and the shared expert."""
+    if cfg.moe is None:
+        return NEMOTRON_H_NEEDS
+    if any(n.endswith(".ffn_up_exps.weight") for n in cfg.names):
+        experts = ["ffn_up_exps.weight", "ffn_down_exps.weight"]
+    else:
+        experts = [
+            f"ffn_{p}_exps.{e}.weight" for e in range(cfg.moe.n_experts) for p in ("up", "down")
+        ]
+    ffn = [
+        "attn_norm.weight",
+        "ffn_gate_inp.weight",
+        "exp_probs_b.bias",
+        *experts,
+        "ffn_up_shexp.weight",
+        "ffn_down_shexp.weight",
+    ]
+    return {**NEMOTRON_H_NEEDS, "mlp": ffn}
 
 
 def hybrid_needs(cfg: DecoderConfig) -> dict[str, list[str]]:

@@ -6,7 +6,7 @@ Per token the router's softmax over every expert picks the ``n_used`` largest; t
 are renormalised to sum to 1 where the family does so (``Moe.norm_topk``). GLM-4.5's router
 scores each expert with a sigmoid instead, chooses by score plus a learned selection bias
 within the best groups, and weighs by the unbiased scores, renormalised and scaled. Each chosen expert
-is a SwiGLU feed-forward; only the experts some token chose are read, so a trace of a few
+is a SwiGLU feed-forward (Nemotron 3's: up, ReLU², down, with no gate); only the experts some token chose are read, so a trace of a few
 tokens decodes a small part of a large model's experts. Outputs are summed in ascending expert
 order, as transformers adds them. Qwen2-MoE adds a shared expert scaled by a sigmoid gate.
 
@@ -81,6 +81,11 @@ def sparse_feed_forward(
     for e in np.unique(top).tolist():  # ascending, as transformers sums them
         tokens, slots = np.nonzero(top == e)
         x = h[tokens]
+        if cfg.moe.act == "plain":  # Nemotron 3: up, the activation, down (no gate)
+            inner = act(x @ w.expert(layer, "up", e).T).astype(F32)
+            y = inner @ w.expert(layer, "down", e).T
+            out[tokens] += y * weights[tokens, slots][:, None]
+            continue
         gate_w, up_w, gate_b, up_b = w.expert_gate_up(layer, e)
         gate, up = x @ gate_w.T, x @ up_w.T
         del gate_w, up_w
@@ -102,6 +107,9 @@ def sparse_feed_forward(
         inner = act(gate) * up
         shared = w.linear(f"{p}.ffn_down_shexp.weight", inner.astype(F32))
         out = out + shared
+    elif w.has(f"{p}.ffn_up_shexp.weight") and not w.has(f"{p}.ffn_gate_shexp.weight"):
+        inner = act(w.linear(f"{p}.ffn_up_shexp.weight", h))  # Nemotron 3: ungated
+        out = out + w.linear(f"{p}.ffn_down_shexp.weight", inner.astype(F32))
     elif w.has(f"{p}.ffn_up_shexp.weight"):  # a shared expert every token uses
         inner = act(w.linear(f"{p}.ffn_gate_shexp.weight", h)) * w.linear(
             f"{p}.ffn_up_shexp.weight", h

@@ -307,9 +307,12 @@ class _Builder(HybridMixers):
             )
         if not any(k.startswith(_MIXER_KEYS) for k in t):  # Nemotron-H: a feed-forward layer
             ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
-            act = "ReLU²" if arch == "nemotron_h" else "GELU"
+            act = "ReLU²" if arch.startswith("nemotron_h") else "GELU"
+            if "ffn_gate_inp.weight" in t:
+                act = f"mixture of {act} experts"
+            routed, ffn = self._router(s, t, h, ffn)
             f = self._ffn(
-                s, h, ffn, act, f"Feed-forward, {act}, as the whole layer (from tensor names)."
+                s, routed, ffn, act, f"Feed-forward, {act}, as the whole layer (from tensor names)."
             )
             return self.node(
                 s,
@@ -384,26 +387,7 @@ class _Builder(HybridMixers):
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
         variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
-        routed = [h]
-        if moe and "ffn_gate_inp.weight" in t:  # the router's weights feed the experts' sum
-            router = t["ffn_gate_inp.weight"]
-            router_bias = t.get("ffn_gate_inp.bias", "")  # gpt-oss
-            ffn = [n for n in ffn if n not in (router, router_bias)]
-            routed.append(
-                self.node(
-                    f"{s}/ffn_router",
-                    "Router",
-                    [h],
-                    f"{s}.ffn_moe_weights",
-                    [router, router_bias],
-                    "ffn",
-                    "Router: scores every expert (a softmax, or a sigmoid, as the family "
-                    "does); each token keeps its top ones (the others weigh 0) and the "
-                    "feed-forward sums those experts' outputs with these weights (from "
-                    "tensor names).",
-                    width=self.rows(router),
-                )
-            )
+        routed, ffn = self._router(s, t, h, ffn)
         f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
             f = self.node(
@@ -443,6 +427,29 @@ class _Builder(HybridMixers):
         key = scope.rsplit("/", 1)[-1]
         weights = [t[f"{key}.weight"], t.get(f"{key}.bias", "")]
         return self.node(scope, "LayerNorm", [x], out, weights, "norm", text)
+
+    def _router(
+        self, s: str, t: dict[str, str], h: str, ffn: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """A mixture's router node, whose weights feed the experts' sum: (the feed-forward's
+        inputs, its weights without the router's); ([h], ffn) for a dense feed-forward."""
+        if "ffn_gate_inp.weight" not in t:
+            return [h], ffn
+        router = t["ffn_gate_inp.weight"]
+        router_bias = t.get("ffn_gate_inp.bias", "")  # gpt-oss
+        weights = self.node(
+            f"{s}/ffn_router",
+            "Router",
+            [h],
+            f"{s}.ffn_moe_weights",
+            [router, router_bias],
+            "ffn",
+            "Router: scores every expert (a softmax, or a sigmoid, as the family does); each "
+            "token keeps its top ones (the others weigh 0) and the feed-forward sums those "
+            "experts' outputs with these weights (from tensor names).",
+            width=self.rows(router),
+        )
+        return [h, weights], [n for n in ffn if n not in (router, router_bias)]
 
     def _ffn(self, s: str, h: str | list[str], weights: list[str], variant: str, text: str) -> str:
         out = f"{s}.ffn_output"

@@ -122,6 +122,13 @@ def layer_count(config: Mapping[str, Any]) -> int:
     return len(kinds) if isinstance(kinds, list) else 0
 
 
+def nemotron_experts(config: Mapping[str, Any]) -> bool:
+    """Whether a Nemotron-H config's layers route experts (Nemotron 3: "moe", or "E" in the
+    releases' hybrid_override_pattern)."""
+    kinds = config.get("layers_block_type") or config.get("hybrid_override_pattern") or []
+    return any(str(k) in ("moe", "E") for k in kinds)
+
+
 def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:
     """The llama.cpp architecture of a Hugging Face model_type (None when unknown); with the
     config, Granite 4.0's attention-only dense models are granite and its models with Mamba-2
@@ -130,6 +137,8 @@ def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> 
         return "granite"
     if model_type == "granitemoehybrid" and config is not None and granite4_layers(config)[1]:
         return "granitehybrid"
+    if model_type == "nemotron_h" and config is not None and nemotron_experts(config):
+        return "nemotron_h_moe"
     if model_type in HF_ARCH:
         return HF_ARCH[model_type]
     import gguf
@@ -162,7 +171,9 @@ def canonical_names(
         if xielu:
             mapped[f"blk.{xielu[1]}.ffn_act.{xielu[2]}"] = name
             continue
-        if name.startswith("model.layers.") and name.endswith(".e_score_correction_bias"):
+        if name.startswith(("model.layers.", "backbone.layers.")) and name.endswith(
+            ".e_score_correction_bias"
+        ):
             layer = name.split(".")[2]  # model.layers.N....: the router's selection bias
             mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue
@@ -178,7 +189,14 @@ def canonical_names(
             continue
         expert = _EXPERT.match(name)
         if expert and table:  # looked up as the stacked tensor, then indexed by expert
-            key = table.get_name(f"{expert[1]}.{expert[3]}.weight", try_suffixes=(".weight",))
+            stacked = f"{expert[1]}.{expert[3]}.weight"
+            key = table.get_name(stacked, try_suffixes=(".weight",))
+            if key is None and stacked.startswith("backbone."):  # Nemotron 3: llama.cpp's
+                # converter stacks backbone.layers.N.mixer.experts as model.layers.N.mlp.experts
+                nested = re.sub(
+                    r"^backbone\.layers\.(\d+)\.mixer\.", r"model.layers.\1.mlp.", stacked
+                )
+                key = table.get_name(nested, try_suffixes=(".weight",))
             if key is not None and key.endswith("_exps.weight"):
                 mapped[f"{key[: -len('.weight')]}.{expert[2]}.weight"] = name
                 continue

@@ -366,11 +366,11 @@ def test_granite4_models_it_does_not_compute_are_refused(
 
 
 @pytest.mark.realdata
-def test_nemotron_h_mixtures_of_experts_are_refused(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
-    """Nemotron 3's layers route experts ("moe"): refused with a sentence, not run as a dense
-    feed-forward (the dense Nemotron-H traces: test_decoder_numerics)."""
-    snap = shutil.copytree(zoo_artifact("decoder-nemotron_h"), tmp_path / "nemotron_h")
+def test_nemotron_3_latent_experts_are_refused(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """Nemotron 3 Super routes its experts through a latent projection (moe_latent_size): refused
+    with a sentence, not run without it (Nano's experts trace: test_decoder_numerics)."""
+    snap = shutil.copytree(zoo_artifact("decoder-nemotron_h_moe"), tmp_path / "nemotron_h_moe")
     config = json.loads((snap / "config.json").read_text())
-    config["layers_block_type"] = ["mamba", "moe", "attention", "moe"]
+    config["moe_latent_size"] = 16
     (snap / "config.json").write_text(json.dumps(config))
-    _refused(snap, tmp_path, "its mixtures of experts are not implemented")
+    _refused(snap, tmp_path, "through a latent projection (moe_latent_size)")
