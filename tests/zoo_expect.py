@@ -292,6 +292,15 @@ EXPECT: dict[str, E] = {
         for family in ("mamba", "falcon_mamba")
         for suffix in ("", ".gguf")
     },
+    # Jamba: Mamba, Mamba, attention, Mamba; dense feed-forwards and experts alternating
+    **{
+        f"decoder-jamba{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": 4,
+            "patterns": {"attention": 1, "recurrent": 3, "ffn": 4},
+        }
+        for suffix in ("", ".gguf")
+    },
     # Granite 4.0-H: Mamba-2, attention, Mamba-2, attention, each with a feed-forward (dense, or
     # experts beside the shared one)
     **{

@@ -747,6 +747,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Jamba (AI21): Mamba layers (their time step, B and C RMS-normalised with weights) and
+    # attention without positions, 3 to 1; every other feed-forward routes 2 of 4 experts
+    # (softmax, not renormalised)
+    "jamba": (
+        "JambaConfig",
+        "JambaForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "attn_layer_period": 4,
+            "attn_layer_offset": 2,
+            "expert_layer_period": 2,
+            "expert_layer_offset": 1,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "mamba_d_state": 8,
+            "mamba_d_conv": 4,
+            "mamba_expand": 2,
+            "mamba_dt_rank": 8,
+            "initializer_range": 0.2,
+        },
+        "sentencepiece",  # llama.cpp's converter reads Jamba's tokenizer.model
+    ),
     # Falcon-Mamba: Mamba with weightless RMSNorms of the time step, B and C (llama.cpp
     # converts it as mamba, with dt_b_c_rms)
     "falcon_mamba": (

@@ -106,6 +106,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             lfm2.ARCH: lfm2.from_gguf,
             mamba2.ARCH: mamba2.from_gguf,
             mamba1.ARCH: mamba1.from_gguf,
+            mamba1.JAMBA: mamba1.jamba_from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
@@ -130,6 +131,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             lfm2.ARCH: lfm2.from_hf,
             mamba2.ARCH: mamba2.from_hf,
             mamba1.ARCH: mamba1.from_hf,
+            mamba1.JAMBA: mamba1.jamba_from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
@@ -143,7 +145,9 @@ def decoder_config(doc: Document) -> DecoderConfig:
             f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"
         )
     check_tensors(cfg)
-    if cfg.layer_kinds:
+    if cfg.arch == mamba1.JAMBA:
+        mamba1.check_jamba_layers(cfg)
+    elif cfg.layer_kinds:
         family_needs = {
             lfm2.ARCH: lfm2.NEEDS,
             mamba2.ARCH: mamba2.NEEDS,

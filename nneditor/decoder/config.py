@@ -75,6 +75,7 @@ ARCHES = (
     "minimax-m2",  # MiniMax-M2: a sigmoid router with a selection bias, q/k norms over all heads
     "mamba2",  # Mamba-2: state-space mixers, no attention, no feed-forward (mamba2.py)
     "mamba",  # Mamba and Falcon-Mamba: the first selective state spaces (mamba1.py)
+    "jamba",  # Jamba: Mamba and attention layers, feed-forwards dense or of experts
     "granitehybrid",  # Granite 4.0-H: Mamba-2 and attention layers, each with a feed-forward
     "nemotron_h",  # Nemotron-H: Mamba-2, attention or ReLU² feed-forward layers
     "nemotron_h_moe",  # Nemotron 3: the same with routed ReLU² experts in the feed-forward layers
@@ -118,6 +119,7 @@ GGUF_MOE_NORM = {
     "minimax-m2": True,
     "gpt-oss": True,  # a softmax over the chosen experts' logits: the same weights
     "olmoe": False,
+    "jamba": False,  # a softmax over every expert, the chosen ones' weights kept as they are
     "qwen2moe": False,
 }
 
@@ -527,6 +529,10 @@ _BLOCK_KEYS = {
     # Mamba(-1): the projection to the time step, B and C; the time step's own projection
     "ssm_x.weight",
     "ssm_dt.weight",
+    # Jamba: RMSNorms of the time step, B and C
+    "ssm_dt_norm.weight",
+    "ssm_b_norm.weight",
+    "ssm_c_norm.weight",
     # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
     *(f"ffn_act.{part}" for part in XIELU_PARTS),
 }

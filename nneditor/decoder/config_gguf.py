@@ -60,7 +60,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
     if arch == "lfm2":  # LFM2: 0 on its convolution layers
         kv = 0
-    elif arch in ("granitehybrid", "nemotron_h", "nemotron_h_moe"):  # 0 on their other layers
+    elif arch in ("granitehybrid", "nemotron_h", "nemotron_h_moe", "jamba"):  # 0: not attention
         kv = max(int(v) for v in getattr(kv_counts, "tolist", lambda: kv_counts)())
     else:
         kv = _first(kv_counts)

@@ -17,6 +17,7 @@ is the prompt's own pass):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from nneditor.decoder.weights import Weights
 
 ARCH = "mamba"
+#: Jamba: Mamba and attention layers (no positions), each with a feed-forward or experts
+JAMBA = "jamba"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
@@ -45,6 +48,9 @@ LAYER = [
     "ssm_out.weight",
 ]
 NEEDS = {"mamba1": LAYER}
+#: Jamba's Mamba layers also normalise the time step, B and C (RMSNorm with weights)
+_JAMBA_NORMS = ["ssm_dt_norm.weight", "ssm_b_norm.weight", "ssm_c_norm.weight"]
+_ATTENTION = [f"attn_{k}.weight" for k in ("norm", "q", "k", "v", "output")]
 
 
 def _config(common: dict[str, Any], shape: Mamba1, eps: float) -> DecoderConfig:
@@ -107,6 +113,110 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     return _config(common, shape, float(config.get("layer_norm_epsilon") or 1e-5))
 
 
+def jamba_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Jamba as llama.cpp converts it: a layer without key-value heads is Mamba."""
+    counts: Any = metadata.get(f"{JAMBA}.attention.head_count_kv")
+    counts = counts.tolist() if hasattr(counts, "tolist") else counts
+    n_layers = int(common["n_layers"])
+    if not isinstance(counts, (list, tuple)) or len(counts) != n_layers:
+        raise DecoderUnsupported(
+            f"{JAMBA}.attention.head_count_kv does not list the {n_layers} layers' kinds"
+        )
+
+    def num(key: str) -> int:
+        value = metadata.get(f"{JAMBA}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(f"this GGUF lacks {JAMBA}.ssm.{key}, which the decoder needs")
+        return int(value)
+
+    eps = float(metadata.get(f"{JAMBA}.attention.layer_norm_rms_epsilon") or 1e-6)
+    shape = Mamba1(
+        d_inner=num("inner_size"),
+        d_state=num("state_size"),
+        dt_rank=num("time_step_rank"),
+        d_conv=num("conv_kernel"),
+        a_log=False,
+    )
+    kinds = tuple("attention" if int(n) else "mamba1" for n in counts)
+    return _jamba(common, kinds, shape, eps)
+
+
+def jamba_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """Jamba snapshots: attention every ``attn_layer_period`` layers from ``attn_layer_offset``,
+    Mamba elsewhere (transformers' JambaConfig.layers_block_type)."""
+    if config.get("mamba_proj_bias"):
+        raise DecoderUnsupported(
+            "this Jamba snapshot has biases on its Mamba projections (mamba_proj_bias), which "
+            "the NumPy decoder does not implement"
+        )
+    if config.get("mamba_conv_bias") is False:
+        raise DecoderUnsupported("Mamba convolutions without a bias are not implemented")
+    n_layers = int(common["n_layers"])
+    period = int(config.get("attn_layer_period") or 8)
+    offset = int(config.get("attn_layer_offset") or 0)
+    kinds = tuple("attention" if i % period == offset else "mamba1" for i in range(n_layers))
+    hidden = int(common["hidden"])
+    rank = config.get("mamba_dt_rank") or "auto"
+    shape = Mamba1(
+        d_inner=int(config.get("mamba_expand") or 2) * hidden,
+        d_state=int(config.get("mamba_d_state") or 0),
+        dt_rank=-(-hidden // 16) if rank == "auto" else int(rank),
+        d_conv=int(config.get("mamba_d_conv") or 0),
+        a_log=True,
+    )
+    return _jamba(common, kinds, shape, float(config.get("rms_norm_eps") or 1e-6))
+
+
+def _jamba(
+    common: dict[str, Any], kinds: tuple[str, ...], shape: Mamba1, eps: float
+) -> DecoderConfig:
+    if min(shape.d_inner, shape.d_state, shape.dt_rank, shape.d_conv) <= 0:
+        raise DecoderUnsupported(f"the Mamba widths are incomplete ({shape})")
+    return DecoderConfig(
+        **common,
+        norm_eps=eps,
+        rope="none",
+        attn_scale=1 / math.sqrt(int(common["head_dim"])),
+        layer_kinds=kinds,
+        mamba1=shape,
+    )
+
+
+def check_jamba_layers(cfg: DecoderConfig) -> None:
+    """Each Jamba layer holds exactly its mixer's tensors and its feed-forward's: dense, or
+    the router and the experts (stacked in GGUFs, one tensor each in snapshots)."""
+    have = set(cfg.names)
+    for i in range(cfg.n_layers):
+        kind = cfg.kind(i)
+        mixer_keys = [*LAYER, *_JAMBA_NORMS] if kind == "mamba1" else _ATTENTION
+        if f"blk.{i}.ffn_gate_inp.weight" in have and cfg.moe is not None:
+            if f"blk.{i}.ffn_up_exps.weight" in have:
+                experts = [f"ffn_{p}_exps.weight" for p in ("gate", "up", "down")]
+            else:
+                experts = [
+                    f"ffn_{p}_exps.{e}.weight"
+                    for e in range(cfg.moe.n_experts)
+                    for p in ("gate", "up", "down")
+                ]
+            ffn = ["ffn_norm.weight", "ffn_gate_inp.weight", *experts]
+        else:
+            ffn = [f"ffn_{p}.weight" for p in ("norm", "gate", "up", "down")]
+        want = {f"blk.{i}.{k}" for k in (*mixer_keys, *ffn)}
+        label = "a Mamba" if kind == "mamba1" else "an attention"
+        missing = sorted(want - have)
+        if missing:
+            raise DecoderUnsupported(
+                f"layer {i} is {label} layer but lacks {missing[0]}"
+                + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+            )
+        extra = sorted(k for k in have if k.startswith(f"blk.{i}.") and k not in want)
+        if extra:
+            raise DecoderUnsupported(
+                f"layer {i} is {label} layer but also holds {extra[0]}; the decoder refuses "
+                "rather than leave a weight out"
+            )
+
+
 def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> np.ndarray:
     """One Mamba mixer: ``h`` [seq, hidden] (normed) -> [seq, hidden]."""
     from nneditor.decoder.hybrid import causal_conv
@@ -121,6 +231,11 @@ def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> 
     dt, b, c = np.split(w.linear(f"{p}.ssm_x.weight", x), [rank, rank + state], axis=-1)
     if shape.bc_norm:
         dt, b, c = (_weightless_rms(v, shape.bc_eps) for v in (dt, b, c))
+    elif w.has(f"{p}.ssm_dt_norm.weight"):  # Jamba: RMSNorms with weights
+        dt, b, c = (
+            ops.rms_norm(v, w.get(f"{p}.ssm_{n}_norm.weight"), cfg.norm_eps)
+            for v, n in ((dt, "dt"), (b, "b"), (c, "c"))
+        )
     dt = ops.softplus(w.linear(f"{p}.ssm_dt.weight", dt, f"{p}.ssm_dt.bias")).astype(F32)
     a = w.get(f"{p}.ssm_a").reshape(inner, state).astype(F32)
     if shape.a_log:

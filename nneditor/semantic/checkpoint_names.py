@@ -62,6 +62,7 @@ HF_ARCH = {
     "mamba2": "mamba2",
     "mamba": "mamba",
     "falcon_mamba": "mamba",
+    "jamba": "jamba",
     "nemotron_h": "nemotron_h",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection

@@ -40,6 +40,7 @@ FAMILIES = [
     "mamba2",
     "mamba",
     "falcon_mamba",
+    "jamba",
     "granite4h",
     "granite4h_moe",
     "nemotron_h",
