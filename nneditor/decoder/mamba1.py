@@ -65,25 +65,25 @@ def _config(common: dict[str, Any], shape: Mamba1, eps: float) -> DecoderConfig:
     )
 
 
-def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    def num(key: str) -> int:
-        value = metadata.get(f"{ARCH}.ssm.{key}")
-        if value is None:
-            raise DecoderUnsupported(f"this GGUF lacks {ARCH}.ssm.{key}, which the decoder needs")
-        return int(value)
+def _gguf_shape(metadata: Mapping[str, Any], arch: str, **extra: Any) -> Mamba1:
+    from nneditor.decoder.mamba2 import ssm_widths
 
-    eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5)
-    shape = Mamba1(
-        d_inner=num("inner_size"),
-        d_state=num("state_size"),
-        dt_rank=num("time_step_rank"),
-        d_conv=num("conv_kernel"),
+    ssm = ssm_widths(metadata, arch)
+    return Mamba1(
+        d_inner=ssm["inner_size"],
+        d_state=ssm["state_size"],
+        dt_rank=ssm["time_step_rank"],
+        d_conv=ssm["conv_kernel"],
         a_log=False,
-        # llama.cpp normalises Falcon-Mamba's time step, B and C with the layers' epsilon
-        bc_norm=bool(metadata.get(f"{ARCH}.ssm.dt_b_c_rms", False)),
-        bc_eps=eps,
+        **extra,
     )
-    return _config(common, shape, eps)
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5)
+    # llama.cpp normalises Falcon-Mamba's time step, B and C with the layers' epsilon
+    bc_norm = bool(metadata.get(f"{ARCH}.ssm.dt_b_c_rms", False))
+    return _config(common, _gguf_shape(metadata, ARCH, bc_norm=bc_norm, bc_eps=eps), eps)
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -115,30 +115,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
 
 def jamba_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     """Jamba as llama.cpp converts it: a layer without key-value heads is Mamba."""
-    counts: Any = metadata.get(f"{JAMBA}.attention.head_count_kv")
-    counts = counts.tolist() if hasattr(counts, "tolist") else counts
-    n_layers = int(common["n_layers"])
-    if not isinstance(counts, (list, tuple)) or len(counts) != n_layers:
-        raise DecoderUnsupported(
-            f"{JAMBA}.attention.head_count_kv does not list the {n_layers} layers' kinds"
-        )
+    from nneditor.decoder.mamba2 import per_layer
 
-    def num(key: str) -> int:
-        value = metadata.get(f"{JAMBA}.ssm.{key}")
-        if value is None:
-            raise DecoderUnsupported(f"this GGUF lacks {JAMBA}.ssm.{key}, which the decoder needs")
-        return int(value)
-
+    counts = per_layer(metadata, f"{JAMBA}.attention.head_count_kv", int(common["n_layers"]))
     eps = float(metadata.get(f"{JAMBA}.attention.layer_norm_rms_epsilon") or 1e-6)
-    shape = Mamba1(
-        d_inner=num("inner_size"),
-        d_state=num("state_size"),
-        dt_rank=num("time_step_rank"),
-        d_conv=num("conv_kernel"),
-        a_log=False,
-    )
-    kinds = tuple("attention" if int(n) else "mamba1" for n in counts)
-    return _jamba(common, kinds, shape, eps)
+    kinds = tuple("attention" if n else "mamba1" for n in counts)
+    return _jamba(common, kinds, _gguf_shape(metadata, JAMBA), eps)
 
 
 def jamba_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -185,6 +167,8 @@ def _jamba(
 def check_jamba_layers(cfg: DecoderConfig) -> None:
     """Each Jamba layer holds exactly its mixer's tensors and its feed-forward's: dense, or
     the router and the experts (stacked in GGUFs, one tensor each in snapshots)."""
+    from nneditor.decoder.qwen35 import check_layer
+
     have = set(cfg.names)
     for i in range(cfg.n_layers):
         kind = cfg.kind(i)
@@ -202,19 +186,7 @@ def check_jamba_layers(cfg: DecoderConfig) -> None:
         else:
             ffn = [f"ffn_{p}.weight" for p in ("norm", "gate", "up", "down")]
         want = {f"blk.{i}.{k}" for k in (*mixer_keys, *ffn)}
-        label = "a Mamba" if kind == "mamba1" else "an attention"
-        missing = sorted(want - have)
-        if missing:
-            raise DecoderUnsupported(
-                f"layer {i} is {label} layer but lacks {missing[0]}"
-                + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
-            )
-        extra = sorted(k for k in have if k.startswith(f"blk.{i}.") and k not in want)
-        if extra:
-            raise DecoderUnsupported(
-                f"layer {i} is {label} layer but also holds {extra[0]}; the decoder refuses "
-                "rather than leave a weight out"
-            )
+        check_layer(i, "a Mamba" if kind == "mamba1" else "an attention", want, have)
 
 
 def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> np.ndarray:

@@ -87,6 +87,44 @@ def _check(shape: Mamba2) -> Mamba2:
     return shape
 
 
+def ssm_widths(metadata: Mapping[str, Any], arch: str) -> dict[str, int]:
+    """The state-space widths llama.cpp states as ``{arch}.ssm.*`` (the group count is 1 when
+    absent)."""
+    out: dict[str, int] = {}
+    for key in ("inner_size", "state_size", "time_step_rank", "conv_kernel"):
+        value = metadata.get(f"{arch}.ssm.{key}")
+        if value is None:
+            raise DecoderUnsupported(f"this GGUF lacks {arch}.ssm.{key}, which the decoder needs")
+        out[key] = int(value)
+    out["group_count"] = int(metadata.get(f"{arch}.ssm.group_count") or 1)
+    return out
+
+
+def gguf_shape(metadata: Mapping[str, Any], arch: str) -> Mamba2:
+    """A Mamba-2 mixer's widths from a GGUF (``A`` stored as it is, not as its log)."""
+    ssm = ssm_widths(metadata, arch)
+    return _check(
+        Mamba2(
+            d_inner=ssm["inner_size"],
+            d_state=ssm["state_size"],
+            n_heads=ssm["time_step_rank"],
+            n_groups=ssm["group_count"],
+            d_conv=ssm["conv_kernel"],
+            a_log=False,
+        )
+    )
+
+
+def per_layer(metadata: Mapping[str, Any], key: str, n_layers: int) -> list[int]:
+    """A per-layer GGUF array (key-value heads, feed-forward lengths) that says each layer's
+    kind; refused when it does not list every layer."""
+    value: Any = metadata.get(key)
+    values = value.tolist() if hasattr(value, "tolist") else value
+    if not isinstance(values, (list, tuple)) or len(values) != n_layers:
+        raise DecoderUnsupported(f"{key} does not list the {n_layers} layers' kinds")
+    return [int(v) for v in values]
+
+
 def _config(common: dict[str, Any], shape: Mamba2, eps: float) -> DecoderConfig:
     n_layers = int(common["n_layers"])
     return DecoderConfig(
@@ -99,22 +137,8 @@ def _config(common: dict[str, Any], shape: Mamba2, eps: float) -> DecoderConfig:
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    def num(key: str) -> int:
-        value = metadata.get(f"{ARCH}.ssm.{key}")
-        if value is None:
-            raise DecoderUnsupported(f"this GGUF lacks {ARCH}.ssm.{key}, which the decoder needs")
-        return int(value)
-
-    shape = Mamba2(
-        d_inner=num("inner_size"),
-        d_state=num("state_size"),
-        n_heads=num("time_step_rank"),
-        n_groups=int(metadata.get(f"{ARCH}.ssm.group_count") or 1),
-        d_conv=num("conv_kernel"),
-        a_log=False,
-    )
     eps = float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5)
-    return _config(common, shape, eps)
+    return _config(common, gguf_shape(metadata, ARCH), eps)
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -137,18 +161,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"num_heads x head_dim ({heads} x {config['head_dim']}) is not the inner width "
             f"{d_inner} (expand x hidden_size)"
         )
-    limit = config.get("time_step_limit") or (0.0, math.inf)
-    low, high = (_number(v) for v in limit)
-    shape = Mamba2(
-        d_inner=d_inner,
-        d_state=int(config.get("state_size") or 0),
-        n_heads=heads,
-        n_groups=int(config.get("n_groups") or 1),
-        d_conv=int(config.get("conv_kernel") or 0),
-        a_log=True,
-        dt_min=low,
-        dt_max=high,
-    )
+    shape = hf_shape(config, d_inner, "num_heads", "state_size", "n_groups", "conv_kernel")
     return _config(common, shape, float(config.get("layer_norm_epsilon") or 1e-5))
 
 
@@ -158,32 +171,13 @@ def hybrid_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> Dec
     from nneditor.decoder.config_gguf import from_gguf as granite_from_gguf
 
     base = granite_from_gguf(metadata, common)
-    counts: Any = metadata.get(f"{HYBRID}.attention.head_count_kv")
-    counts = counts.tolist() if hasattr(counts, "tolist") else counts
-    if not isinstance(counts, (list, tuple)) or len(counts) != base.n_layers:
-        raise DecoderUnsupported(
-            f"{HYBRID}.attention.head_count_kv does not list the {base.n_layers} layers' kinds"
-        )
-
-    def num(key: str) -> int:
-        value = metadata.get(f"{HYBRID}.ssm.{key}")
-        if value is None:
-            raise DecoderUnsupported(f"this GGUF lacks {HYBRID}.ssm.{key}, which the decoder needs")
-        return int(value)
-
-    shape = Mamba2(
-        d_inner=num("inner_size"),
-        d_state=num("state_size"),
-        n_heads=num("time_step_rank"),
-        n_groups=int(metadata.get(f"{HYBRID}.ssm.group_count") or 1),
-        d_conv=num("conv_kernel"),
-        a_log=False,
-    )
+    counts = per_layer(metadata, f"{HYBRID}.attention.head_count_kv", base.n_layers)
+    shape = gguf_shape(metadata, HYBRID)
     rotates = bool(metadata.get(f"{HYBRID}.rope.scaling.finetuned", True))
     return dataclasses.replace(
         base,
-        layer_kinds=tuple("attention" if int(n) else "mamba2" for n in counts),
-        mamba2=_check(shape),
+        layer_kinds=tuple("attention" if n else "mamba2" for n in counts),
+        mamba2=shape,
         nope_layers=() if rotates else (True,) * base.n_layers,
     )
 
@@ -213,23 +207,13 @@ def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decoder
         raise DecoderUnsupported(
             f"mamba_n_heads x mamba_d_head ({heads} x {head}) is not the inner width {d_inner}"
         )
-    limit = config.get("time_step_limit") or (0.0, math.inf)
-    low, high = (_number(v) for v in limit)
-    shape = Mamba2(
-        d_inner=d_inner,
-        d_state=int(config.get("mamba_d_state") or 0),
-        n_heads=heads,
-        n_groups=int(config.get("mamba_n_groups") or 1),
-        d_conv=int(config.get("mamba_d_conv") or 0),
-        a_log=True,
-        dt_min=low,
-        dt_max=high,
-    )
+    keys = ("mamba_n_heads", "mamba_d_state", "mamba_n_groups", "mamba_d_conv")
+    shape = hf_shape(config, d_inner, *keys)
     attention = ("attention", "full_attention")
     return dataclasses.replace(
         base,
         layer_kinds=tuple("attention" if k in attention else "mamba2" for k in kinds),
-        mamba2=_check(shape),
+        mamba2=shape,
     )
 
 
@@ -244,25 +228,11 @@ def nemotron_h_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) ->
             "this Nemotron 3 file routes its experts through a latent projection "
             "(moe_latent_size), which the NumPy decoder does not implement"
         )
-    kv, ff = (_per_layer(metadata.get(f"{arch}.{k}"), n_layers) for k in _NH_KEYS)
+    kv, ff = (per_layer(metadata, f"{arch}.{k}", n_layers) for k in _NH_KEYS)
     kinds = tuple(
         "attention" if a else "mlp" if f else "mamba2" for a, f in zip(kv, ff, strict=True)
     )
-
-    def num(key: str) -> int:
-        value = metadata.get(f"{arch}.ssm.{key}")
-        if value is None:
-            raise DecoderUnsupported(f"this GGUF lacks {arch}.ssm.{key}, which the decoder needs")
-        return int(value)
-
-    shape = Mamba2(
-        d_inner=num("inner_size"),
-        d_state=num("state_size"),
-        n_heads=num("time_step_rank"),
-        n_groups=int(metadata.get(f"{arch}.ssm.group_count") or 1),
-        d_conv=num("conv_kernel"),
-        a_log=False,
-    )
+    shape = gguf_shape(metadata, arch)
     eps = metadata.get(f"{arch}.attention.layer_norm_rms_epsilon") or metadata.get(
         f"{arch}.attention.layer_norm_epsilon"
     )
@@ -270,16 +240,6 @@ def nemotron_h_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) ->
 
 
 _NH_KEYS = ("attention.head_count_kv", "feed_forward_length")
-
-
-def _per_layer(value: Any, n_layers: int) -> list[int]:
-    values = value.tolist() if hasattr(value, "tolist") else value
-    if not isinstance(values, (list, tuple)) or len(values) != n_layers:
-        raise DecoderUnsupported(
-            f"this Nemotron-H file does not list its {n_layers} layers' kinds (per-layer "
-            "key-value head counts and feed-forward lengths)"
-        )
-    return [int(v) for v in values]
 
 
 def nemotron_h_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -315,17 +275,9 @@ def nemotron_h_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Dec
     if config.get("use_conv_bias") is False:
         raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
     heads = int(config.get("mamba_num_heads") or 0)
-    limit = config.get("time_step_limit") or (0.0, math.inf)
-    low, high = (_number(v) for v in limit)
-    shape = Mamba2(
-        d_inner=heads * int(config.get("mamba_head_dim") or 0),
-        d_state=int(config.get("ssm_state_size") or 0),
-        n_heads=heads,
-        n_groups=int(config.get("n_groups") or 1),
-        d_conv=int(config.get("conv_kernel") or 0),
-        a_log=True,
-        dt_min=low,
-        dt_max=high,
+    d_inner = heads * int(config.get("mamba_head_dim") or 0)
+    shape = hf_shape(
+        config, d_inner, "mamba_num_heads", "ssm_state_size", "n_groups", "conv_kernel"
     )
     kinds = tuple(_NEMOTRON_KINDS[str(k)] for k in pattern)
     return _nemotron_h(common, kinds, shape, float(config.get("layer_norm_epsilon") or 1e-5))
@@ -391,6 +343,27 @@ def hybrid_needs(cfg: DecoderConfig) -> dict[str, list[str]]:
     else:
         ffn = ["ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"]
     return {"attention": attention + ffn, "mamba2": LAYER + ffn}
+
+
+def hf_shape(
+    config: Mapping[str, Any], d_inner: int, heads: str, state: str, groups: str, conv: str
+) -> Mamba2:
+    """A Mamba-2 mixer's widths from a config.json whose keys for them are ``heads``,
+    ``state``, ``groups`` and ``conv`` (each family names them its own way)."""
+    limit = config.get("time_step_limit") or (0.0, math.inf)
+    low, high = (_number(v) for v in limit)
+    return _check(
+        Mamba2(
+            d_inner=d_inner,
+            d_state=int(config.get(state) or 0),
+            n_heads=int(config.get(heads) or 0),
+            n_groups=int(config.get(groups) or 1),
+            d_conv=int(config.get(conv) or 0),
+            a_log=True,
+            dt_min=low,
+            dt_max=high,
+        )
+    )
 
 
 def _number(value: Any) -> float:

@@ -194,19 +194,24 @@ def check_layers(
     for i in range(cfg.n_layers):
         kind = cfg.kind(i)
         a = "an" if kind == "attention" else "a"
-        want = {f"blk.{i}.{k}" for k in (needs or NEEDS)[kind]}
-        missing = sorted(want - have)
-        if missing:
-            raise DecoderUnsupported(
-                f"layer {i} is {a} {kind} layer but lacks {missing[0]}"
-                + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
-            )
-        extra = sorted(k for k in have if k.startswith(f"blk.{i}.") and k not in want)
-        if extra:
-            raise DecoderUnsupported(
-                f"layer {i} is {a} {kind} layer but also holds {extra[0]}; the decoder refuses "
-                "rather than leave a weight out"
-            )
+        check_layer(i, f"{a} {kind}", {f"blk.{i}.{k}" for k in (needs or NEEDS)[kind]}, have)
+
+
+def check_layer(i: int, label: str, want: set[str], have: set[str]) -> None:
+    """Refuse layer ``i`` (``label``: "an attention", ...) unless its tensors among ``have`` are
+    exactly ``want``."""
+    missing = sorted(want - have)
+    if missing:
+        raise DecoderUnsupported(
+            f"layer {i} is {label} layer but lacks {missing[0]}"
+            + (f" and {len(missing) - 1} more" if len(missing) > 1 else "")
+        )
+    extra = sorted(k for k in have if k.startswith(f"blk.{i}.") and k not in want)
+    if extra:
+        raise DecoderUnsupported(
+            f"layer {i} is {label} layer but also holds {extra[0]}; the decoder refuses rather "
+            "than leave a weight out"
+        )
 
 
 def needs(cfg: DecoderConfig) -> dict[str, list[str]]:
