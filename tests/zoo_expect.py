@@ -17,6 +17,20 @@ from typing import Any
 E = dict[str, Any]
 
 
+def _both(families: tuple[str, ...], blocks: int, **patterns: int) -> dict[str, E]:
+    """Each family's snapshot and its llama.cpp conversion, with ``blocks`` blocks holding
+    ``patterns``."""
+    return {
+        f"decoder-{family}{suffix}": {
+            "format": "gguf" if suffix else "huggingface",
+            "blocks": blocks,
+            "patterns": patterns,
+        }
+        for family in families
+        for suffix in ("", ".gguf")
+    }
+
+
 def _lm(blocks: int, **extra: Any) -> E:
     """A transformer with ``blocks`` blocks, each with attention and a feed-forward."""
     return {"blocks": blocks, "patterns": {"attention": blocks, "ffn": blocks, **extra}}
@@ -283,54 +297,15 @@ EXPECT: dict[str, E] = {
     },
     # state-space models on the NumPy decoder (decoder/mamba1.py, mamba2.py; the bundled SSM
     # tracer plugin runs the snapshots too: tests/integration/test_family_tracers.py)
-    **{
-        f"decoder-{family}{suffix}": {
-            "format": "gguf" if suffix else "huggingface",
-            "blocks": 2,
-            "patterns": {"recurrent": 2},
-        }
-        for family in ("mamba", "falcon_mamba")
-        for suffix in ("", ".gguf")
-    },
+    **_both(("mamba", "falcon_mamba", "mamba2"), 2, recurrent=2),
     # Jamba: Mamba, Mamba, attention, Mamba; dense feed-forwards and experts alternating
-    **{
-        f"decoder-jamba{suffix}": {
-            "format": "gguf" if suffix else "huggingface",
-            "blocks": 4,
-            "patterns": {"attention": 1, "recurrent": 3, "ffn": 4},
-        }
-        for suffix in ("", ".gguf")
-    },
+    **_both(("jamba",), 4, attention=1, recurrent=3, ffn=4),
     # Granite 4.0-H: Mamba-2, attention, Mamba-2, attention, each with a feed-forward (dense, or
     # experts beside the shared one)
-    **{
-        f"decoder-{family}{suffix}": {
-            "format": "gguf" if suffix else "huggingface",
-            "blocks": 4,
-            "patterns": {"attention": 2, "recurrent": 2, "ffn": 4},
-        }
-        for family in ("granite4h", "granite4h_moe")
-        for suffix in ("", ".gguf")
-    },
+    **_both(("granite4h", "granite4h_moe"), 4, attention=2, recurrent=2, ffn=4),
     # Nemotron-H: a Mamba-2 layer, a feed-forward layer, an attention layer, a feed-forward layer
     # (Nemotron 3: feed-forward layers of experts)
-    **{
-        f"decoder-{family}{suffix}": {
-            "format": "gguf" if suffix else "huggingface",
-            "blocks": 4,
-            "patterns": {"attention": 1, "recurrent": 1, "ffn": 2},
-        }
-        for family in ("nemotron_h", "nemotron_h_moe")
-        for suffix in ("", ".gguf")
-    },
-    **{
-        f"decoder-mamba2{suffix}": {
-            "format": "gguf" if suffix else "huggingface",
-            "blocks": 2,
-            "patterns": {"recurrent": 2},
-        }
-        for suffix in ("", ".gguf")
-    },
+    **_both(("nemotron_h", "nemotron_h_moe"), 4, attention=1, recurrent=1, ffn=2),
     # qwen35 hybrids: two recurrent (Gated DeltaNet) and two gated-attention layers each
     **{
         name: {"format": fmt, **_lm(4, recurrent=2)}

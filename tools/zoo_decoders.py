@@ -32,6 +32,23 @@ _COMMON = {
     "num_key_value_heads": 2,
     "max_position_embeddings": 128,
 }
+#: Nemotron-H: Mamba-2, feed-forward, attention, feed-forward; two B/C groups
+_NEMOTRON_H = {
+    "hidden_size": 64,
+    "layers_block_type": ["mamba", "mlp", "attention", "mlp"],
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 128,
+    "mamba_num_heads": 8,
+    "mamba_head_dim": 16,
+    "n_groups": 2,
+    "ssm_state_size": 16,
+    "conv_kernel": 4,
+    "expand": 2,
+    "chunk_size": 8,
+    "initializer_range": 0.2,
+}
 #: Granite 4.0-H: Mamba-2, attention, Mamba-2, attention (NoPE), Granite's multipliers
 _GRANITE_H = {
     **_COMMON,
@@ -807,22 +824,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "nemotron_h": (
         "NemotronHConfig",
         "NemotronHForCausalLM",
-        {
-            "hidden_size": 64,
-            "layers_block_type": ["mamba", "mlp", "attention", "mlp"],
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 16,
-            "intermediate_size": 128,
-            "mamba_num_heads": 8,
-            "mamba_head_dim": 16,
-            "n_groups": 2,
-            "ssm_state_size": 16,
-            "conv_kernel": 4,
-            "expand": 2,
-            "chunk_size": 8,
-            "initializer_range": 0.2,
-        },
+        {**_NEMOTRON_H},
         _SMOL,
     ),
     # Nemotron 3 Nano (nemotron_h with experts): its feed-forward layers route 2 of 8 ungated
@@ -832,19 +834,8 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "NemotronHConfig",
         "NemotronHForCausalLM",
         {
-            "hidden_size": 64,
+            **_NEMOTRON_H,
             "layers_block_type": ["mamba", "moe", "attention", "moe"],
-            "num_attention_heads": 4,
-            "num_key_value_heads": 2,
-            "head_dim": 16,
-            "mamba_num_heads": 8,
-            "mamba_head_dim": 16,
-            "n_groups": 2,
-            "ssm_state_size": 16,
-            "conv_kernel": 4,
-            "expand": 2,
-            "chunk_size": 8,
-            "initializer_range": 0.2,
             "n_routed_experts": 8,
             "num_experts_per_tok": 2,
             "moe_intermediate_size": 32,

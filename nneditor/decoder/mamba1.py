@@ -87,17 +87,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    if config.get("use_bias"):
-        raise DecoderUnsupported(
-            "this Mamba snapshot has biases on its input and output projections (use_bias), "
-            "which the NumPy decoder does not implement"
-        )
-    if config.get("use_conv_bias") is False:
-        raise DecoderUnsupported("Mamba convolutions without a bias are not implemented")
-    if str(config.get("hidden_act") or "silu") != "silu":
-        raise DecoderUnsupported(
-            f"a Mamba mixer with {config.get('hidden_act')} activation is not implemented"
-        )
+    from nneditor.decoder.mamba2 import refuse_mixer_options
+
+    refuse_mixer_options(config, "Mamba", "Mamba", "use_bias", "use_conv_bias", "hidden_act")
     hidden = int(common["hidden"])
     rank = config.get("time_step_rank") or "auto"
     falcon = config.get("model_type") == "falcon_mamba"
@@ -126,13 +118,9 @@ def jamba_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> Deco
 def jamba_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     """Jamba snapshots: attention every ``attn_layer_period`` layers from ``attn_layer_offset``,
     Mamba elsewhere (transformers' JambaConfig.layers_block_type)."""
-    if config.get("mamba_proj_bias"):
-        raise DecoderUnsupported(
-            "this Jamba snapshot has biases on its Mamba projections (mamba_proj_bias), which "
-            "the NumPy decoder does not implement"
-        )
-    if config.get("mamba_conv_bias") is False:
-        raise DecoderUnsupported("Mamba convolutions without a bias are not implemented")
+    from nneditor.decoder.mamba2 import refuse_mixer_options
+
+    refuse_mixer_options(config, "Jamba", "Mamba", "mamba_proj_bias", "mamba_conv_bias")
     n_layers = int(common["n_layers"])
     period = int(config.get("attn_layer_period") or 8)
     offset = int(config.get("attn_layer_offset") or 0)

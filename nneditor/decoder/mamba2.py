@@ -142,17 +142,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    if config.get("use_bias"):
-        raise DecoderUnsupported(
-            "this Mamba-2 snapshot has biases on its input and output projections (use_bias), "
-            "which the NumPy decoder does not implement"
-        )
-    if config.get("use_conv_bias") is False:
-        raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
-    if str(config.get("hidden_act") or "silu") != "silu":
-        raise DecoderUnsupported(
-            f"a Mamba-2 mixer with {config.get('hidden_act')} activation is not implemented"
-        )
+    refuse_mixer_options(config, "Mamba-2", "Mamba-2", "use_bias", "use_conv_bias", "hidden_act")
     hidden = int(common["hidden"])
     heads = int(config.get("num_heads") or 0)
     d_inner = int(float(config.get("expand") or 2) * hidden)
@@ -187,13 +177,7 @@ def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decoder
     from nneditor.decoder.config_hf import from_hf as granite_from_hf
 
     base = granite_from_hf(config, common)
-    if config.get("mamba_proj_bias"):
-        raise DecoderUnsupported(
-            "this Granite 4.0-H snapshot has biases on its Mamba-2 projections (mamba_proj_bias), "
-            "which the NumPy decoder does not implement"
-        )
-    if config.get("mamba_conv_bias") is False:
-        raise DecoderUnsupported("Mamba-2 convolutions without a bias are not implemented")
+    refuse_mixer_options(config, "Granite 4.0-H", "Mamba-2", "mamba_proj_bias", "mamba_conv_bias")
     kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
     if len(kinds) != base.n_layers:
         raise DecoderUnsupported(
@@ -343,6 +327,31 @@ def hybrid_needs(cfg: DecoderConfig) -> dict[str, list[str]]:
     else:
         ffn = ["ffn_norm.weight", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight"]
     return {"attention": attention + ffn, "mamba2": LAYER + ffn}
+
+
+def refuse_mixer_options(
+    config: Mapping[str, Any],
+    snapshot: str,
+    mixer: str,
+    proj_bias: str,
+    conv_bias: str,
+    act: str | None = None,
+) -> None:
+    """Refuse a state-space mixer with projection biases (config key ``proj_bias``), without a
+    convolution bias (``conv_bias`` false) or, where ``act`` names its key, with another
+    activation than SiLU; ``snapshot`` and ``mixer`` name the family and its mixer."""
+    if config.get(proj_bias):
+        which = "input and output" if proj_bias == "use_bias" else mixer
+        raise DecoderUnsupported(
+            f"this {snapshot} snapshot has biases on its {which} projections ({proj_bias}), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get(conv_bias) is False:
+        raise DecoderUnsupported(f"{mixer} convolutions without a bias are not implemented")
+    if act is not None and str(config.get(act) or "silu") != "silu":
+        raise DecoderUnsupported(
+            f"a {mixer} mixer with {config.get(act)} activation is not implemented"
+        )
 
 
 def hf_shape(
