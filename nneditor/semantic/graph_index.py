@@ -55,13 +55,18 @@ class GraphIndex:
         self.initializers = frozenset(graph.initializers)
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
+        producer, consumers = self.producer, self.consumers
         for i, node in enumerate(self.nodes):
             for out in node.outputs:
                 if out:
-                    self.producer[out] = i
+                    producer[out] = i
             for name in node.inputs:
                 if name:
-                    self.consumers.setdefault(name, []).append(i)
+                    users = consumers.get(name)
+                    if users is None:
+                        consumers[name] = [i]
+                    else:
+                        users.append(i)
         self._const_cache: dict[str, np.ndarray | None] = {}
         self._weight_only: frozenset[int] | None = None
 

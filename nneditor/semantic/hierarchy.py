@@ -19,6 +19,7 @@ from typing import Any
 
 from nneditor.model.graph import Graph
 from nneditor.model.tensor import TensorRef
+from nneditor.platform.gc_pause import collector_paused
 from nneditor.semantic.calls import CallInfo, call_paths, weight_roots
 from nneditor.semantic.graph_index import GraphIndex
 from nneditor.semantic.patterns import Pattern, detect_all
@@ -162,6 +163,11 @@ class Hierarchy:
 
 
 def build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None = None) -> Hierarchy:
+    with collector_paused():
+        return _build_hierarchy(graph, tensors)
+
+
+def _build_hierarchy(graph: Graph, tensors: Mapping[str, TensorRef] | None) -> Hierarchy:
     ix = GraphIndex(graph, tensors)
     patterns = detect_all(ix)
     n = len(graph.nodes)

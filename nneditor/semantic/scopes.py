@@ -22,10 +22,13 @@ def scope_of(name: str) -> tuple[str, ...]:
     TFLite names a fused operator by joining the names of the TF ops it replaced with ``;``
     (``model_1/conv1d/Conv1D;model_1/conv1d/BiasAdd``): the first one carries the scope.
     """
-    name = name.split(";", 1)[0]
     if "/" not in name:
         return ()
-    parts = [p for p in name.split("/") if p]
+    if ";" in name:
+        name = name.split(";", 1)[0]
+    parts = name.split("/")
+    if "" in parts:
+        parts = [p for p in parts if p]
     return tuple(parts[:-1])
 
 
@@ -100,10 +103,14 @@ def build_trie(
 ) -> ScopeNode:
     """The trie of ``scopes``; ``calls`` marks instance paths that are calls of one module."""
     root = ScopeNode("", ())
+    seen: dict[tuple[str, ...], ScopeNode] = {(): root}  # most paths repeat: walk each once
     for i, path in enumerate(scopes):
-        cur = root
-        for comp in path:
-            cur = cur.child(comp)
+        cur = seen.get(path)
+        if cur is None:
+            cur = root
+            for comp in path:
+                cur = cur.child(comp)
+            seen[path] = cur
         cur.nodes.append(i)
     if calls:
         for path, info in calls.items():

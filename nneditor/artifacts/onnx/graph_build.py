@@ -54,6 +54,7 @@ from nneditor.artifacts.onnx.attributes import (
 from nneditor.artifacts.onnx.elem_types import ONNX_DTYPES, value_info_from_proto
 from nneditor.artifacts.onnx.fast_constant import read_fast_constant
 from nneditor.artifacts.onnx.objects import OnnxGraph, OnnxNode, as_text, proto_node, wire_node
+from nneditor.artifacts.onnx.raw_headers import read_raw_headers
 from nneditor.artifacts.onnx.tensor_index import index_sparse, index_tensor
 from nneditor.artifacts.onnx.tensors import (
     TensorContext,
@@ -61,6 +62,7 @@ from nneditor.artifacts.onnx.tensors import (
     make_ref,
     make_sparse_ref,
     range_loader,
+    raw_header_ref,
 )
 from nneditor.errors import ArtifactError
 from nneditor.model.graph import Graph, Node, ValueInfo
@@ -282,7 +284,14 @@ class GraphBuilder:
         buf, ctx, add = self.buf, self.tensors, self.catalog.add
         names: list[str] = []
         self._released = 0
+        headers = read_raw_headers(buf, split.inits, self._passed)
+        self._released = 0
         for i, (pos, n) in enumerate(split.inits):
+            header = headers[i]
+            if header is not None:
+                names.append(header.name)
+                add(raw_header_ref(ctx, header, {"graph": path, "kind": "initializer"}))
+                continue
             if pos - self._released > _SHED_EVERY:
                 self._shed(pos)
             idx = index_tensor(buf, pos, n, f"initializer #{i} of graph {path!r}")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nneditor.model.graph import Graph, Node, ValueInfo
+from nneditor.platform.gc_pause import collector_paused
 
 _BUILD_LOCK = threading.RLock()
 
@@ -123,7 +124,8 @@ class OnnxGraph(Graph):
                 value = state.get(key)
                 if value is None:
                     source = state.get(f"{key}_source")
-                    value = source() if source is not None else ([] if key == "_nodes" else {})
+                    with collector_paused():
+                        value = source() if source is not None else ([] if key == "_nodes" else {})
                     state[key] = value
                     state.pop(f"{key}_source", None)
         return value

@@ -27,6 +27,7 @@ import numpy as np
 
 from nneditor.artifacts.onnx.elem_types import FIELD_NAMES, ONNX_DTYPES, dtype_of, typed_field_of
 from nneditor.artifacts.onnx.external import ChecksumLoader, ExternalData
+from nneditor.artifacts.onnx.raw_headers import RawHeader
 from nneditor.artifacts.onnx.tensor_index import SparseIndex, TensorIndex
 from nneditor.artifacts.onnx.typed_decode import (
     decode_strings,
@@ -129,6 +130,23 @@ def make_ref(ctx: TensorContext, idx: TensorIndex, name: str, info: dict[str, An
         nbytes = idx.raw[1] if idx.raw else 0
         encoding = "external" if idx.data_location == 1 else ("raw" if idx.raw else "none")
         return TensorRef(name, dtype, shape, nbytes, encoding, UnavailableLoader(reason), info=info)
+
+
+def raw_header_ref(ctx: TensorContext, header: RawHeader, info: dict[str, Any]) -> TensorRef:
+    """The ref :func:`make_ref` builds for a tensor :mod:`raw_headers` read (raw data of a
+    whole-byte type whose size matches its shape), without its checks."""
+    loader = RawLoader(ctx.source, header.offset, header.dtype)
+    where = header.offset if ctx.in_file else None
+    return TensorRef(
+        header.name,
+        header.dtype,
+        header.dims,
+        header.nbytes,
+        "raw",
+        loader,
+        offset=where,
+        info=info,
+    )
 
 
 def _readable_ref(
