@@ -15,6 +15,7 @@ from nneditor.artifacts.folder_models import open_instead
 from nneditor.artifacts.sniff import sniff_path
 from nneditor.errors import ArtifactError, UnknownFormatError, UnsupportedFormatError
 from nneditor.model.document import Document
+from nneditor.platform.gc_pause import collector_paused
 
 #: format -> (reader module or None when not built yet, human-readable name)
 READERS: dict[str, tuple[str | None, str]] = {
@@ -77,7 +78,8 @@ def open_document(path: str | Path) -> Document:
             path=str(p),
             format=fmt,
         )
-    doc: Document = module.open_document(p)
+    with collector_paused():  # readers create many objects at once (see gc_pause)
+        doc: Document = module.open_document(p)
     return doc
 
 
