@@ -51,6 +51,7 @@ DENSE_DECODERS = (
     "ministral3",
     "exaone4",
     "gpt2",
+    "gpt_bigcode",
     "granite",
     "stablelm",
     "starcoder2",

@@ -851,6 +851,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128, "n_ctx": 128},
         _SMOL,
     ),
+    # StarCoder, SantaCoder, tiny_starcoder (llama.cpp's "starcoder"): GPT-2's block with one
+    # key/value head shared by all queries (multi-query attention) and Linear layers
+    "gpt_bigcode": (
+        "GPTBigCodeConfig",
+        "GPTBigCodeForCausalLM",
+        {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128, "multi_query": True},
+        _SMOL,
+    ),
 }
 
 

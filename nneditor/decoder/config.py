@@ -44,6 +44,7 @@ ARCHES = (
     "mistral3",
     "exaone4",
     "gpt2",
+    "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "qwen35",
     "qwen35moe",
     "qwen3next",
@@ -590,7 +591,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "phi3", "gptneox")
+            if cfg.arch in ("gpt2", "starcoder", "phi3", "gptneox")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

@@ -160,7 +160,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             raise DecoderUnsupported(f"this GGUF lacks {arch}.{key}, which the decoder needs")
         return v
 
-    if arch == "gpt2":
+    if arch in ("gpt2", "starcoder"):  # StarCoder: one key/value head (its files say so)
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     if arch == "bert":

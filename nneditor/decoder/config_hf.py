@@ -85,6 +85,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "config.json lacks the layer count, hidden size or head count the decoder needs"
         )
     kv = int(config.get("num_key_value_heads") or heads)
+    if model_type == "gpt_bigcode" and config.get("multi_query", True):
+        kv = 1  # StarCoder: one key/value head shared by every query
     head_dim = int(config.get("head_dim") or hidden // heads)
     vocab = int(config.get("vocab_size") or 0)
     common: dict[str, Any] = {
@@ -164,6 +166,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         eps = float(config.get("layer_norm_epsilon") or 1e-5)
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "starcoder":
+        return _hf_starcoder(config, common)
     if arch == "deepseek2":
         return _hf_deepseek2(config, common)
     if arch == "bert":
@@ -408,6 +412,22 @@ def _hf_names(
         or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
+
+
+def _hf_starcoder(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """gpt_bigcode snapshots: GPT-2's block with Linear layers; multi-query attention stores
+    [q | k | v], the multi-head variant each head's q, k and v together (as GPT-NeoX)."""
+    act = str(config.get("activation_function") or "gelu_pytorch_tanh")
+    if act not in ("gelu_new", "gelu_pytorch_tanh"):
+        raise DecoderUnsupported(f"StarCoder activation {act!r} is not implemented")
+    scale = 1 / math.sqrt(common["head_dim"]) if config.get("scale_attn_weights", True) else 1.0
+    return DecoderConfig(
+        **common,
+        **GPT2,
+        norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
+        attn_scale=scale,
+        qkv_per_head=not config.get("multi_query", True),
+    )
 
 
 def _hf_deepseek2(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:

@@ -26,6 +26,7 @@ HF_ARCH = {
     "ministral3": "mistral3",
     "exaone4": "exaone4",
     "gpt2": "gpt2",
+    "gpt_bigcode": "starcoder",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",

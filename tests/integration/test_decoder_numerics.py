@@ -347,6 +347,35 @@ def test_mistral_sliding_window_equals_transformers(zoo_artifact, tmp_path) -> N
     assert _rel(_ours(snap)["result_output"], logits) > 1e-3
 
 
+@pytest.mark.parametrize("multi_query", [False, True])
+def test_starcoder_snapshots_with_and_without_multi_query_equal_transformers(
+    multi_query: bool, tmp_path
+) -> None:  # noqa: ANN001
+    """gpt_bigcode stores [q | k | v] with one key/value head (multi-query) or each head's
+    q, k and v together (multi-head); the second also leaves attention unscaled here."""
+    config = tf.GPTBigCodeConfig(
+        vocab_size=20000,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_positions=64,
+        multi_query=multi_query,
+        scale_attn_weights=multi_query,
+    )
+    torch.manual_seed(1)
+    model = tf.GPTBigCodeForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "ln_" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(tmp_path)
+    blocks, logits = _theirs(model)
+    ours = _ours(tmp_path)
+    with nneditor.open(tmp_path) as doc:
+        assert decoder_config(doc).n_kv_heads == (1 if multi_query else 4)
+    _assert_matches(ours, blocks, logits)
+
+
 @pytest.mark.realdata
 @pytest.mark.parametrize("form", ["snapshot", "gguf"])
 def test_a_mixture_reads_only_the_experts_its_tokens_chose(form: str, zoo_artifact) -> None:  # noqa: ANN001
