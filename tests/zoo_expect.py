@@ -52,6 +52,8 @@ DENSE_DECODERS = (
     "exaone4",
     "gpt2",
     "gpt_bigcode",
+    "falcon",
+    "falcon-40b",
     "granite",
     "stablelm",
     "starcoder2",

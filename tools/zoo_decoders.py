@@ -33,6 +33,14 @@ _COMMON = {
     "max_position_embeddings": 128,
 }
 #: Nemotron-H: Mamba-2, feed-forward, attention, feed-forward; two B/C groups
+_FALCON = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "bias": False,
+    "alibi": False,
+    "rope_theta": 10000.0,
+}
 _NEMOTRON_H = {
     "hidden_size": 64,
     "layers_block_type": ["mamba", "mlp", "attention", "mlp"],
@@ -859,6 +867,22 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128, "multi_query": True},
         _SMOL,
     ),
+    # Falcon-7B: one key/value head, one LayerNorm feeding attention and the exact-GELU
+    # feed-forward in parallel
+    "falcon": (
+        "FalconConfig",
+        "FalconForCausalLM",
+        {**_FALCON, "multi_query": True, "parallel_attn": True},
+        _SMOL,
+    ),
+    # Falcon-40B/180B (new_decoder_architecture): key/value heads for groups of queries
+    # (fused per group), and separate LayerNorms of the block input for attention and MLP
+    "falcon-40b": (
+        "FalconConfig",
+        "FalconForCausalLM",
+        {**_FALCON, "new_decoder_architecture": True, "num_kv_heads": 2},
+        _SMOL,
+    ),
 }
 
 
@@ -916,9 +940,9 @@ def _snapshot(family: str, path: Path) -> None:
     if family in _GPT2_TOKENIZER:  # how Phi-4 names its tokenizer (the converter reads it)
         meta = path / "tokenizer_config.json"
         meta.write_text(json.dumps({**json.loads(meta.read_text()), **_GPT2_TOKENIZER[family]}))
-    if family in _CONFIG_AS_RELEASED:  # keys the released checkpoints carry (and llama.cpp reads)
+    if family in _CONFIG_AS_RELEASED or family in _NOT_IN_RELEASE:  # as the releases are
         meta = path / "config.json"
-        released = {**json.loads(meta.read_text()), **_CONFIG_AS_RELEASED[family]}
+        released = {**json.loads(meta.read_text()), **_CONFIG_AS_RELEASED.get(family, {})}
         for key in _NOT_IN_RELEASE.get(family, ()):
             released.pop(key, None)
         meta.write_text(json.dumps(released))
@@ -1000,6 +1024,10 @@ _CONFIG_AS_RELEASED = {
 #: dense Nemotron-H's config.json states no experts (llama.cpp's converter takes any
 #: num_experts_per_tok for the mixture-of-experts architecture)
 _NOT_IN_RELEASE = {
+    # Falcon-7B's config.json states multi_query and no num_kv_heads (transformers writes it
+    # equal to the head count; llama.cpp's converter would then read every head as a key/value
+    # head)
+    "falcon": ("num_kv_heads",),
     "nemotron_h": (
         *("n_routed_experts", "n_shared_experts", "moe_intermediate_size"),
         *("moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap"),
@@ -1046,7 +1074,7 @@ transformers.AutoConfig.from_pretrained = refused
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-_RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h", "nemotron_h_moe"}
+_RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h", "nemotron_h_moe", "falcon"}
 
 
 def convert(

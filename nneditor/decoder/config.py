@@ -45,6 +45,7 @@ ARCHES = (
     "exaone4",
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
+    "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward
     "qwen35",
     "qwen35moe",
     "qwen3next",
@@ -374,6 +375,7 @@ LAYER_NORM_FAMILIES = (
     "command-r",
     "cohere2",
     "nemotron",
+    "falcon",
 )
 
 
@@ -383,6 +385,8 @@ def plain_ffn(arch: str) -> dict[str, Any]:
     ungated ReLU² one."""
     if arch == "nemotron":
         return {"gated": False, "activation": "relu2"}
+    if arch == "falcon":  # the models' exact GELU (llama.cpp approximates it with tanh)
+        return {"gated": False, "activation": "gelu", "parallel": True}
     if arch not in ("starcoder2", "phi2", "gptneox"):
         return {}
     act = "gelu" if arch == "gptneox" else "gelu_tanh"
@@ -460,6 +464,7 @@ _BLOCK_KEYS = {
     f"{w}.{k}"
     for w in (
         "attn_norm",
+        "attn_norm_2",  # Falcon-40B: the attention's own norm (attn_norm feeds the FFN)
         "attn_q",
         "attn_k",
         "attn_v",
@@ -591,7 +596,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "starcoder", "phi3", "gptneox")
+            if cfg.arch in ("gpt2", "starcoder", "falcon", "phi3", "gptneox")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

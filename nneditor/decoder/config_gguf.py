@@ -363,6 +363,11 @@ def _gguf_layer_norm_family(metadata: Mapping[str, Any], common: dict[str, Any])
             "NumPy decoder does not implement"
         )
     plain = plain_ffn(arch)
+    if arch == "falcon" and any(".ffn_norm." in n for n in names):
+        raise DecoderUnsupported(
+            "this Falcon GGUF normalises before its feed-forward (a sequential block); llama.cpp "
+            "runs Falcon blocks in parallel and the NumPy decoder follows it"
+        )
     if arch == "gptneox":  # Pythia: parallel unless the file says otherwise
         plain["parallel"] = bool(metadata.get(f"{arch}.use_parallel_residual", True))
     if arch in ("command-r", "cohere2"):  # one LayerNorm, attention and SwiGLU in parallel

@@ -87,6 +87,10 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     kv = int(config.get("num_key_value_heads") or heads)
     if model_type == "gpt_bigcode" and config.get("multi_query", True):
         kv = 1  # StarCoder: one key/value head shared by every query
+    if model_type == "falcon":  # 40B: num_kv_heads; 7B: one (multi_query); else every head
+        new = config.get("new_decoder_architecture")
+        multi = config.get("multi_query", True)
+        kv = int(config.get("num_kv_heads") or heads) if new else (1 if multi else heads)
     head_dim = int(config.get("head_dim") or hidden // heads)
     vocab = int(config.get("vocab_size") or 0)
     common: dict[str, Any] = {
@@ -315,6 +319,8 @@ def _hf_layer_norm_family(
             "this StableLM normalises queries and keys per head (qk_layernorm), which the NumPy "
             "decoder does not implement"
         )
+    if arch == "falcon":
+        return _hf_falcon(config, common, rope)
     act = str(config.get("hidden_act") or "")
     want = {
         "starcoder2": ("gelu_pytorch_tanh", "gelu_new"),
@@ -366,6 +372,44 @@ def _hf_layer_norm_family(
         rope_scaling=rope["full"][1],
         attn_scale=1 / math.sqrt(head_dim),
         **layers,
+    )
+
+
+def _hf_falcon(
+    config: Mapping[str, Any], common: dict[str, Any], rope: dict[str, tuple[float, RopeScaling]]
+) -> DecoderConfig:
+    """Falcon snapshots: LayerNorm, NeoX RoPE over whole heads, exact GELU; its fused
+    query_key_value holds, per key/value head, that group's queries, key and value. 7B: one
+    norm feeds attention and feed-forward in parallel; 40B (new_decoder_architecture): two
+    norms of the block input (ln_attn, ln_mlp); parallel_attn off: a norm after attention."""
+    if config.get("alibi") or not config.get("rotary", True):
+        raise DecoderUnsupported(
+            "this Falcon (e.g. falcon-rw) positions tokens with ALiBi, which the NumPy decoder "
+            "does not implement (rotary Falcons run)"
+        )
+    if config.get("apply_residual_connection_post_layernorm"):
+        raise DecoderUnsupported(
+            "this Falcon adds the normalised input back as its residual "
+            "(apply_residual_connection_post_layernorm), which the NumPy decoder does not implement"
+        )
+    act = str(config.get("activation") or "gelu")
+    if act != "gelu":
+        raise DecoderUnsupported(f"Falcon activation {act!r} is not implemented (gelu is)")
+    plain = plain_ffn("falcon")
+    plain["parallel"] = bool(
+        config.get("new_decoder_architecture") or config.get("parallel_attn", True)
+    )
+    return DecoderConfig(
+        **common,
+        **plain,
+        norm="layer",
+        norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
+        rope="neox",
+        rope_dim=common["head_dim"],
+        rope_theta=rope["full"][0],
+        rope_scaling=rope["full"][1],
+        attn_scale=1 / math.sqrt(common["head_dim"]),
+        qkv_per_head=True,
     )
 
 

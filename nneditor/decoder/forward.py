@@ -171,7 +171,11 @@ def _block(
         h = _norm(w, cfg, f"{p}.attn_norm", x)
         emit(f"{p}.attn_norm", h[None])
     if cfg.parallel:  # Phi-2: x + attention(h) + feed-forward(h); GPT-NeoX: its own norm
-        a = _attention(w, cfg, p, h, positions, freq, local, emit)
+        ha = h
+        if w.has(f"{p}.attn_norm_2.weight"):  # Falcon-40B: attention reads its own norm
+            ha = _norm(w, cfg, f"{p}.attn_norm_2", x)
+            emit(f"{p}.attn_norm_2", ha[None])
+        a = _attention(w, cfg, p, ha, positions, freq, local, emit)
         emit(f"{p}.attn_output", a[None])
         if w.has(f"{p}.ffn_norm.weight"):
             h = _norm(w, cfg, f"{p}.ffn_norm", x)
@@ -253,9 +257,14 @@ def _attention(
     q: np.ndarray
     k: np.ndarray
     v: np.ndarray
-    if w.has(f"{p}.attn_qkv.weight") and cfg.qkv_per_head:  # GPT-NeoX: [heads, 3, hd]
-        qkv = _linear(w, p, "attn_qkv", h).reshape(seq, heads, 3, hd)
-        q, k, v = (qkv[:, :, j].reshape(seq, heads * hd) for j in range(3))
+    if w.has(f"{p}.attn_qkv.weight") and cfg.qkv_per_head:
+        # per key/value head: its queries, its key, its value ([heads, 3, hd] in GPT-NeoX,
+        # where every query head has its own key and value; Falcon groups several queries)
+        group = heads // kv
+        qkv = _linear(w, p, "attn_qkv", h).reshape(seq, kv, group + 2, hd)
+        q = qkv[:, :, :group].reshape(seq, heads * hd)
+        k = qkv[:, :, group].reshape(seq, kv * hd)
+        v = qkv[:, :, group + 1].reshape(seq, kv * hd)
     elif w.has(f"{p}.attn_qkv.weight"):
         qkv = _linear(w, p, "attn_qkv", h)
         q, k, v = np.split(qkv, [heads * hd, heads * hd + kv * hd], axis=-1)

@@ -305,6 +305,16 @@ class _Builder(HybridMixers):
                 "norm",
                 f"Normalization: {norm_op} before the mixer (from tensor names).",
             )
+        ha = h
+        if "attn_norm_2.weight" in t:  # Falcon-40B: attention's own norm of the block input
+            ha = self.layer_norm(
+                f"{s}/attn_norm_2",
+                x,
+                f"{s}.attn_norm_2",
+                t,
+                "Normalization: LayerNorm of the block input for attention; attn_norm feeds the "
+                "feed-forward (from tensor names).",
+            )
         if not any(k.startswith(_MIXER_KEYS) for k in t):  # Nemotron-H: a feed-forward layer
             ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
             act = "ReLU²" if arch.startswith("nemotron_h") else "GELU"
@@ -331,8 +341,10 @@ class _Builder(HybridMixers):
         elif "shortconv.in_proj.weight" in t:
             a = self._short_conv(s, t, h)
         else:
-            a = self._mixer(s, t, h, arch, heads, kv)
-        if arch in ("phi2", "command-r", "cohere2") or (arch == "gptneox" and self.parallel):
+            a = self._mixer(s, t, ha, arch, heads, kv)
+        if arch in ("phi2", "command-r", "cohere2", "falcon") or (
+            arch == "gptneox" and self.parallel
+        ):
             return self._parallel_ffn(s, t, x, h, a)
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")

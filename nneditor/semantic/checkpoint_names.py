@@ -27,6 +27,7 @@ HF_ARCH = {
     "exaone4": "exaone4",
     "gpt2": "gpt2",
     "gpt_bigcode": "starcoder",
+    "falcon": "falcon",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",

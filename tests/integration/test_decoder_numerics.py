@@ -347,6 +347,29 @@ def test_mistral_sliding_window_equals_transformers(zoo_artifact, tmp_path) -> N
     assert _rel(_ours(snap)["result_output"], logits) > 1e-3
 
 
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        ({"alibi": True}, "ALiBi"),
+        ({"apply_residual_connection_post_layernorm": True}, "normalised input back"),
+        ({"activation": "relu"}, "activation 'relu'"),
+    ],
+)
+def test_falcon_variants_the_decoder_does_not_compute_are_refused(
+    change: dict, phrase: str, zoo_artifact, tmp_path
+) -> None:  # noqa: ANN001
+    import shutil
+
+    from nneditor.decoder.unsupported import DecoderUnsupported
+
+    snap = shutil.copytree(zoo_artifact("decoder-falcon"), tmp_path / "falcon")
+    config = json.loads((snap / "config.json").read_text())
+    (snap / "config.json").write_text(json.dumps({**config, **change}))
+    with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match=phrase):
+        decoder_config(doc)
+
+
 @pytest.mark.parametrize("multi_query", [False, True])
 def test_starcoder_snapshots_with_and_without_multi_query_equal_transformers(
     multi_query: bool, tmp_path
