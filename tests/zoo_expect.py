@@ -54,6 +54,7 @@ DENSE_DECODERS = (
     "gpt_bigcode",
     "falcon",
     "falcon-40b",
+    "bloom",
     "granite",
     "stablelm",
     "starcoder2",

@@ -867,6 +867,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128, "multi_query": True},
         _SMOL,
     ),
+    # BLOOM / BLOOMZ: ALiBi (6 heads: the slopes of a head count that is not a power of two),
+    # a LayerNorm after the embedding, each head's q, k and v fused together
+    "bloom": (
+        "BloomConfig",
+        "BloomForCausalLM",
+        {"hidden_size": 96, "n_layer": 2, "n_head": 6},
+        _SMOL,
+    ),
     # Falcon-7B: one key/value head, one LayerNorm feeding attention and the exact-GELU
     # feed-forward in parallel
     "falcon": (

@@ -46,6 +46,7 @@ ARCHES = (
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward
+    "bloom",  # BLOOM, BLOOMZ: ALiBi instead of positions, an embedding LayerNorm
     "qwen35",
     "qwen35moe",
     "qwen3next",
@@ -242,6 +243,9 @@ class DecoderConfig:
     #: the fused qkv projection's rows are per head [q, k, v] (GPT-NeoX snapshots; llama.cpp's
     #: converter regroups them as [all q, all k, all v])
     qkv_per_head: bool = False
+    #: ALiBi (BLOOM): the largest of the per-head slopes' exponents (llama.cpp's max_alibi_bias);
+    #: 0 for no linear position bias
+    alibi_bias: float = 0.0
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
@@ -347,6 +351,15 @@ class DecoderConfig:
 
 #: GPT-2: LayerNorm, learned positions (no RoPE), a plain GELU (tanh) feed-forward
 GPT2: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu_tanh", "gated": False}
+
+#: BLOOM: an embedding LayerNorm, ALiBi instead of positions, GELU (tanh) feed-forward
+BLOOM: dict[str, Any] = {
+    "norm": "layer",
+    "rope": "none",
+    "activation": "gelu_tanh",
+    "gated": False,
+    "alibi_bias": 8.0,
+}
 
 #: BERT encoders: learned positions and segment embeddings, LayerNorm after each residual, an
 #: exact (erf) GELU feed-forward, bidirectional attention, no head. llama.cpp computes the GELU
@@ -596,7 +609,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "starcoder", "falcon", "phi3", "gptneox")
+            if cfg.arch in ("gpt2", "starcoder", "falcon", "bloom", "phi3", "gptneox")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

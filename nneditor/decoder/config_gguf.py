@@ -11,6 +11,7 @@ from typing import Any
 from nneditor.decoder.config import (
     ARCHES,
     BERT,
+    BLOOM,
     GEMMAS,
     GGUF_MOE_NORM,
     GPT2,
@@ -163,6 +164,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch in ("gpt2", "starcoder"):  # StarCoder: one key/value head (its files say so)
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "bloom":  # llama.cpp's converter stores [q | k | v]; ALiBi's bias is fixed at 8
+        eps = float(num("attention.layer_norm_epsilon", 1e-5))
+        return DecoderConfig(**common, **BLOOM, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     if arch == "bert":
         eps = float(num("attention.layer_norm_epsilon", 1e-12))
         causal = bool(metadata.get(f"{arch}.attention.causal", False))

@@ -11,6 +11,7 @@ from typing import Any
 
 from nneditor.decoder.config import (
     BERT,
+    BLOOM,
     GEMMAS,
     GPT2,
     LAYER_NORM_FAMILIES,
@@ -172,6 +173,20 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     if arch == "starcoder":
         return _hf_starcoder(config, common)
+    if arch == "bloom":
+        if config.get("apply_residual_connection_post_layernorm"):
+            raise DecoderUnsupported(
+                "this BLOOM adds the normalised input back as its residual "
+                "(apply_residual_connection_post_layernorm), which the NumPy decoder does not "
+                "implement"
+            )
+        return DecoderConfig(  # query_key_value: each head's q, k and v together
+            **common,
+            **BLOOM,
+            norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
+            attn_scale=1 / math.sqrt(common["head_dim"]),
+            qkv_per_head=True,
+        )
     if arch == "deepseek2":
         return _hf_deepseek2(config, common)
     if arch == "bert":

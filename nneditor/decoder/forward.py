@@ -305,6 +305,7 @@ def _attention(
         cfg.attn_softcap,
         sinks,
         causal=cfg.causal,
+        alibi=ops.alibi_slopes(heads, cfg.alibi_bias) if cfg.alibi_bias else None,
     )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)

@@ -153,6 +153,17 @@ def rope(
     return np.concatenate([out, rest], axis=-1) if rest.shape[-1] else out
 
 
+def alibi_slopes(heads: int, max_bias: float) -> np.ndarray:
+    """ALiBi's per-head slopes (Press et al.; as BLOOM and llama.cpp compute them): for the
+    largest power of two n <= heads, 2^(-max_bias/n)^(h+1) for h < n, then the odd powers of
+    2^(-max_bias/2n) for the remaining heads."""
+    n = 1 << (heads.bit_length() - 1)
+    m0, m1 = 2.0 ** (-max_bias / n), 2.0 ** (-max_bias / 2 / n)
+    return np.array(
+        [m0 ** (h + 1) if h < n else m1 ** (2 * (h - n) + 1) for h in range(heads)], F32
+    )
+
+
 def attention(
     q: np.ndarray,
     k: np.ndarray,
@@ -162,10 +173,12 @@ def attention(
     softcap: float = 0.0,
     sinks: np.ndarray | None = None,
     causal: bool = True,
+    alibi: np.ndarray | None = None,
 ) -> np.ndarray:
     """Causal (optionally sliding-window; bidirectional for an encoder) grouped-query attention; ``softcap`` bounds the
     scores by ``tanh(s / cap) * cap`` (Gemma 2); ``sinks`` [heads] are logits that join each
-    head's softmax without a value (gpt-oss), so the weights may sum to less than 1.
+    head's softmax without a value (gpt-oss), so the weights may sum to less than 1; ``alibi``
+    [heads] are ALiBi slopes (BLOOM).
 
     ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
     seq, heads, d = q.shape
@@ -175,6 +188,9 @@ def attention(
     scores = (qh @ k.transpose(1, 2, 0)).reshape(kv, group, seq, seq) * F32(scale)
     if softcap:
         scores = (np.tanh(scores / F32(softcap)) * F32(softcap)).astype(F32)
+    if alibi is not None:  # [heads] slopes times the key's position (the softmax ignores the
+        # query's own shift, so this equals the slope times the distance)
+        scores += alibi.reshape(kv, group, 1, 1) * np.arange(seq, dtype=F32)
     i = np.arange(seq)[:, None]
     j = np.arange(seq)[None, :]
     masked = j > i if causal else np.zeros((seq, seq), bool)

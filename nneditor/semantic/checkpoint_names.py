@@ -28,6 +28,7 @@ HF_ARCH = {
     "gpt2": "gpt2",
     "gpt_bigcode": "starcoder",
     "falcon": "falcon",
+    "bloom": "bloom",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",
@@ -203,8 +204,11 @@ def canonical_names(
             if key is not None and key.endswith("_exps.weight"):
                 mapped[f"{key[: -len('.weight')]}.{expert[2]}.weight"] = name
                 continue
-        # llama.cpp's converter renames the recurrence's dt_bias before the table lookup
+        # llama.cpp's converter renames the recurrence's dt_bias before the table lookup, and
+        # drops BLOOM's "transformer." prefix (its table knows h.N.post_attention_layernorm)
         lookup = name[: -len(".dt_bias")] + ".dt_proj.bias" if name.endswith(".dt_bias") else name
+        if arch == "bloom" and lookup.startswith("transformer."):
+            lookup = lookup[len("transformer.") :]
         key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None
         if key is None:
             unplaced.append(name)

@@ -82,6 +82,8 @@ _FAMILIES = {
     "gpt2": PreTokenizer("gpt2", (_GPT2,)),
     "starcoder": PreTokenizer("starcoder", (r"\p{N}", _GPT2)),
     "falcon": PreTokenizer("falcon", (r"[\p{P}\$\+<=>\^~\|`]+", _GPT2, "[0-9][0-9][0-9]")),
+    # BLOOM, Poro, GPT-3 Finnish: a piece runs to the next space or punctuation mark
+    "bloom": PreTokenizer("bloom", (" ?[^(\\s|.,!?…。，、।۔،)]+",)),
     "qwen2": PreTokenizer("qwen2", (_QWEN2,)),
     "qwen35": PreTokenizer("qwen35", (_QWEN35,)),
     "tekken": PreTokenizer("tekken", (_TEKKEN,), ignore_merges=True, add_bos=True),
@@ -121,6 +123,7 @@ _NAMES = {
         for n in ("starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva")
     },
     "falcon": "falcon",
+    **{n: "bloom" for n in ("bloom", "poro-chat", "gpt3-finnish")},
     **{n: "qwen2" for n in ("qwen2", "deepseek-r1-qwen", "stablelm2", "hunyuan", "megrez")},
     "tekken": "tekken",
     **{n: "gpt-4o" for n in ("gpt-4o", "llama4", "kanana2", "talkie")},

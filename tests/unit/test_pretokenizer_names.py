@@ -28,3 +28,15 @@ def test_glm4_adds_no_bos_as_llama_cpp_clears_it() -> None:
 def test_an_unknown_name_is_refused() -> None:
     with pytest.raises(UnknownPreTokenizer):
         pre_tokenizer("no-such-pre")
+
+
+def test_bloom_pieces_run_to_the_next_space_or_punctuation_mark() -> None:
+    """llama.cpp's BLOOM rule: text up to a space or punctuation, a leading space kept;
+    punctuation between the pieces stands alone."""
+    from tokenizers import Regex, pre_tokenizers
+
+    rules = pre_tokenizer("bloom")
+    assert rules.family == "bloom" and pre_tokenizer("poro-chat").family == "bloom"
+    split = pre_tokenizers.Split(Regex(rules.regexes[0]), behavior="isolated")
+    pieces = [p for p, _ in split.pre_tokenize_str("Hello, world! ça va？ 東京。")]
+    assert pieces == ["Hello", ",", " world", "!", " ça", " va？", " 東京", "。"]
