@@ -55,6 +55,7 @@ DENSE_DECODERS = (
     "falcon",
     "falcon-40b",
     "bloom",
+    "mpt",
     "granite",
     "stablelm",
     "starcoder2",

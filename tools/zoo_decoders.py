@@ -875,6 +875,20 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {"hidden_size": 96, "n_layer": 2, "n_head": 6},
         _SMOL,
     ),
+    # MPT: ALiBi, LayerNorms without bias, no biases; clip_qkv small enough that the clamp
+    # cuts these random projections
+    "mpt": (
+        "MptConfig",
+        "MptForCausalLM",
+        {
+            "d_model": 96,
+            "n_heads": 6,
+            "n_layers": 2,
+            "max_seq_len": 128,
+            "attn_config": {"clip_qkv": 0.4, "alibi_bias_max": 8},
+        },
+        _SMOL,
+    ),
     # Falcon-7B: one key/value head, one LayerNorm feeding attention and the exact-GELU
     # feed-forward in parallel
     "falcon": (
@@ -1014,6 +1028,9 @@ _CONFIG_AS_RELEASED = {
     # IBM's granite-4.0-micro names its layers "attention" (transformers 5 writes
     # "full_attention", which llama.cpp's converter takes for Mamba-2 layers)
     "granite4": {"layer_types": ["attention", "attention"]},
+    # MosaicML's MPT releases name their (remote-code) class MPTForCausalLM, as llama.cpp's
+    # converter expects
+    "mpt": {"architectures": ["MPTForCausalLM"]},
     "granite4h": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
     "granite4h_moe": {"layer_types": ["mamba", "attention", "mamba", "attention"]},
     # NVIDIA's Nemotron-H releases spell the layer pattern as a string (M: Mamba-2, *: attention,

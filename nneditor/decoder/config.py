@@ -47,6 +47,7 @@ ARCHES = (
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward
     "bloom",  # BLOOM, BLOOMZ: ALiBi instead of positions, an embedding LayerNorm
+    "mpt",  # MPT: ALiBi, LayerNorm without bias, queries/keys/values clipped
     "qwen35",
     "qwen35moe",
     "qwen3next",
@@ -246,6 +247,8 @@ class DecoderConfig:
     #: ALiBi (BLOOM): the largest of the per-head slopes' exponents (llama.cpp's max_alibi_bias);
     #: 0 for no linear position bias
     alibi_bias: float = 0.0
+    #: MPT, OLMo: queries, keys and values are clamped to [-clip, clip] after projection
+    clip_qkv: float = 0.0
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
@@ -360,6 +363,9 @@ BLOOM: dict[str, Any] = {
     "gated": False,
     "alibi_bias": 8.0,
 }
+
+#: MPT: LayerNorm, ALiBi (its alibi_bias per file), an exact-GELU feed-forward
+MPT: dict[str, Any] = {"norm": "layer", "rope": "none", "activation": "gelu", "gated": False}
 
 #: BERT encoders: learned positions and segment embeddings, LayerNorm after each residual, an
 #: exact (erf) GELU feed-forward, bidirectional attention, no head. llama.cpp computes the GELU
@@ -609,7 +615,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "starcoder", "falcon", "bloom", "phi3", "gptneox")
+            if cfg.arch in ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

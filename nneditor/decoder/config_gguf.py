@@ -16,6 +16,7 @@ from nneditor.decoder.config import (
     GGUF_MOE_NORM,
     GPT2,
     LAYER_NORM_FAMILIES,
+    MPT,
     XIELU_PARTS,
     DecoderConfig,
     Mla,
@@ -167,6 +168,20 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "bloom":  # llama.cpp's converter stores [q | k | v]; ALiBi's bias is fixed at 8
         eps = float(num("attention.layer_norm_epsilon", 1e-5))
         return DecoderConfig(**common, **BLOOM, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
+    if arch == "mpt":  # ALiBi unless the file sets its bias to 0 (then learned positions)
+        if any(n.endswith(("attn_q_norm.weight", "attn_k_norm.weight")) for n in common["names"]):
+            raise DecoderUnsupported(
+                "this MPT normalises queries and keys (qk_ln), which the NumPy decoder does not "
+                "implement"
+            )
+        return DecoderConfig(
+            **common,
+            **MPT,
+            norm_eps=float(num("attention.layer_norm_epsilon", 1e-5)),
+            attn_scale=1 / math.sqrt(head_dim),
+            alibi_bias=float(metadata.get(f"{arch}.attention.max_alibi_bias") or 0.0),
+            clip_qkv=float(metadata.get(f"{arch}.attention.clamp_kqv") or 0.0),
+        )
     if arch == "bert":
         eps = float(num("attention.layer_norm_epsilon", 1e-12))
         causal = bool(metadata.get(f"{arch}.attention.causal", False))

@@ -15,6 +15,7 @@ from nneditor.decoder.config import (
     GEMMAS,
     GPT2,
     LAYER_NORM_FAMILIES,
+    MPT,
     DecoderConfig,
     Mla,
     Moe,
@@ -75,8 +76,10 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     n_layers = layer_count(config)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
-    hidden = int(config.get("hidden_size") or config.get("n_embd") or 0)
-    heads = int(config.get("num_attention_heads") or config.get("n_head") or 0)
+    hidden = int(config.get("hidden_size") or config.get("n_embd") or config.get("d_model") or 0)
+    heads = int(
+        config.get("num_attention_heads") or config.get("n_head") or config.get("n_heads") or 0
+    )
     if arch == "mamba2":  # no attention: its heads are the mixer's (mamba2.py)
         heads = int(config.get("num_heads") or 0)
     if arch == "mamba":  # no attention, no heads (mamba1.py)
@@ -173,6 +176,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return DecoderConfig(**common, **GPT2, norm_eps=eps, attn_scale=1 / math.sqrt(head_dim))
     if arch == "starcoder":
         return _hf_starcoder(config, common)
+    if arch == "mpt":
+        return _hf_mpt(config, common)
     if arch == "bloom":
         if config.get("apply_residual_connection_post_layernorm"):
             raise DecoderUnsupported(
@@ -486,6 +491,29 @@ def _hf_starcoder(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderC
         norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
         attn_scale=scale,
         qkv_per_head=not config.get("multi_query", True),
+    )
+
+
+def _hf_mpt(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """MPT snapshots as transformers runs them: ALiBi on every layer (its slopes equal
+    BLOOM's), LayerNorms without bias, [q | k | v] clamped when clip_qkv is set, an exact-GELU
+    feed-forward, no biases."""
+    attn = config.get("attn_config") or {}
+    if not isinstance(attn, Mapping):
+        attn = {}
+    if attn.get("qk_ln") or attn.get("prefix_lm"):
+        raise DecoderUnsupported(
+            "this MPT normalises queries and keys (qk_ln) or attends as a prefix LM, which the "
+            "NumPy decoder does not implement"
+        )
+    scale = attn.get("softmax_scale") or 1 / math.sqrt(common["head_dim"])
+    return DecoderConfig(
+        **common,
+        **MPT,
+        norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
+        attn_scale=float(scale),
+        alibi_bias=float(attn.get("alibi_bias_max") or 8.0),
+        clip_qkv=float(attn.get("clip_qkv") or 0.0),
     )
 
 

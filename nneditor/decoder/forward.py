@@ -272,6 +272,9 @@ def _attention(
         q = _linear(w, p, "attn_q", h)
         k = _linear(w, p, "attn_k", h)
         v = _linear(w, p, "attn_v", h)
+    if cfg.clip_qkv:  # MPT, OLMo: projections clamped before anything else
+        c = F32(cfg.clip_qkv)
+        q, k, v = np.clip(q, -c, c), np.clip(k, -c, c), np.clip(v, -c, c)
     if cfg.attn_gate:  # qwen35: each head's query is followed by its output gate
         q, gate = np.split(q.reshape(seq, heads, 2 * hd), 2, axis=-1)
         gate = gate.reshape(seq, heads * hd)

@@ -29,6 +29,7 @@ HF_ARCH = {
     "gpt_bigcode": "starcoder",
     "falcon": "falcon",
     "bloom": "bloom",
+    "mpt": "mpt",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",
@@ -119,7 +120,7 @@ def granite4_dense(config: Mapping[str, Any]) -> bool:
 def layer_count(config: Mapping[str, Any]) -> int:
     """The number of decoder layers a config.json states (0 when it states none);
     transformers 5 writes Nemotron-H's as the length of its layers_block_type only."""
-    n = config.get("num_hidden_layers") or config.get("n_layer")
+    n = config.get("num_hidden_layers") or config.get("n_layer") or config.get("n_layers")
     if isinstance(n, int):
         return n
     kinds = config.get("layers_block_type")

@@ -65,7 +65,7 @@ def _layers(model: object) -> list:
         or getattr(model, "backbone", None)  # Mamba-2
         or model.transformer  # type: ignore[attr-defined]
     )
-    return list(getattr(inner, "layers", None) or inner.h)
+    return list(getattr(inner, "layers", None) or getattr(inner, "blocks", None) or inner.h)
 
 
 def _theirs(model: object, ids: np.ndarray = IDS) -> tuple[list[np.ndarray], np.ndarray]:
