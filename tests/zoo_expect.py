@@ -56,6 +56,7 @@ DENSE_DECODERS = (
     "falcon-40b",
     "bloom",
     "mpt",
+    "olmo",
     "granite",
     "stablelm",
     "starcoder2",

@@ -32,7 +32,7 @@ _COMMON = {
     "num_key_value_heads": 2,
     "max_position_embeddings": 128,
 }
-#: Nemotron-H: Mamba-2, feed-forward, attention, feed-forward; two B/C groups
+#: Falcon's shared widths (no biases, rotary, as its 7B and 40B releases)
 _FALCON = {
     "hidden_size": 64,
     "num_hidden_layers": 2,
@@ -41,6 +41,7 @@ _FALCON = {
     "alibi": False,
     "rope_theta": 10000.0,
 }
+#: Nemotron-H: Mamba-2, feed-forward, attention, feed-forward; two B/C groups
 _NEMOTRON_H = {
     "hidden_size": 64,
     "layers_block_type": ["mamba", "mlp", "attention", "mlp"],
@@ -887,6 +888,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "max_seq_len": 128,
             "attn_config": {"clip_qkv": 0.4, "alibi_bias_max": 8},
         },
+        _SMOL,
+    ),
+    # OLMo (1): LayerNorms without weights; clip_qkv as OLMo-7B-0424 sets it (here small
+    # enough to cut these random projections)
+    "olmo": (
+        "OlmoConfig",
+        "OlmoForCausalLM",
+        {**_COMMON, "clip_qkv": 0.15},
         _SMOL,
     ),
     # Falcon-7B: one key/value head, one LayerNorm feeding attention and the exact-GELU

@@ -48,6 +48,7 @@ ARCHES = (
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward
     "bloom",  # BLOOM, BLOOMZ: ALiBi instead of positions, an embedding LayerNorm
     "mpt",  # MPT: ALiBi, LayerNorm without bias, queries/keys/values clipped
+    "olmo",  # OLMo (1): LayerNorms without weights, clipped queries/keys/values
     "qwen35",
     "qwen35moe",
     "qwen3next",
@@ -249,6 +250,8 @@ class DecoderConfig:
     alibi_bias: float = 0.0
     #: MPT, OLMo: queries, keys and values are clamped to [-clip, clip] after projection
     clip_qkv: float = 0.0
+    #: False for norms without learned weights (OLMo's non-parametric LayerNorm)
+    norm_weights: bool = True
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)
@@ -632,8 +635,10 @@ def check_tensors(cfg: DecoderConfig) -> None:
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:
             ffn_pre = "post_attention_norm"
-        need += [f"blk.{i}.{pre}.weight", *qkv, f"blk.{i}.attn_output.weight"]
-        if not cfg.parallel:  # Phi-2's feed-forward reads the attention's norm
+        need += [*qkv, f"blk.{i}.attn_output.weight"]
+        if cfg.norm_weights:  # (OLMo's norms have none)
+            need.append(f"blk.{i}.{pre}.weight")
+        if not cfg.parallel and cfg.norm_weights:  # Phi-2's FFN reads the attention's norm
             need.append(f"blk.{i}.{ffn_pre}.weight")
         if f"blk.{i}.ffn_gate_inp.weight" in cfg.names and cfg.moe is not None:
             need += _expert_keys(cfg, i)

@@ -35,7 +35,7 @@ from nneditor.decoder.unsupported import DecoderUnsupported
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 ROPE_NORMAL = {
     *("llama", "granite", "granitemoe", "smollm3", "ernie4_5", "ernie4_5-moe", "mistral3"),
-    *("glm4", "arcee", "granitehybrid"),
+    *("glm4", "arcee", "granitehybrid", "olmo"),
 }
 
 
@@ -260,6 +260,10 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             "sliding_window": window,
             "local_layers": tuple(i % 2 == 0 for i in range(n_layers)),
         }
+    if arch == "olmo":  # OLMo (1): LayerNorms without weights, projections maybe clamped
+        eps = float(metadata.get(f"{arch}.attention.layer_norm_epsilon") or 1e-5)
+        clip = float(metadata.get(f"{arch}.attention.clamp_kqv") or 0.0)
+        extra = {"norm": "layer", "norm_weights": False, "clip_qkv": clip}
     if arch in ("granite", "granitemoe", "granitehybrid"):  # a zero or absent scale: the default
         extra = {
             "embed_scale": float(metadata.get(f"{arch}.embedding_scale") or 1.0),

@@ -302,6 +302,9 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             int((i + 1) % interval != 0) for i in range(n_layers)
         ]
         extra.update(nope_layers=tuple(not bool(v) for v in uses))
+    if arch == "olmo":  # OLMo (1): LayerNorms without weights (eps 1e-5, as OlmoLayerNorm)
+        eps = 1e-5
+        extra.update(norm="layer", norm_weights=False, clip_qkv=float(config.get("clip_qkv") or 0))
     if arch in ("granite", "granitemoe", "granitehybrid"):
         extra = {
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),

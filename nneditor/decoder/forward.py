@@ -148,11 +148,11 @@ def _forward(
 
 
 def _norm(w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray) -> np.ndarray:
-    weight = w.get(f"{key}.weight")
-    if cfg.norm == "layer":
+    if cfg.norm == "layer":  # (OLMo's LayerNorms have no weights)
+        weight = w.get(f"{key}.weight") if cfg.norm_weights else None
         bias = w.optional(f"{key}.bias")
         return ops.layer_norm(x, weight, bias, cfg.norm_eps, cfg.norm_offset)
-    return ops.rms_norm(x, weight, cfg.norm_eps, cfg.norm_offset)
+    return ops.rms_norm(x, w.get(f"{key}.weight"), cfg.norm_eps, cfg.norm_offset)
 
 
 def _block(
@@ -167,7 +167,7 @@ def _block(
 ) -> np.ndarray:
     p = f"blk.{i}"
     h = x  # OLMo 2 has no norm before the mixer (it normalises the mixer's output)
-    if w.has(f"{p}.attn_norm.weight"):
+    if w.has(f"{p}.attn_norm.weight") or not cfg.norm_weights:
         h = _norm(w, cfg, f"{p}.attn_norm", x)
         emit(f"{p}.attn_norm", h[None])
     if cfg.parallel:  # Phi-2: x + attention(h) + feed-forward(h); GPT-NeoX: its own norm
@@ -219,7 +219,7 @@ def _block(
         x = _norm(w, cfg, f"{p}.attn_output_norm", x)
         emit(f"{p}.attn_output_norm", x[None])
     h = x
-    if w.has(f"{p}.{ffn_norm}.weight"):
+    if w.has(f"{p}.{ffn_norm}.weight") or not cfg.norm_weights:
         h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
         emit(f"{p}.ffn_norm", h[None])
     f = _feed_forward(w, cfg, p, h, emit)

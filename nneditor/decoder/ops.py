@@ -19,13 +19,16 @@ def rms_norm(x: np.ndarray, w: np.ndarray, eps: float, offset: float = 0.0) -> n
 
 
 def layer_norm(
-    x: np.ndarray, w: np.ndarray, b: np.ndarray | None, eps: float, offset: float = 0.0
+    x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, eps: float, offset: float = 0.0
 ) -> np.ndarray:
-    """LayerNorm scaled by ``offset + w`` (Nemotron's LayerNorm1P: 1 + w)."""
+    """LayerNorm scaled by ``offset + w`` (Nemotron's LayerNorm1P: 1 + w); unscaled without
+    ``w`` (OLMo's non-parametric LayerNorm)."""
     mean = np.mean(x, axis=-1, keepdims=True)
     centred = x - mean
     var = np.mean(np.square(centred), axis=-1, keepdims=True)
-    y = centred / np.sqrt(var + F32(eps)) * (w + F32(offset) if offset else w)
+    y = centred / np.sqrt(var + F32(eps))
+    if w is not None:
+        y = y * (w + F32(offset) if offset else w)
     return (y + b if b is not None else y).astype(F32, copy=False)
 
 

@@ -30,7 +30,7 @@ from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
-_BIASLESS_LN = frozenset({"command-r", "cohere2"})
+_BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo"})
 
 
 def open_with_graph(path: str | os.PathLike[str]) -> Document:
@@ -146,6 +146,11 @@ def _decoder_graph(
     ``token_embd.weight``) to the checkpoint's own tensor names."""
     b = _Builder(title, rows)
     b.parallel = parallel
+    if arch == "olmo":  # OLMo's LayerNorms have no weights: drawn where they apply all the same
+        blocks = {
+            i: {"attn_norm.weight": "", "ffn_norm.weight": "", **t} for i, t in blocks.items()
+        }
+        top = {"output_norm.weight": "", **top}
     if arch == "lfm2" and "token_embd_norm.weight" in top:  # LFM2's last norm, so named
         top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
         del top["token_embd_norm.weight"]

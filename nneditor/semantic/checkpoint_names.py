@@ -30,6 +30,7 @@ HF_ARCH = {
     "falcon": "falcon",
     "bloom": "bloom",
     "mpt": "mpt",
+    "olmo": "olmo",
     "qwen3_5_text": "qwen35",
     "qwen3_5_moe_text": "qwen35moe",
     "qwen3_next": "qwen3next",
