@@ -223,6 +223,8 @@ EXPECT: dict[str, E] = {
     },
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
     "minilm.gguf": {"format": "gguf", **_lm(6)},
+    "encoder-xlm-roberta": {"format": "huggingface", **_lm(2)},
+    "encoder-xlm-roberta.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

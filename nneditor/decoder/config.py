@@ -252,6 +252,9 @@ class DecoderConfig:
     clip_qkv: float = 0.0
     #: False for norms without learned weights (OLMo's non-parametric LayerNorm)
     norm_weights: bool = True
+    #: RoBERTa snapshots: the padding id; positions count non-padding tokens from it + 1
+    #: (llama.cpp's conversions drop those first rows instead); -1: positions from 0
+    position_pad: int = -1
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

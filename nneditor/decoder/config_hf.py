@@ -203,11 +203,13 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             raise DecoderUnsupported(
                 f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
             )
+        roberta = config.get("model_type") in ("roberta", "xlm-roberta")
         return DecoderConfig(
             **common,
             **BERT,
             norm_eps=float(config.get("layer_norm_eps") or 1e-12),
             attn_scale=1 / math.sqrt(head_dim),
+            position_pad=_pad_id(config) if roberta else -1,
         )
     rope = hf_rope(config)
     if arch in LAYER_NORM_FAMILIES:
@@ -479,6 +481,11 @@ def _hf_names(
         or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
+
+
+def _pad_id(config: Mapping[str, Any]) -> int:
+    pad = config.get("pad_token_id")
+    return 1 if pad is None else int(pad)  # RoBERTa's and XLM-R's default
 
 
 def _hf_starcoder(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:

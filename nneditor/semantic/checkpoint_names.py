@@ -57,6 +57,8 @@ HF_ARCH = {
     "granitemoe": "granitemoe",
     "gpt_oss": "gpt-oss",
     "bert": "bert",
+    "roberta": "bert",  # RoBERTa, XLM-RoBERTa (bge-m3, multilingual-e5): BERT's blocks
+    "xlm-roberta": "bert",
     "glm4_moe": "glm4moe",
     "dots1": "dots1",
     "minimax_m2": "minimax-m2",

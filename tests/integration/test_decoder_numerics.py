@@ -348,6 +348,36 @@ def test_mistral_sliding_window_equals_transformers(zoo_artifact, tmp_path) -> N
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_an_xlm_roberta_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """XLM-RoBERTa (bge-m3, multilingual-e5) runs BERT's blocks with positions counted from
+    the padding id on: the snapshot computes them so (also around a padding token inside the
+    prompt), llama.cpp's conversion drops the table's first rows instead (prompts without
+    padding). NNEditor's tokenizer gives the snapshot's ids."""
+    from nneditor.tokenize import load_tokenizer
+
+    snap = zoo_artifact("encoder-xlm-roberta")
+    path = snap if form == "snapshot" else zoo_artifact("encoder-xlm-roberta.gguf")
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    text = "the model écrit 层 和 weights"
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    assert load_tokenizer(snap).encode(text) == want_ids
+    prompts = [want_ids]
+    if form == "snapshot":  # a padding token (id 1) inside: its position is the padding id's
+        prompts.append([*want_ids[:3], 1, *want_ids[3:]])
+    for prompt in prompts:
+        ids = np.array([prompt], dtype=np.int64)
+        with torch.no_grad():
+            out = model(torch.from_numpy(ids), output_hidden_states=True)
+        values: dict[str, np.ndarray] = {}
+        with nneditor.open(path) as doc:
+            result = run_forward(doc, decoder_config(doc), ids, values.__setitem__)
+        for i in range(2):
+            assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+        assert _rel(result, out.last_hidden_state.numpy()) < 1e-5
+
+
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
