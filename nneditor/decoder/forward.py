@@ -80,11 +80,11 @@ def _forward(
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("inp_scaled", x[None])
     if w.has("position_embd.weight"):
-        rows = positions
+        at = positions
         if cfg.position_pad >= 0:  # RoBERTa: non-padding tokens count on from the padding id
             real = ids.reshape(-1) != cfg.position_pad
-            rows = np.cumsum(real) * real + cfg.position_pad
-        pos = w.rows("position_embd.weight", rows)
+            at = np.cumsum(real) * real + cfg.position_pad
+        pos = w.rows("position_embd.weight", at)
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
