@@ -1262,7 +1262,7 @@ def _xlmr_snapshot(path: Path) -> None:
     words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
     lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
     out = io.BytesIO()
-    spm.SentencePieceTrainer.train(  # XLM-R's own layout: <s> 0, <pad> 1, </s> 2, <unk> 3
+    spm.SentencePieceTrainer.train(  # XLM-R's sentencepiece.bpe.model: <unk> 0, <s> 1, </s> 2
         sentence_iterator=iter(lines),
         model_writer=out,
         vocab_size=32,
@@ -1270,10 +1270,6 @@ def _xlmr_snapshot(path: Path) -> None:
         character_coverage=1.0,
         num_threads=1,
         minloglevel=2,
-        bos_id=0,
-        pad_id=1,
-        eos_id=2,
-        unk_id=3,
     )
     path.mkdir(parents=True, exist_ok=True)
     model_file = path / "sentencepiece.bpe.model"

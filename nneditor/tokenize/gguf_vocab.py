@@ -1,7 +1,8 @@
 """The tokenizer a GGUF file embeds, rebuilt with Hugging Face's ``tokenizers`` library so that
 its ids equal llama.cpp's for the same file and text.
 
-Two vocabulary kinds (``tokenizer.ggml.model``):
+Vocabulary kinds (``tokenizer.ggml.model``; ``t5``, ``gemma4`` and ``bert`` are described
+at their builders):
 
 - ``gpt2``: byte-level BPE. ``tokens`` are GPT-2 byte-encoded pieces, ``merges`` ranked pairs.
   llama.cpp splits the text with the regular expressions of the file's pre-tokenizer
@@ -95,6 +96,12 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         encoder = _Encoder(_gemma4_bpe(tokens, _strings(merges_md)), tokens, types, rstrip)
         add_bos_default = True  # llama.cpp adds BOS for Gemma 4 even when the file says not
         name = "gguf:gemma4"
+    elif model == "t5":  # SentencePiece unigram (T5, XLM-RoBERTa: bge-m3, multilingual-e5)
+        scores = _numbers(metadata.get("tokenizer.ggml.scores"), len(tokens), 0.0)
+        ugm = _ugm(tokens, scores, types, metadata)
+        encoder = _Encoder(ugm, tokens, types, rstrip)
+        add_bos_default = False
+        name = "gguf:t5-unigram"
     elif model == "bert":
         lower = metadata.get("tokenizer.ggml.normalizer.lowercase")
         wpm = _wpm(tokens, types, True if lower is None else bool(lower))
@@ -104,7 +111,8 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
     else:
         raise TokenizerError(
             f"the GGUF vocabulary kind {model!r} is not supported yet (supported: gpt2 byte-level "
-            "BPE, llama SentencePiece, gemma4 BPE, bert WordPiece); choose a smoke-test --codebook"
+            "BPE, llama SentencePiece, t5 SentencePiece unigram, gemma4 BPE, bert WordPiece); "
+            "choose a smoke-test --codebook"
         )
     add_bos = metadata.get("tokenizer.ggml.add_bos_token")
     add_eos = metadata.get("tokenizer.ggml.add_eos_token")
@@ -258,6 +266,44 @@ def _spm(tokens: list[str], scores: np.ndarray, types: np.ndarray, space_prefix:
     return tok
 
 
+def _ugm(tokens: list[str], scores: np.ndarray, types: np.ndarray, metadata: Any) -> Any:
+    """llama.cpp's unigram tokenizer (UGM): the file's precompiled character map normalizes
+    the text (as SentencePiece does), runs of spaces shrink to one and ends are trimmed when
+    ``remove_extra_whitespaces`` says so, spaces become ``▁`` (one before the first word when
+    ``add_space_prefix`` or the trimming says so), and the best-scoring segmentation of the
+    whole text is taken (Viterbi; unknown characters cost the lowest score minus 10, a run of
+    them is one unknown token). Control and byte pieces cannot be matched in text, as in
+    llama.cpp: here they get text no input contains (the encoder maps its special-token
+    path back to their ids)."""
+    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+    hidden = np.isin(types, (_CONTROL, 6))
+    vocab = [(f"\x00<{i}>" if hidden[i] else t, float(scores[i])) for i, t in enumerate(tokens)]
+    unk = metadata.get("tokenizer.ggml.unknown_token_id")
+    if not isinstance(unk, int) or not 0 <= unk < len(tokens):
+        unk = next((int(i) for i in np.flatnonzero(types == _UNKNOWN)), None)
+    tok = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=False))
+    steps: list[Any] = []
+    charsmap = metadata.get("tokenizer.ggml.precompiled_charsmap")
+    if charsmap is not None and len(charsmap):
+        raw = charsmap.numpy() if hasattr(charsmap, "numpy") else np.asarray(list(charsmap))
+        steps.append(normalizers.Precompiled(raw.astype(np.uint8).tobytes()))
+    merge = metadata.get("tokenizer.ggml.remove_extra_whitespaces")
+    merge = True if merge is None else bool(merge)
+    if merge:
+        steps += [normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" +"), " ")]
+        steps.append(normalizers.Strip(left=True, right=False))
+    tok.normalizer = normalizers.Sequence(steps)
+    prefix = metadata.get("tokenizer.ggml.add_space_prefix")
+    prefix = True if prefix is None else bool(prefix)
+    scheme = "always" if (prefix or merge) else "never"
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(
+        replacement="▁", prepend_scheme=scheme, split=False
+    )
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme=scheme, split=False)
+    return tok
+
+
 def _gemma4_bpe(tokens: list[str], merges: list[str]) -> Any:
     """llama.cpp's Gemma 4 vocabulary: BPE over raw UTF-8 (no byte-level mapping), spaces
     written as "▁", merges over each run of non-newlines and each run of newlines (a newline
@@ -347,20 +393,26 @@ class _Encoder:
             tok.add_tokens(user)
         self.plain = tok
         self._special: Any = None
+        self._remap: dict[int, int] = {}  # special path id -> file id, where they differ
 
     def _with_special(self) -> Any:
         if self._special is None:
             from tokenizers import AddedToken, Tokenizer
 
             tok = Tokenizer.from_str(self.plain.to_str())
+            specials = [int(i) for i in np.flatnonzero(np.isin(self.types, (_CONTROL, _UNKNOWN)))]
             tok.add_special_tokens(
                 [
                     AddedToken(
-                        self.tokens[i], special=True, normalized=False, rstrip=int(i) in self.rstrip
+                        self.tokens[i], special=True, normalized=False, rstrip=i in self.rstrip
                     )
-                    for i in np.flatnonzero(np.isin(self.types, (_CONTROL, _UNKNOWN)))
+                    for i in specials
                 ]
             )
+            for i in specials:  # (a unigram vocabulary hides its control pieces' text)
+                got = tok.token_to_id(self.tokens[i])
+                if got is not None and got != i and got >= len(self.tokens):
+                    self._remap[got] = i
             self._special = tok
         return self._special
 
@@ -368,7 +420,8 @@ class _Encoder:
         tok = self._with_special() if special else self.plain
         if self.prepare is not None:
             text = self.prepare(text)
-        return list(tok.encode(text, add_special_tokens=False).ids)
+        ids = tok.encode(text, add_special_tokens=False).ids
+        return [self._remap.get(i, i) for i in ids] if self._remap else list(ids)
 
     def decode(self, ids: list[int], keep_special: bool) -> str:
         if not keep_special:

@@ -72,14 +72,47 @@ def test_bos_follows_the_file_and_llama_cpp_defaults(realdata) -> None:  # noqa:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize(
-    ("name", "phrase"),
-    [("nomic-bert-moe", "'t5' is not supported"), ("llama-bpe+kimi-k2", "'kimi-k2' is not one")],
-)
-def test_unsupported_vocabularies_say_so(realdata, name: str, phrase: str, tmp_path) -> None:  # noqa: ANN001
-    """Kimi K2's pre-tokenizer is code in llama.cpp (not a regular expression): refused."""
-    with pytest.raises(TokenizerError, match=phrase):
-        load_tokenizer(variant_file(realdata("llama.cpp-vocab"), name, tmp_path))
+def test_unsupported_vocabularies_say_so(realdata, tmp_path) -> None:  # noqa: ANN001
+    """Kimi K2's pre-tokenizer is code in llama.cpp (not a regular expression); RWKV's
+    vocabulary kind is not rebuilt: both refused by name."""
+    with pytest.raises(TokenizerError, match="'kimi-k2' is not one"):
+        load_tokenizer(variant_file(realdata("llama.cpp-vocab"), "llama-bpe+kimi-k2", tmp_path))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from llama_gguf import llama_writer
+
+    path = tmp_path / "rwkv-vocab.gguf"
+    w = llama_writer(path, 1, 8, 16, 2, 2, 4, 16)
+    w.add_string("tokenizer.ggml.model", "rwkv")  # after gpt2: the reader keeps the last
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    with pytest.raises(TokenizerError, match="'rwkv' is not supported"):
+        load_tokenizer(path)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("special", [False, True])
+def test_a_unigram_vocabulary_equals_the_models_own_tokenizer(special: bool, zoo_artifact) -> None:  # noqa: ANN001
+    """llama.cpp's unigram (t5) vocabulary of an XLM-RoBERTa conversion gives the ids the
+    snapshot's own tokenizer (transformers, SentencePiece's precompiled normalization) gives:
+    NFKC forms, runs of spaces, unknown characters, and special-token text when parsed."""
+    tf = pytest.importorskip("transformers")
+    snap = zoo_artifact("encoder-xlm-roberta")
+    theirs = tf.AutoTokenizer.from_pretrained(str(snap))
+    ours = load_tokenizer(zoo_artifact("encoder-xlm-roberta.gguf"))
+    texts = [
+        "the model écrit 层 和 weights",
+        "  leading and   many   spaces  ",
+        "\ufb01ne \uff26\uff55\uff4c\uff4c width \u00bd e\u0301",
+        "unknown \u2603 chars \u2603\u2603 here",
+        "the\tmodel\nreads",
+        "Gewichtlayer層",
+        "",
+    ]
+    if special:
+        texts.append("<s> literal </s> <unk>")
+    for text in texts:
+        assert ours.encode(text, special=special) == theirs(text)["input_ids"], text
 
 
 REFS = Path(__file__).resolve().parents[1] / "data" / "llama_cpp_token_refs.json"
