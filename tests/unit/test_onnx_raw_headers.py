@@ -14,29 +14,17 @@ from nneditor.artifacts.onnx import graph_build
 from nneditor.artifacts.onnx import reader as onnx_reader
 from nneditor.artifacts.onnx.raw_headers import WINDOW, read_raw_headers
 from nneditor.artifacts.onnx.wire_index import LEN, scan
+from nneditor.artifacts.wire.pbwrite import len_prefix, varint, varint_field
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _varint(v: int) -> bytes:
-    v &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return len_prefix(number, len(payload)) + payload
 
 
 def _number(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
+    return varint_field(number, value)
 
 
 def _entries(blob: bytes) -> list[tuple[int, int]]:
@@ -93,7 +81,7 @@ def _tensor(name=b"t", dims=(2,), dtype=1, raw=b"\0" * 8, extra=b"", order="cano
 @pytest.mark.parametrize(
     "blob",
     [
-        _field(1, _varint(2)) + _number(2, 1) + _field(8, b"t") + _field(9, b"\0" * 8),  # packed
+        _field(1, varint(2)) + _number(2, 1) + _field(8, b"t") + _field(9, b"\0" * 8),  # packed
         _tensor(extra=_field(12, b"a doc string")),  # a field after raw_data
         _tensor(extra=_number(14, 1)),  # data_location after raw_data
         _tensor(order="name-first"),
