@@ -50,6 +50,7 @@ VOCABS = [
     "bert-bge",
     "gemma-4",
     "deepseek-llm",
+    "nomic-bert-moe",  # a SentencePiece unigram (t5) vocabulary: XLM-RoBERTa's
 ]
 
 #: pre-tokenizers llama.cpp ships no vocabulary for, applied to llama-bpe's vocabulary renamed

@@ -26,6 +26,7 @@ import numpy as np
 
 from nneditor.tokenize.base import EXACT_GGUF, TextTokenizer, TokenizerError
 from nneditor.tokenize.pretokenizers import UnknownPreTokenizer, pre_tokenizer
+from nneditor.tokenize.ugm import UgmEncoder
 
 _NORMAL, _UNKNOWN, _CONTROL, _USER = 1, 2, 3, 4
 #: token texts llama.cpp treats as end-of-generation, and so as control tokens, whatever type
@@ -96,10 +97,9 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         encoder = _Encoder(_gemma4_bpe(tokens, _strings(merges_md)), tokens, types, rstrip)
         add_bos_default = True  # llama.cpp adds BOS for Gemma 4 even when the file says not
         name = "gguf:gemma4"
-    elif model == "t5":  # SentencePiece unigram (T5, XLM-RoBERTa: bge-m3, multilingual-e5)
+    elif model == "t5":  # SentencePiece unigram (T5, XLM-RoBERTa: bge-m3, nomic-embed v2)
         scores = _numbers(metadata.get("tokenizer.ggml.scores"), len(tokens), 0.0)
-        ugm = _ugm(tokens, scores, types, metadata)
-        encoder = _Encoder(ugm, tokens, types, rstrip)
+        encoder = UgmEncoder(tokens, scores, types, metadata)  # type: ignore[assignment]
         add_bos_default = False
         name = "gguf:t5-unigram"
     elif model == "bert":
@@ -124,6 +124,9 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         add_eos = True if add_eos is None else add_eos
     if model == "gemma4":  # llama.cpp overrides add_bos_token = false for Gemma 4
         add_bos = True
+    if model == "t5":  # llama.cpp's unigram defaults: EOS added, T5's ids
+        add_eos = True if add_eos is None else add_eos
+        eos = 1 if eos is None else eos
     specials = frozenset(int(i) for i in np.flatnonzero(np.isin(types, (_CONTROL, _UNKNOWN))))
     return TextTokenizer(
         name,
@@ -266,44 +269,6 @@ def _spm(tokens: list[str], scores: np.ndarray, types: np.ndarray, space_prefix:
     return tok
 
 
-def _ugm(tokens: list[str], scores: np.ndarray, types: np.ndarray, metadata: Any) -> Any:
-    """llama.cpp's unigram tokenizer (UGM): the file's precompiled character map normalizes
-    the text (as SentencePiece does), runs of spaces shrink to one and ends are trimmed when
-    ``remove_extra_whitespaces`` says so, spaces become ``▁`` (one before the first word when
-    ``add_space_prefix`` or the trimming says so), and the best-scoring segmentation of the
-    whole text is taken (Viterbi; unknown characters cost the lowest score minus 10, a run of
-    them is one unknown token). Control and byte pieces cannot be matched in text, as in
-    llama.cpp: here they get text no input contains (the encoder maps its special-token
-    path back to their ids)."""
-    from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-
-    hidden = np.isin(types, (_CONTROL, 6))
-    vocab = [(f"\x00<{i}>" if hidden[i] else t, float(scores[i])) for i, t in enumerate(tokens)]
-    unk = metadata.get("tokenizer.ggml.unknown_token_id")
-    if not isinstance(unk, int) or not 0 <= unk < len(tokens):
-        unk = next((int(i) for i in np.flatnonzero(types == _UNKNOWN)), None)
-    tok = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=False))
-    steps: list[Any] = []
-    charsmap = metadata.get("tokenizer.ggml.precompiled_charsmap")
-    if charsmap is not None and len(charsmap):
-        raw = charsmap.numpy() if hasattr(charsmap, "numpy") else np.asarray(list(charsmap))
-        steps.append(normalizers.Precompiled(raw.astype(np.uint8).tobytes()))
-    merge = metadata.get("tokenizer.ggml.remove_extra_whitespaces")
-    merge = True if merge is None else bool(merge)
-    if merge:
-        steps += [normalizers.Strip(left=False, right=True), normalizers.Replace(Regex(" +"), " ")]
-        steps.append(normalizers.Strip(left=True, right=False))
-    tok.normalizer = normalizers.Sequence(steps)
-    prefix = metadata.get("tokenizer.ggml.add_space_prefix")
-    prefix = True if prefix is None else bool(prefix)
-    scheme = "always" if (prefix or merge) else "never"
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(
-        replacement="▁", prepend_scheme=scheme, split=False
-    )
-    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme=scheme, split=False)
-    return tok
-
-
 def _gemma4_bpe(tokens: list[str], merges: list[str]) -> Any:
     """llama.cpp's Gemma 4 vocabulary: BPE over raw UTF-8 (no byte-level mapping), spaces
     written as "▁", merges over each run of non-newlines and each run of newlines (a newline
@@ -393,26 +358,20 @@ class _Encoder:
             tok.add_tokens(user)
         self.plain = tok
         self._special: Any = None
-        self._remap: dict[int, int] = {}  # special path id -> file id, where they differ
 
     def _with_special(self) -> Any:
         if self._special is None:
             from tokenizers import AddedToken, Tokenizer
 
             tok = Tokenizer.from_str(self.plain.to_str())
-            specials = [int(i) for i in np.flatnonzero(np.isin(self.types, (_CONTROL, _UNKNOWN)))]
             tok.add_special_tokens(
                 [
                     AddedToken(
-                        self.tokens[i], special=True, normalized=False, rstrip=i in self.rstrip
+                        self.tokens[i], special=True, normalized=False, rstrip=int(i) in self.rstrip
                     )
-                    for i in specials
+                    for i in np.flatnonzero(np.isin(self.types, (_CONTROL, _UNKNOWN)))
                 ]
             )
-            for i in specials:  # (a unigram vocabulary hides its control pieces' text)
-                got = tok.token_to_id(self.tokens[i])
-                if got is not None and got != i and got >= len(self.tokens):
-                    self._remap[got] = i
             self._special = tok
         return self._special
 
@@ -420,8 +379,7 @@ class _Encoder:
         tok = self._with_special() if special else self.plain
         if self.prepare is not None:
             text = self.prepare(text)
-        ids = tok.encode(text, add_special_tokens=False).ids
-        return [self._remap.get(i, i) for i in ids] if self._remap else list(ids)
+        return list(tok.encode(text, add_special_tokens=False).ids)
 
     def decode(self, ids: list[int], keep_special: bool) -> str:
         if not keep_special:
