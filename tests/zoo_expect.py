@@ -224,6 +224,8 @@ EXPECT: dict[str, E] = {
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)
     "minilm.gguf": {"format": "gguf", **_lm(6)},
     "encoder-xlm-roberta": {"format": "huggingface", **_lm(2)},
+    "encoder-embeddinggemma": {"format": "huggingface", **_lm(7)},
+    "encoder-embeddinggemma.gguf": {"format": "gguf", **_lm(7)},
     "encoder-xlm-roberta.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},

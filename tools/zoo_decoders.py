@@ -1295,6 +1295,37 @@ def _xlmr_snapshot(path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
+#: an EmbeddingGemma encoder: Gemma 3's blocks attending both ways (windows half each way)
+EMBEDDING_GEMMA = "encoder-embeddinggemma"
+
+
+def _embedding_gemma(path: Path) -> None:
+    import json
+
+    import torch
+    import transformers as tf
+
+    window = 6  # 12 prompt positions: the local layers' windows cut both ways
+    config = tf.Gemma3TextConfig(
+        vocab_size=320,
+        **{**_COMMON, "num_hidden_layers": 7},  # six local layers, a global one, a local one
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=window,
+        use_bidirectional_attention=True,
+    )
+    torch.manual_seed(0)
+    model = tf.Gemma3TextModel(config).eval()
+    with torch.no_grad():  # unit norms would hide a missing or misplaced one
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+    (path / "tokenizer.model").write_bytes(_spm_model())
+    meta = path / "config.json"  # as released: transformers narrows the window when it loads
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "sliding_window": window}))
+
+
 SPLIT = "decoder-llama-00001-of-00003.gguf"
 
 
@@ -1368,6 +1399,16 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
             f"{model_type}'s text model as llama.cpp converts it (F32; the vision tower would "
             "go to a separate mmproj file)",
         )(lambda path, n=name: convert(generate(n, path.parents[2]), path, "f32"))
+    generator(
+        EMBEDDING_GEMMA,
+        "transformers save_pretrained (Gemma3TextModel, use_bidirectional_attention)",
+        "EmbeddingGemma encoder (as google/embeddinggemma-300m), tiny random weights",
+    )(_embedding_gemma)
+    generator(
+        f"{EMBEDDING_GEMMA}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the EmbeddingGemma encoder as llama.cpp converts it (gemma-embedding)",
+    )(lambda path: convert(generate(EMBEDDING_GEMMA, path.parents[2]), path, "f32"))
     generator(
         XLMR,
         "transformers save_pretrained + sentencepiece unigram",

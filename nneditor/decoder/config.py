@@ -35,6 +35,7 @@ ARCHES = (
     "qwen2",
     "qwen3",
     "gemma3",
+    "gemma-embedding",  # EmbeddingGemma: Gemma 3's blocks attending both ways, no head
     "gemma2",
     "gemma",
     "smollm3",
@@ -390,7 +391,17 @@ BERT: dict[str, Any] = {
 }
 
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
-GEMMAS = ("gemma3", "gemma2", "gemma")
+GEMMAS = ("gemma3", "gemma-embedding", "gemma2", "gemma")
+#: EmbeddingGemma: bidirectional attention, its windows symmetric (half the width each way),
+#: the last norm's output is the embedding (no head)
+GEMMA_EMBEDDING: dict[str, Any] = {
+    "causal": False,
+    "head": False,
+    "notes": (
+        "the trace ends at the final norm's hidden states: sentence-transformers' mean pooling "
+        "and its Dense layers are not computed",
+    ),
+}
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
 LAYER_NORM_FAMILIES = (
     "stablelm",

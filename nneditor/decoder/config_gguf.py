@@ -12,6 +12,7 @@ from nneditor.decoder.config import (
     ARCHES,
     BERT,
     BLOOM,
+    GEMMA_EMBEDDING,
     GEMMAS,
     GGUF_MOE_NORM,
     GPT2,
@@ -202,14 +203,17 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         # llama.cpp: Gemma 3 has every sixth layer global, Gemma 2 every other one; the 27B
         # models (62 and 46 layers) scale by hidden/heads
         scale = hidden / heads if n_layers in (62, 46) else head_dim
-        period = 6 if arch == "gemma3" else 2
+        six = arch in ("gemma3", "gemma-embedding")
+        period = 6 if six else 2
+        local_theta = float(metadata.get(f"{arch}.rope.freq_base_swa") or 10000.0)
         return DecoderConfig(
             **common,
+            **(GEMMA_EMBEDDING if arch == "gemma-embedding" else {}),
             norm_eps=eps,
             rope=rope,
             rope_dim=rope_dim,
             rope_theta=theta,
-            rope_theta_local=10000.0 if arch == "gemma3" else 0.0,
+            rope_theta_local=local_theta if six else 0.0,
             activation="gelu_tanh",
             embed_scale=math.sqrt(hidden),
             attn_scale=1 / math.sqrt(scale),

@@ -12,6 +12,7 @@ from typing import Any
 from nneditor.decoder.config import (
     BERT,
     BLOOM,
+    GEMMA_EMBEDDING,
     GEMMAS,
     GPT2,
     LAYER_NORM_FAMILIES,
@@ -58,7 +59,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     if model_type == "granitemoehybrid":  # Granite 4.0: its attention-only dense models
         _refuse_granite_hybrid(config)
         arch = llama_cpp_arch(model_type, config)
-    if model_type == "nemotron_h":  # Nemotron 3's experts: nemotron_h_moe, as llama.cpp has it
+    if model_type in ("nemotron_h", "gemma3_text"):  # Nemotron 3's experts, EmbeddingGemma
         arch = llama_cpp_arch(model_type, config)
     if arch is None:
         raise DecoderUnsupported(
@@ -223,21 +224,24 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             raise DecoderUnsupported(f"Gemma activation {act!r} is not implemented")
         types = list(config.get("layer_types") or [])
         if not types:
-            pattern = int(config.get("sliding_window_pattern") or (6 if arch == "gemma3" else 2))
+            six = arch in ("gemma3", "gemma-embedding")
+            pattern = int(config.get("sliding_window_pattern") or (6 if six else 2))
             types = [
                 "full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
                 for i in range(n_layers)
             ]
         window = int(config.get("sliding_window") or 0)
         scalar = float(config.get("query_pre_attn_scalar") or head_dim)
+        embedding = GEMMA_EMBEDDING if arch == "gemma-embedding" else {}
         return DecoderConfig(
             **common,
+            **embedding,
             norm_eps=eps,
             norm_offset=1.0,
             rope="neox",
             rope_dim=head_dim,
             rope_theta=rope["full"][0],
-            rope_theta_local=rope["local"][0] if arch == "gemma3" else 0.0,
+            rope_theta_local=rope["local"][0] if arch != "gemma2" and arch != "gemma" else 0.0,
             rope_scaling=rope["full"][1],
             activation="gelu_tanh",
             embed_scale=math.sqrt(hidden),

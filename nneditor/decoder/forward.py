@@ -124,6 +124,9 @@ def _forward(
         w.done_with(i)
         step()
     if not cfg.head:  # an encoder: the last hidden state is the output
+        if w.has("output_norm.weight"):  # (EmbeddingGemma's, after its final norm)
+            x = _norm(w, cfg, "output_norm", x)
+            emit("result_norm", x[None])
         w.close()
         step()
         return x[None]

@@ -197,8 +197,10 @@ def attention(
     i = np.arange(seq)[:, None]
     j = np.arange(seq)[None, :]
     masked = j > i if causal else np.zeros((seq, seq), bool)
-    if window:
+    if window and causal:
         masked |= (i - j) >= window
+    elif window:  # an encoder's window reaches half its width each way (EmbeddingGemma)
+        masked |= np.abs(i - j) > window // 2
     scores = np.where(masked, F32(-np.inf), scores)
     if sinks is None:
         scores -= scores.max(axis=-1, keepdims=True)

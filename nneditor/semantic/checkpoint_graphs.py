@@ -571,6 +571,8 @@ class _Builder(HybridMixers):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
+        if arch == "gemma-embedding":  # an embedding model: the final norm's output is its output
+            return
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def finish(self) -> Graph:

@@ -147,6 +147,12 @@ def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> 
         return "granitehybrid"
     if model_type == "nemotron_h" and config is not None and nemotron_experts(config):
         return "nemotron_h_moe"
+    if (
+        model_type == "gemma3_text"
+        and config is not None
+        and config.get("use_bidirectional_attention")
+    ):
+        return "gemma-embedding"  # EmbeddingGemma
     if model_type in HF_ARCH:
         return HF_ARCH[model_type]
     import gguf

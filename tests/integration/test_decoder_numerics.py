@@ -378,6 +378,36 @@ def test_an_xlm_roberta_encoder_equals_transformers(form: str, zoo_artifact) -> 
 
 
 @pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_an_embeddinggemma_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """EmbeddingGemma (Gemma3TextModel with use_bidirectional_attention) and llama.cpp's
+    gemma-embedding conversion: Gemma 3's blocks attending both ways, each local layer's window
+    half its width each way (6: three positions either side of 12), the final norm's output
+    as the embedding, no head. Attending causally, or without the windows, gives other values."""
+    import dataclasses
+
+    snap = zoo_artifact("encoder-embeddinggemma")
+    path = snap if form == "snapshot" else zoo_artifact("encoder-embeddinggemma.gguf")
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([[2, 5, 17, 300, 42, 42, 8, 61, 99, 3, 123, 77]], dtype=np.int64)
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    want = out.last_hidden_state.numpy()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+        result = run_forward(doc, cfg, ids, values.__setitem__)
+        causal = run_forward(doc, dataclasses.replace(cfg, causal=True), ids, lambda n, v: None)
+        whole = run_forward(doc, dataclasses.replace(cfg, sliding_window=0), ids, lambda n, v: None)
+    assert not cfg.causal and not cfg.head and cfg.sliding_window == 6
+    for i in range(6):
+        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(result, want) < 1e-5
+    assert "result_output" not in values
+    assert _rel(causal, want) > 1e-2 and _rel(whole, want) > 1e-3
+
+
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
