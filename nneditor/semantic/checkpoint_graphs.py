@@ -721,10 +721,10 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             top[key] = name
     if not blocks or "token_embd.weight" not in top:
         return None
-    heads = config.get("num_attention_heads") or config.get("n_head")
+    heads = config.get("num_attention_heads") or config.get("n_head") or config.get("n_heads")
     kv = config.get("num_key_value_heads") or heads
     title = f"{model_type} (from config.json and tensor names)"
-    hidden = config.get("hidden_size") or config.get("n_embd")
+    hidden = config.get("hidden_size") or config.get("n_embd") or config.get("d_model")  # (MPT)
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
     parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
