@@ -225,6 +225,8 @@ EXPECT: dict[str, E] = {
     "minilm.gguf": {"format": "gguf", **_lm(6)},
     "encoder-xlm-roberta": {"format": "huggingface", **_lm(2)},
     "encoder-embeddinggemma": {"format": "huggingface", **_lm(7)},
+    "encoder-nomic-bert": {"format": "huggingface", **_lm(2)},
+    "encoder-nomic-bert.gguf": {"format": "gguf", **_lm(2)},
     "encoder-embeddinggemma.gguf": {"format": "gguf", **_lm(7)},
     "encoder-xlm-roberta.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},

@@ -1245,87 +1245,6 @@ def _vl_snapshot(model_type: str, path: Path) -> None:
 
 
 #: the first shard of a split GGUF (its siblings -00002- and -00003- lie beside it)
-#: an XLM-RoBERTa encoder (bge-m3, multilingual-e5): positions after the padding id, a
-#: SentencePiece unigram vocabulary
-XLMR = "encoder-xlm-roberta"
-
-
-def _xlmr_snapshot(path: Path) -> None:
-    import io
-    import random
-
-    import sentencepiece as spm
-    import torch
-    import transformers as tf
-
-    rng = random.Random(1)
-    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
-    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(  # XLM-R's sentencepiece.bpe.model: <unk> 0, <s> 1, </s> 2
-        sentence_iterator=iter(lines),
-        model_writer=out,
-        vocab_size=32,
-        model_type="unigram",
-        character_coverage=1.0,
-        num_threads=1,
-        minloglevel=2,
-    )
-    path.mkdir(parents=True, exist_ok=True)
-    model_file = path / "sentencepiece.bpe.model"
-    model_file.write_bytes(out.getvalue())
-    tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))  # fairseq ids: spm's + 1, <mask>
-    config = tf.XLMRobertaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        max_position_embeddings=66,
-        type_vocab_size=1,
-        pad_token_id=1,
-    )
-    torch.manual_seed(0)
-    model = tf.XLMRobertaModel(config).eval()
-    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(str(path))
-    tok.save_pretrained(str(path))
-
-
-#: an EmbeddingGemma encoder: Gemma 3's blocks attending both ways (windows half each way)
-EMBEDDING_GEMMA = "encoder-embeddinggemma"
-
-
-def _embedding_gemma(path: Path) -> None:
-    import json
-
-    import torch
-    import transformers as tf
-
-    window = 6  # 12 prompt positions: the local layers' windows cut both ways
-    config = tf.Gemma3TextConfig(
-        vocab_size=320,
-        **{**_COMMON, "num_hidden_layers": 7},  # six local layers, a global one, a local one
-        head_dim=16,
-        query_pre_attn_scalar=16,
-        sliding_window=window,
-        use_bidirectional_attention=True,
-    )
-    torch.manual_seed(0)
-    model = tf.Gemma3TextModel(config).eval()
-    with torch.no_grad():  # unit norms would hide a missing or misplaced one
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(str(path))
-    (path / "tokenizer.model").write_bytes(_spm_model())
-    meta = path / "config.json"  # as released: transformers narrows the window when it loads
-    meta.write_text(json.dumps({**json.loads(meta.read_text()), "sliding_window": window}))
-
-
 SPLIT = "decoder-llama-00001-of-00003.gguf"
 
 
@@ -1399,27 +1318,6 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
             f"{model_type}'s text model as llama.cpp converts it (F32; the vision tower would "
             "go to a separate mmproj file)",
         )(lambda path, n=name: convert(generate(n, path.parents[2]), path, "f32"))
-    generator(
-        EMBEDDING_GEMMA,
-        "transformers save_pretrained (Gemma3TextModel, use_bidirectional_attention)",
-        "EmbeddingGemma encoder (as google/embeddinggemma-300m), tiny random weights",
-    )(_embedding_gemma)
-    generator(
-        f"{EMBEDDING_GEMMA}.gguf",
-        "llama.cpp convert_hf_to_gguf.py",
-        "the EmbeddingGemma encoder as llama.cpp converts it (gemma-embedding)",
-    )(lambda path: convert(generate(EMBEDDING_GEMMA, path.parents[2]), path, "f32"))
-    generator(
-        XLMR,
-        "transformers save_pretrained + sentencepiece unigram",
-        "XLM-RoBERTa encoder (as bge-m3 and multilingual-e5), tiny random weights",
-    )(_xlmr_snapshot)
-    generator(
-        f"{XLMR}.gguf",
-        "llama.cpp convert_hf_to_gguf.py",
-        "the XLM-RoBERTa encoder as llama.cpp converts it (bert; its position table starts "
-        "after the padding id)",
-    )(lambda path: convert(generate(XLMR, path.parents[2]), path, "f32"))
     generator(
         "minilm.gguf",
         "llama.cpp convert_hf_to_gguf.py --outtype f16",

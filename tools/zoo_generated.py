@@ -495,6 +495,10 @@ import zoo_decoders  # noqa: E402 - the decoder families, written by transformer
 
 zoo_decoders.register(generator, generate)
 
+import zoo_encoders  # noqa: E402 - embedding encoders, written by transformers and llama.cpp
+
+zoo_encoders.register(generator, generate)
+
 import zoo_families  # noqa: E402 - the bundled tracer plugins' families (diffusers UNets)
 
 zoo_families.register(generator)

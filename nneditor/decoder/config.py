@@ -88,6 +88,7 @@ ARCHES = (
     # encoders: BERT (all-MiniLM, bge, e5 as llama.cpp converts them); the trace ends at the
     # last hidden state
     "bert",
+    "nomic-bert",  # nomic-embed-text v1/v1.5: BERT's post-norm blocks with RoPE and SwiGLU
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -390,6 +391,15 @@ BERT: dict[str, Any] = {
     ),
 }
 
+#: nomic-bert (nomic-embed-text): BERT's encoder without positions in the embedding, RoPE
+#: instead, a SwiGLU feed-forward, one fused q/k/v matrix
+NOMIC_BERT: dict[str, Any] = {
+    **BERT,
+    "rope": "neox",
+    "activation": "silu",
+    "gated": True,
+}
+
 #: Gemma 1, 2 and 3: scaled embeddings, (1 + w) RMSNorm, GeGLU (tanh), tied head
 GEMMAS = ("gemma3", "gemma-embedding", "gemma2", "gemma")
 #: EmbeddingGemma: bidirectional attention, its windows symmetric (half the width each way),
@@ -632,7 +642,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox")
+            if cfg.arch
+            in ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert")
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",
@@ -644,7 +655,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
-        if cfg.arch == "bert":  # norms after each residual
+        if cfg.arch in ("bert", "nomic-bert"):  # norms after each residual
             norms = ("attn_output_norm", "layer_output_norm")
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:

@@ -18,6 +18,7 @@ from nneditor.decoder.config import (
     GPT2,
     LAYER_NORM_FAMILIES,
     MPT,
+    NOMIC_BERT,
     XIELU_PARTS,
     DecoderConfig,
     Mla,
@@ -182,6 +183,15 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
             attn_scale=1 / math.sqrt(head_dim),
             alibi_bias=float(metadata.get(f"{arch}.attention.max_alibi_bias") or 0.0),
             clip_qkv=float(metadata.get(f"{arch}.attention.clamp_kqv") or 0.0),
+        )
+    if arch == "nomic-bert":  # (nomic-bert-moe, its v2 with experts, is not run)
+        return DecoderConfig(
+            **common,
+            **NOMIC_BERT,
+            norm_eps=float(num("attention.layer_norm_epsilon", 1e-12)),
+            rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
+            rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 1000.0),
+            attn_scale=1 / math.sqrt(head_dim),
         )
     if arch == "bert":
         eps = float(num("attention.layer_norm_epsilon", 1e-12))

@@ -17,6 +17,7 @@ from nneditor.decoder.config import (
     GPT2,
     LAYER_NORM_FAMILIES,
     MPT,
+    NOMIC_BERT,
     DecoderConfig,
     Mla,
     Moe,
@@ -179,6 +180,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return _hf_starcoder(config, common)
     if arch == "mpt":
         return _hf_mpt(config, common)
+    if arch == "nomic-bert":
+        return _hf_nomic_bert(config, common)
     if arch == "bloom":
         if config.get("apply_residual_connection_post_layernorm"):
             raise DecoderUnsupported(
@@ -505,6 +508,38 @@ def _hf_starcoder(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderC
         norm_eps=float(config.get("layer_norm_epsilon") or 1e-5),
         attn_scale=scale,
         qkv_per_head=not config.get("multi_query", True),
+    )
+
+
+def _hf_nomic_bert(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    """nomic-embed-text v1/v1.5 snapshots (Nomic's own config keys, which llama.cpp's converter
+    reads too): post-norm blocks, RoPE over whole heads, SwiGLU; variants refused by name."""
+    if config.get("prenorm") or config.get("rotary_emb_interleaved"):
+        raise DecoderUnsupported(
+            "this nomic-bert normalises before its blocks or rotates adjacent pairs, which the "
+            "NumPy decoder does not implement"
+        )
+    if float(config.get("rotary_emb_fraction") or 1.0) != 1.0 or config.get(
+        "rotary_scaling_factor"
+    ):
+        raise DecoderUnsupported(
+            "this nomic-bert rotates part of each head or scales its RoPE, which the NumPy "
+            "decoder does not implement"
+        )
+    act = str(config.get("activation_function") or "swiglu")
+    if act != "swiglu":
+        raise DecoderUnsupported(f"nomic-bert activation {act!r} is not implemented (swiglu is)")
+    theta = config.get("rotary_emb_base")
+    if theta is None:
+        theta = hf_rope(config)["full"][0]
+    eps = config.get("layer_norm_epsilon") or config.get("layer_norm_eps") or 1e-12
+    return DecoderConfig(
+        **common,
+        **NOMIC_BERT,
+        norm_eps=float(eps),
+        rope_dim=common["head_dim"],
+        rope_theta=float(theta),
+        attn_scale=1 / math.sqrt(common["head_dim"]),
     )
 
 

@@ -379,6 +379,41 @@ def test_an_xlm_roberta_encoder_equals_transformers(form: str, zoo_artifact) -> 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_a_nomic_bert_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """nomic-embed-text v1.5 in Nomic's own layout (Wqkv, fc11/fc12/fc2, norm1/norm2), which
+    transformers' NomicBertModel maps onto its own, and llama.cpp's nomic-bert conversion:
+    post-norm blocks with RoPE (base 1000) and SwiGLU, no position table. The GGUF's WordPiece
+    ids equal the snapshot tokenizer's. A RoPE of another base moves the values by about 5e-5
+    (random weights attend almost uniformly), some 200 times the difference from transformers."""
+    import dataclasses
+
+    from nneditor.tokenize import load_tokenizer
+
+    snap = zoo_artifact("encoder-nomic-bert")
+    path = snap if form == "snapshot" else zoo_artifact("encoder-nomic-bert.gguf")
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    text = "search_query: what is a tensor?"
+    ids = np.array([load_tokenizer(path).encode(text)], dtype=np.int64)
+    assert ids[0].tolist() == tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+        result = run_forward(doc, cfg, ids, values.__setitem__)
+        other = run_forward(
+            doc, dataclasses.replace(cfg, rope_theta=10000.0), ids, lambda n, v: None
+        )
+    assert not cfg.causal and not cfg.head and cfg.rope_theta == 1000.0
+    assert _rel(values["inp_norm"], out.hidden_states[0].numpy()) < 1e-5
+    for i in range(2):
+        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(result, out.last_hidden_state.numpy()) < 1e-5
+    assert _rel(other, out.last_hidden_state.numpy()) > 2e-5
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
 def test_an_embeddinggemma_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
     """EmbeddingGemma (Gemma3TextModel with use_bidirectional_attention) and llama.cpp's
     gemma-embedding conversion: Gemma 3's blocks attending both ways, each local layer's window

@@ -1,0 +1,211 @@
+"""Zoo encoders: embedding models written by transformers and converted by llama.cpp's own
+converter (XLM-RoBERTa as bge-m3 and multilingual-e5 are, EmbeddingGemma, nomic-embed-text);
+the NumPy decoder runs them as encoders (tests/integration/test_decoder_numerics.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from zoo_decoders import _COMMON, _spm_model, _wheel, convert
+
+#: an XLM-RoBERTa encoder (bge-m3, multilingual-e5): positions after the padding id, a
+#: SentencePiece unigram vocabulary
+XLMR = "encoder-xlm-roberta"
+
+
+def _xlmr_snapshot(path: Path) -> None:
+    import io
+    import random
+
+    import sentencepiece as spm
+    import torch
+    import transformers as tf
+
+    rng = random.Random(1)
+    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
+    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(  # XLM-R's sentencepiece.bpe.model: <unk> 0, <s> 1, </s> 2
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        vocab_size=32,
+        model_type="unigram",
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    model_file = path / "sentencepiece.bpe.model"
+    model_file.write_bytes(out.getvalue())
+    tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))  # fairseq ids: spm's + 1, <mask>
+    config = tf.XLMRobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=66,
+        type_vocab_size=1,
+        pad_token_id=1,
+    )
+    torch.manual_seed(0)
+    model = tf.XLMRobertaModel(config).eval()
+    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
+#: an EmbeddingGemma encoder: Gemma 3's blocks attending both ways (windows half each way)
+EMBEDDING_GEMMA = "encoder-embeddinggemma"
+
+
+def _embedding_gemma(path: Path) -> None:
+    import json
+
+    import torch
+    import transformers as tf
+
+    window = 6  # 12 prompt positions: the local layers' windows cut both ways
+    config = tf.Gemma3TextConfig(
+        vocab_size=320,
+        **{**_COMMON, "num_hidden_layers": 7},  # six local layers, a global one, a local one
+        head_dim=16,
+        query_pre_attn_scalar=16,
+        sliding_window=window,
+        use_bidirectional_attention=True,
+    )
+    torch.manual_seed(0)
+    model = tf.Gemma3TextModel(config).eval()
+    with torch.no_grad():  # unit norms would hide a missing or misplaced one
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+    (path / "tokenizer.model").write_bytes(_spm_model())
+    meta = path / "config.json"  # as released: transformers narrows the window when it loads
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "sliding_window": window}))
+
+
+#: nomic-embed-text v1.5 as Nomic publishes it: its own config keys and tensor names
+#: (Wqkv, fc11/fc12/fc2, norm1/norm2), which llama.cpp's converter reads; the keys transformers'
+#: NomicBertModel reads stand beside them with the same sizes
+NOMIC = "encoder-nomic-bert"
+_NOMIC_NAMES = [
+    (r"^layers\.(\d+)\.self_attn\.o_proj\.", r"encoder.layers.\1.attn.out_proj."),
+    (r"^layers\.(\d+)\.mlp\.up_proj\.", r"encoder.layers.\1.mlp.fc11."),
+    (r"^layers\.(\d+)\.mlp\.gate_proj\.", r"encoder.layers.\1.mlp.fc12."),
+    (r"^layers\.(\d+)\.mlp\.down_proj\.", r"encoder.layers.\1.mlp.fc2."),
+    (r"^layers\.(\d+)\.post_attention_layernorm\.", r"encoder.layers.\1.norm1."),
+    (r"^layers\.(\d+)\.post_mlp_layernorm\.", r"encoder.layers.\1.norm2."),
+    (r"^embeddings\.LayerNorm\.", "emb_ln."),
+]
+
+
+def _nomic_snapshot(path: Path) -> None:
+    import re
+
+    import torch
+    import transformers as tf
+    from safetensors.torch import save_file
+
+    vocab_dir = _wheel("minilm")  # a real WordPiece vocabulary, as nomic-embed-text has
+    sizes = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+    config = tf.NomicBertConfig(
+        vocab_size=30522,
+        intermediate_size=128,
+        rope_parameters={"rope_theta": 1000.0, "rope_type": "default"},
+        **sizes,
+    )
+    torch.manual_seed(0)
+    model = tf.NomicBertModel(config).eval()
+    state: dict[str, Any] = {}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name.lower():
+                p.add_(torch.randn_like(p) * 0.1)
+        params = dict(model.named_parameters())
+    for i in range(config.num_hidden_layers):
+        pre = f"layers.{i}.self_attn."
+        qkv = [params.pop(f"{pre}{k}_proj.weight") for k in "qkv"]
+        state[f"encoder.layers.{i}.attn.Wqkv.weight"] = torch.cat(qkv).detach().contiguous()
+    for name, p in params.items():
+        for pattern, repl in _NOMIC_NAMES:
+            name = re.sub(pattern, repl, name)
+        state[name] = p.detach().contiguous()
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path / "model.safetensors"))
+    nomic = {  # Nomic's keys (nomic-embed-text-v1.5's values where they are not sizes)
+        "n_embd": 64,
+        "n_layer": 2,
+        "n_head": 4,
+        "n_inner": 128,
+        "n_positions": 8192,
+        "max_trained_positions": 2048,
+        "activation_function": "swiglu",
+        "causal": False,
+        "prenorm": False,
+        "qkv_proj_bias": False,
+        "mlp_fc1_bias": False,
+        "mlp_fc2_bias": False,
+        "rotary_emb_base": 1000,
+        "rotary_emb_fraction": 1.0,
+        "rotary_emb_interleaved": False,
+        "rotary_emb_scale_base": None,
+        "rotary_scaling_factor": None,
+        "layer_norm_epsilon": 1e-12,
+        "type_vocab_size": 2,
+    }
+    native = {k: v for k, v in config.to_dict().items() if k not in ("id2label", "label2id")}
+    released = {
+        **native,
+        **nomic,
+        "model_type": "nomic_bert",
+        "architectures": ["NomicBertModel"],
+    }
+    (path / "config.json").write_text(json.dumps(released, indent=1))
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (vocab_dir / name).is_file():
+            shutil.copy(vocab_dir / name, path / name)
+
+
+def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
+    """Add the encoders (each a snapshot and its llama.cpp conversion) to the zoo."""
+    generator(
+        EMBEDDING_GEMMA,
+        "transformers save_pretrained (Gemma3TextModel, use_bidirectional_attention)",
+        "EmbeddingGemma encoder (as google/embeddinggemma-300m), tiny random weights",
+    )(_embedding_gemma)
+    generator(
+        f"{EMBEDDING_GEMMA}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the EmbeddingGemma encoder as llama.cpp converts it (gemma-embedding)",
+    )(lambda path: convert(generate(EMBEDDING_GEMMA, path.parents[2]), path, "f32"))
+    generator(
+        XLMR,
+        "transformers save_pretrained + sentencepiece unigram",
+        "XLM-RoBERTa encoder (as bge-m3 and multilingual-e5), tiny random weights",
+    )(_xlmr_snapshot)
+    generator(
+        f"{XLMR}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the XLM-RoBERTa encoder as llama.cpp converts it (bert; its position table starts "
+        "after the padding id)",
+    )(lambda path: convert(generate(XLMR, path.parents[2]), path, "f32"))
+    generator(
+        NOMIC,
+        "transformers NomicBertModel, saved as Nomic's own layout",
+        "nomic-embed-text v1.5 encoder (Nomic's config keys and tensor names), tiny random "
+        "weights, the real MiniLM WordPiece vocabulary",
+    )(_nomic_snapshot)
+    generator(
+        f"{NOMIC}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the nomic-embed-text encoder as llama.cpp converts it (nomic-bert)",
+    )(lambda path: convert(generate(NOMIC, path.parents[2]), path, "f32", raw_config=True))
