@@ -212,13 +212,15 @@ EXPECT: dict[str, E] = {
     "decoder-llama-fp8-channel": {"format": "huggingface", **_lm(2)},
     # the first of 3 split files: both blocks only when the other shards' tensors are listed
     "decoder-llama-00001-of-00003.gguf": {"format": "gguf", **_lm(2)},
-    # LFM2: one attention layer among three short convolutions
+    # LFM2: one attention layer among three short convolutions (LFM2-MoE: three of the
+    # feed-forwards are mixtures of experts)
     **{
-        f"decoder-lfm2{suffix}": {
+        f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
             "blocks": 4,
             "patterns": {"attention": 1, "ffn": 4},
         }
+        for family in ("lfm2", "lfm2_moe")
         for suffix in ("", ".gguf")
     },
     # the real MiniLM as llama.cpp converts it: a BERT encoder (post-norm, no head)

@@ -653,6 +653,25 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # LFM2-MoE (LFM2-8B-A1B): LFM2's convolution and attention layers, a dense feed-forward
+    # first, then 2 of 8 experts chosen by sigmoid scores plus a selection bias
+    "lfm2_moe": (
+        "Lfm2MoeConfig",
+        "Lfm2MoeForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "layer_types": ["conv", "conv", "full_attention", "conv"],
+            "num_dense_layers": 1,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 32,
+            "use_expert_bias": True,
+            "norm_topk_prob": True,
+            "routed_scaling_factor": 1.0,
+        },
+        _SMOL,
+    ),
     # Qwen3 with YaRN context extension (factor 4 over an original 32 positions, as the
     # long-context Qwen3 releases configure it): blended frequencies, cos/sin scaled
     "qwen3-yarn": (
@@ -960,8 +979,8 @@ def _snapshot(family: str, path: Path) -> None:
             for part, factor in _SCALED.get(family, {}).items():  # reach the clamps
                 if part in name:
                     p.mul_(factor)
-        for name, b in model.named_buffers():  # GLM-4.5's expert-selection bias: it must matter
-            if name.endswith("e_score_correction_bias"):
+        for name, b in model.named_buffers():  # an expert-selection bias (GLM-4.5, LFM2-MoE)
+            if name.endswith(("e_score_correction_bias", "expert_bias")):  # must matter
                 b.add_(torch.randn_like(b) * 0.1)
     model.save_pretrained(str(path))
     if fast is None:

@@ -104,6 +104,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         common = gguf_common(meta, names)
         family = {
             lfm2.ARCH: lfm2.from_gguf,
+            lfm2.ARCH_MOE: lfm2.from_gguf,
             mamba2.ARCH: mamba2.from_gguf,
             mamba1.ARCH: mamba1.from_gguf,
             mamba1.JAMBA: mamba1.jamba_from_gguf,
@@ -129,6 +130,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         common = hf_common(config, names)
         hf_family = {
             lfm2.ARCH: lfm2.from_hf,
+            lfm2.ARCH_MOE: lfm2.from_hf,
             mamba2.ARCH: mamba2.from_hf,
             mamba1.ARCH: mamba1.from_hf,
             mamba1.JAMBA: mamba1.jamba_from_hf,
@@ -147,6 +149,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
     check_tensors(cfg)
     if cfg.arch == mamba1.JAMBA:
         mamba1.check_jamba_layers(cfg)
+    elif cfg.arch == lfm2.ARCH_MOE:
+        lfm2.check_moe_layers(cfg)
     elif cfg.layer_kinds:
         family_needs = {
             lfm2.ARCH: lfm2.NEEDS,

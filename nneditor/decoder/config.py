@@ -42,6 +42,7 @@ ARCHES = (
     "ernie4_5",
     "ernie4_5-moe",
     "lfm2",
+    "lfm2moe",  # LFM2-MoE: LFM2's layers with sigmoid-routed experts
     "mistral3",
     "exaone4",
     "gpt2",
@@ -112,6 +113,7 @@ EXPERT_KEY = re.compile(r"^ffn_(gate|up|down)_exps\.(\d+)\.weight$")
 #: (Mixtral, Qwen3-MoE) or kept as the softmax gave them (OLMoE, Qwen2-MoE), unless the file
 #: states expert_weights_norm
 GGUF_MOE_NORM = {
+    "lfm2moe": True,
     "llama": True,
     "qwen3moe": True,
     "granitemoe": True,

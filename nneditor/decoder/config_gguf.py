@@ -62,7 +62,7 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     hidden = int(num("embedding_length"))
     heads = _first(num("attention.head_count"))
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
-    if arch == "lfm2":  # LFM2: 0 on its convolution layers
+    if arch in ("lfm2", "lfm2moe"):  # LFM2: 0 on its convolution layers
         kv = 0
     elif arch in ("granitehybrid", "nemotron_h", "nemotron_h_moe", "jamba"):  # 0: not attention
         kv = max(int(v) for v in getattr(kv_counts, "tolist", lambda: kv_counts)())
@@ -96,7 +96,7 @@ _SOFTMAX_GATING = 1
 _SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
 #: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
-_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe")
+_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe", "lfm2moe")
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from nneditor.decoder.weights import Weights
 
 ARCH = "lfm2"
+#: LFM2-MoE (LFM2-8B-A1B): its leading layers' feed-forwards dense, the others mixtures of
+#: experts chosen by sigmoid scores plus a selection bias, weights renormalised
+ARCH_MOE = "lfm2moe"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
@@ -46,6 +49,49 @@ NEEDS = {
         *_FFN,
     ],
 }
+
+
+def check_moe_layers(cfg: DecoderConfig) -> None:
+    """Each LFM2-MoE layer holds its mixer's tensors and a dense or an expert feed-forward
+    (router, selection bias, experts stacked or one tensor per expert), nothing else."""
+    from nneditor.decoder.qwen35 import check_layer
+
+    have = set(cfg.names)
+    n_experts = cfg.moe.n_experts if cfg.moe is not None else 0
+    stacked = any(n.endswith(".ffn_gate_exps.weight") for n in have)
+    for i in range(cfg.n_layers):
+        kind = cfg.kind(i)
+        mixer = [k for k in NEEDS[kind] if k not in _FFN]
+        if f"blk.{i}.ffn_gate_inp.weight" in have:
+            parts = ("gate", "up", "down")
+            experts = (
+                [f"ffn_{p}_exps.weight" for p in parts]
+                if stacked
+                else [f"ffn_{p}_exps.{e}.weight" for e in range(n_experts) for p in parts]
+            )
+            ffn = ["ffn_norm.weight", "ffn_gate_inp.weight", "exp_probs_b.bias", *experts]
+        else:
+            ffn = _FFN
+        a = "an" if kind == "attention" else "a"
+        check_layer(i, f"{a} {kind}", {f"blk.{i}.{k}" for k in mixer + ffn}, have)
+
+
+def _moe(config: Mapping[str, Any], common: dict[str, Any]) -> dict[str, Any]:
+    """LFM2-MoE's routing from config.json (the GGUF's comes through gguf_common)."""
+    from nneditor.decoder.config import group_routing, moe_config
+
+    if common["arch"] != ARCH_MOE:
+        return {}
+    if not config.get("use_expert_bias", True):
+        raise DecoderUnsupported("an LFM2-MoE without its expert selection bias is not implemented")
+    moe = moe_config(
+        ARCH_MOE,
+        int(config.get("num_experts") or 0),
+        int(config.get("num_experts_per_tok") or 0),
+        bool(config.get("norm_topk_prob", True)),
+    )
+    scale = float(config.get("routed_scaling_factor") or 1.0)
+    return {"moe": group_routing(moe, ARCH_MOE, 1, 1, scale)}
 
 
 def head_counts(value: Any, n_layers: int) -> list[int]:
@@ -72,14 +118,15 @@ def _final_norm(names: Mapping[str, str]) -> dict[str, str]:
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     n_layers = int(common["n_layers"])
-    kv = head_counts(metadata.get(f"{ARCH}.attention.head_count_kv"), n_layers)
+    arch = str(common["arch"])
+    kv = head_counts(metadata.get(f"{arch}.attention.head_count_kv"), n_layers)
     head_dim = int(common["head_dim"])
     return DecoderConfig(
         **{**common, "names": _final_norm(common["names"]), "n_kv_heads": max(kv)},
-        norm_eps=float(metadata.get(f"{ARCH}.attention.layer_norm_rms_epsilon") or 1e-5),
+        norm_eps=float(metadata.get(f"{arch}.attention.layer_norm_rms_epsilon") or 1e-5),
         rope="neox",
-        rope_dim=int(metadata.get(f"{ARCH}.rope.dimension_count") or head_dim),
-        rope_theta=float(metadata.get(f"{ARCH}.rope.freq_base") or 10000.0),
+        rope_dim=int(metadata.get(f"{arch}.rope.dimension_count") or head_dim),
+        rope_theta=float(metadata.get(f"{arch}.rope.freq_base") or 10000.0),
         attn_scale=1 / math.sqrt(head_dim),
         layer_kinds=tuple("attention" if n else "shortconv" for n in kv),
     )
@@ -102,7 +149,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         raise DecoderUnsupported(f"RoPE scaling {kind!r} is not implemented for LFM2")
     head_dim = int(common["head_dim"])
     return DecoderConfig(
-        **{**common, "names": _final_norm(common["names"])},
+        **{**common, "names": _final_norm(common["names"]), **_moe(config, common)},
         norm_eps=float(config.get("norm_eps") or 1e-5),
         rope="neox",
         rope_dim=head_dim,

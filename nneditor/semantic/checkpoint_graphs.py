@@ -151,7 +151,7 @@ def _decoder_graph(
             i: {"attn_norm.weight": "", "ffn_norm.weight": "", **t} for i, t in blocks.items()
         }
         top = {"output_norm.weight": "", **top}
-    if arch == "lfm2" and "token_embd_norm.weight" in top:  # LFM2's last norm, so named
+    if arch in ("lfm2", "lfm2moe") and "token_embd_norm.weight" in top:  # LFM2's last norm
         top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
         del top["token_embd_norm.weight"]
     x = b.embedding(top, arch)
@@ -454,16 +454,22 @@ class _Builder(HybridMixers):
             return [h], ffn
         router = t["ffn_gate_inp.weight"]
         router_bias = t.get("ffn_gate_inp.bias", "")  # gpt-oss
+        selection = t.get("exp_probs_b.bias", "")  # DeepSeek-V3, GLM-4.5, LFM2-MoE, ...
+        steer = (
+            " A selection bias is added to the scores to choose the experts, not to weigh them."
+            if selection
+            else ""
+        )
         weights = self.node(
             f"{s}/ffn_router",
             "Router",
             [h],
             f"{s}.ffn_moe_weights",
-            [router, router_bias],
+            [router, router_bias, selection],
             "ffn",
             "Router: scores every expert (a softmax, or a sigmoid, as the family does); each "
             "token keeps its top ones (the others weigh 0) and the feed-forward sums those "
-            "experts' outputs with these weights (from tensor names).",
+            f"experts' outputs with these weights (from tensor names).{steer}",
             width=self.rows(router),
         )
         return [h, weights], [n for n in ffn if n not in (router, router_bias)]

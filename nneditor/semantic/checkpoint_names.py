@@ -23,6 +23,7 @@ HF_ARCH = {
     "ernie4_5": "ernie4_5",
     "ernie4_5_moe": "ernie4_5-moe",
     "lfm2": "lfm2",
+    "lfm2_moe": "lfm2moe",
     "ministral3": "mistral3",
     "exaone4": "exaone4",
     "gpt2": "gpt2",
@@ -192,6 +193,9 @@ def canonical_names(
             layer = name.split(".")[2]  # model.layers.N....: the router's selection bias
             mapped[f"blk.{layer}.exp_probs_b.bias"] = name
             continue
+        if name.startswith("model.layers.") and name.endswith(".feed_forward.expert_bias"):
+            mapped[f"blk.{name.split('.')[2]}.exp_probs_b.bias"] = name  # LFM2-MoE's
+            continue
         oss = _GPT_OSS.match(name) if arch == "gpt-oss" else None
         if oss:
             part = _GPT_OSS_PARTS[oss[2]] if oss[2] else "attn_sinks"
@@ -212,6 +216,8 @@ def canonical_names(
                     r"^backbone\.layers\.(\d+)\.mixer\.", r"model.layers.\1.mlp.", stacked
                 )
                 key = table.get_name(nested, try_suffixes=(".weight",))
+            if key is None and stacked.startswith("model."):  # LFM2-MoE: llama.cpp's converter
+                key = table.get_name(stacked[len("model.") :], try_suffixes=(".weight",))
             if key is not None and key.endswith("_exps.weight"):
                 mapped[f"{key[: -len('.weight')]}.{expert[2]}.weight"] = name
                 continue

@@ -37,6 +37,7 @@ FAMILIES = [
     "olmo3",
     "gemma2",
     "lfm2",
+    "lfm2_moe",
     "mamba2",
     "mamba",
     "falcon_mamba",
