@@ -1,0 +1,109 @@
+"""Embedding encoders the NumPy decoder runs (XLM-RoBERTa, nomic-embed-text, EmbeddingGemma):
+every block's hidden state and the last one against transformers' fp32 forward, for the zoo's
+snapshot and llama.cpp's own conversion of it (tools/zoo_encoders.py). The real MiniLM BERT is
+checked in test_decoder_numerics.py."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nneditor
+from nneditor.decoder import decoder_config, run_forward
+from nneditor.decoder.config import DecoderConfig
+from nneditor.tokenize import load_tokenizer
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+FORMS = ["snapshot", "gguf"]
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+def _paths(zoo_artifact: Any, name: str, form: str) -> tuple[Path, Path]:  # noqa: ANN401
+    snap = zoo_artifact(name)
+    return snap, snap if form == "snapshot" else zoo_artifact(f"{name}.gguf")
+
+
+def _compare(model: Any, path: Path, ids: np.ndarray, blocks: int, **variants: dict) -> Any:  # noqa: ANN401
+    """Ours against ``model`` on ``ids``: every block's output and the last hidden state
+    within 1e-5; returns (config, our values, transformers' last hidden state, the last hidden
+    state of each variant, a dict of DecoderConfig fields replaced)."""
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    want = out.last_hidden_state.numpy()
+    values: dict[str, np.ndarray] = {}
+    others: dict[str, np.ndarray] = {}
+    with nneditor.open(path) as doc:
+        cfg: DecoderConfig = decoder_config(doc)
+        result = run_forward(doc, cfg, ids, values.__setitem__)
+        for name, change in variants.items():
+            other = dataclasses.replace(cfg, **change)
+            others[name] = run_forward(doc, other, ids, lambda n, v: None)
+    assert not cfg.causal and not cfg.head
+    for i in range(blocks):
+        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(result, want) < 1e-5
+    assert "result_output" not in values  # no head: the trace ends at the hidden states
+    return cfg, values, out, {k: _rel(v, want) for k, v in others.items()}
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", FORMS)
+def test_an_xlm_roberta_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """XLM-RoBERTa (bge-m3, multilingual-e5) runs BERT's blocks with positions counted from
+    the padding id on: the snapshot computes them so (also around a padding token inside the
+    prompt), llama.cpp's conversion drops the table's first rows instead (prompts without
+    padding). NNEditor's tokenizer gives the snapshot's ids."""
+    snap, path = _paths(zoo_artifact, "encoder-xlm-roberta", form)
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    text = "the model écrit 层 和 weights"
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    assert load_tokenizer(snap).encode(text) == want_ids
+    prompts = [want_ids]
+    if form == "snapshot":  # a padding token (id 1) inside: its position is the padding id's
+        prompts.append([*want_ids[:3], 1, *want_ids[3:]])
+    for prompt in prompts:
+        _compare(model, path, np.array([prompt], dtype=np.int64), 2)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", FORMS)
+def test_a_nomic_bert_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """nomic-embed-text v1.5 in Nomic's own layout (Wqkv, fc11/fc12/fc2, norm1/norm2), which
+    transformers' NomicBertModel maps onto its own, and llama.cpp's nomic-bert conversion:
+    post-norm blocks with RoPE (base 1000) and SwiGLU, no position table. The GGUF's WordPiece
+    ids equal the snapshot tokenizer's. A RoPE of another base moves the values by about 5e-5
+    (random weights attend almost uniformly), some 200 times the difference from transformers."""
+    snap, path = _paths(zoo_artifact, "encoder-nomic-bert", form)
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    text = "search_query: what is a tensor?"
+    ids = np.array([load_tokenizer(path).encode(text)], dtype=np.int64)
+    assert ids[0].tolist() == tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    cfg, values, out, moved = _compare(model, path, ids, 2, rope={"rope_theta": 10000.0})
+    assert not cfg.head and cfg.rope_theta == 1000.0
+    assert _rel(values["inp_norm"], out.hidden_states[0].numpy()) < 1e-5
+    assert moved["rope"] > 2e-5
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", FORMS)
+def test_an_embeddinggemma_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """EmbeddingGemma (Gemma3TextModel with use_bidirectional_attention) and llama.cpp's
+    gemma-embedding conversion: Gemma 3's blocks attending both ways, each local layer's window
+    half its width each way (6: three positions either side of 12), the final norm's output
+    as the embedding, no head. Attending causally, or without the windows, gives other values."""
+    snap, path = _paths(zoo_artifact, "encoder-embeddinggemma", form)
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([[2, 5, 17, 300, 42, 42, 8, 61, 99, 3, 123, 77]], dtype=np.int64)
+    variants = {"causal": {"causal": True}, "whole": {"sliding_window": 0}}
+    cfg, _values, _out, moved = _compare(model, path, ids, 6, **variants)
+    assert not cfg.head and cfg.sliding_window == 6
+    assert moved["causal"] > 1e-2 and moved["whole"] > 1e-3
