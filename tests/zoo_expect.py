@@ -320,6 +320,8 @@ EXPECT: dict[str, E] = {
     # Nemotron-H: a Mamba-2 layer, a feed-forward layer, an attention layer, a feed-forward layer
     # (Nemotron 3: feed-forward layers of experts)
     **_both(("nemotron_h", "nemotron_h_moe"), 4, attention=1, recurrent=1, ffn=2),
+    # Falcon-H1: attention and a Mamba-2 mixer side by side in each of its 2 layers
+    **_both(("falcon_h1",), 2, attention=2, recurrent=2, ffn=2),
     # qwen35 hybrids: two recurrent (Gated DeltaNet) and two gated-attention layers each
     **{
         name: {"format": fmt, **_lm(4, recurrent=2)}

@@ -917,6 +917,33 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "clip_qkv": 0.15},
         _SMOL,
     ),
+    # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer, muP multipliers
+    # (none equal to 1, so that each one counts; llama.cpp's converter folds them)
+    "falcon_h1": (
+        "FalconH1Config",
+        "FalconH1ForCausalLM",
+        {
+            **_COMMON,
+            "head_dim": 16,
+            "mamba_d_ssm": 64,
+            "mamba_n_heads": 4,
+            "mamba_d_head": 16,
+            "mamba_n_groups": 2,
+            "mamba_d_state": 8,
+            "mamba_d_conv": 4,
+            "mamba_chunk_size": 16,
+            "attention_in_multiplier": 0.8,
+            "key_multiplier": 1.3,
+            "attention_out_multiplier": 0.7,
+            "ssm_in_multiplier": 1.2,
+            "ssm_multipliers": [0.9, 1.1, 0.8, 1.25, 0.6],
+            "ssm_out_multiplier": 0.75,
+            "mlp_multipliers": [1.4, 0.65],
+            "embedding_multiplier": 2.0,
+            "lm_head_multiplier": 0.5,
+        },
+        _SMOL,
+    ),
     # Falcon-7B: one key/value head, one LayerNorm feeding attention and the exact-GELU
     # feed-forward in parallel
     "falcon": (

@@ -86,7 +86,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import lfm2, mamba1, mamba2, qwen35
+    from nneditor.decoder import falcon_h1, lfm2, mamba1, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
 
@@ -109,6 +109,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.ARCH: mamba1.from_gguf,
             mamba1.JAMBA: mamba1.jamba_from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
+            falcon_h1.ARCH: falcon_h1.from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -135,6 +136,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.ARCH: mamba1.from_hf,
             mamba1.JAMBA: mamba1.jamba_from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
+            falcon_h1.ARCH: falcon_h1.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
@@ -161,6 +163,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
         }
         if cfg.arch == mamba2.HYBRID:
             family_needs[cfg.arch] = mamba2.hybrid_needs(cfg)
+        if cfg.arch == falcon_h1.ARCH:
+            family_needs[cfg.arch] = falcon_h1.needs(cfg)
         needs = family_needs.get(cfg.arch) or qwen35.needs(cfg)
         qwen35.check_layers(cfg, list(cfg.names), needs)
     for name in cfg.names.values():

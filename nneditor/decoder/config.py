@@ -48,6 +48,7 @@ ARCHES = (
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward
+    "falcon-h1",  # Falcon-H1: attention and a Mamba-2 mixer side by side in every layer
     "bloom",  # BLOOM, BLOOMZ: ALiBi instead of positions, an embedding LayerNorm
     "mpt",  # MPT: ALiBi, LayerNorm without bias, queries/keys/values clipped
     "olmo",  # OLMo (1): LayerNorms without weights, clipped queries/keys/values
@@ -164,6 +165,23 @@ class Mamba2:
     @property
     def head_dim(self) -> int:
         return self.d_inner // self.n_heads
+
+
+@dataclass(frozen=True)
+class Mup:
+    """Falcon-H1's multipliers as config.json states them (llama.cpp's converter folds them
+    into the GGUF's weights, whose files therefore carry none): attention's input, keys and
+    output, the Mamba-2 mixer's input, its projection's five parts (z, x, B, C, dt) and
+    output, the feed-forward's gate and down projections."""
+
+    attn_in: float = 1.0
+    key: float = 1.0
+    attn_out: float = 1.0
+    ssm_in: float = 1.0
+    ssm_parts: tuple[float, float, float, float, float] = (1.0, 1.0, 1.0, 1.0, 1.0)
+    ssm_out: float = 1.0
+    gate: float = 1.0
+    down: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -299,6 +317,8 @@ class DecoderConfig:
     mla: Mla | None = None
     #: Mamba-2 mixers' widths (decoder/mamba2.py); None: no state-space layers
     mamba2: Mamba2 | None = None
+    #: Falcon-H1 snapshots' multipliers (None: none, as in GGUFs, where they are folded)
+    mup: Mup | None = None
     #: Mamba(-1) mixers' widths (decoder/mamba1.py)
     mamba1: Mamba1 | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name

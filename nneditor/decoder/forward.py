@@ -192,7 +192,9 @@ def _block(
         x = x + a + f
         emit(f"{p}.output", x[None])
         return x
-    if cfg.mla is not None:
+    if cfg.kind(i) == "parallel_hybrid":  # Falcon-H1: attention and Mamba-2 side by side
+        a = _parallel_hybrid(w, cfg, p, h, positions, freq, local, emit)
+    elif cfg.mla is not None:
         a = mla.attention(w, cfg, p, h, positions, freq, emit)
     elif cfg.kind(i) == "recurrent":
         a = hybrid.gated_delta_net(w, cfg, p, h, emit)
@@ -228,7 +230,7 @@ def _block(
     h = x
     if w.has(f"{p}.{ffn_norm}.weight") or not cfg.norm_weights:
         h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
-        emit(f"{p}.ffn_norm", h[None])
+        emit(f"{p}.ffn_normed" if cfg.arch == "falcon-h1" else f"{p}.ffn_norm", h[None])
     f = _feed_forward(w, cfg, p, h, emit)
     emit(f"{p}.ffn_output", f[None])
     if w.has(f"{p}.post_ffw_norm.weight"):
@@ -242,6 +244,30 @@ def _block(
         x = _norm(w, cfg, f"{p}.layer_output_norm", x)
     emit(f"{p}.output", x[None])
     return x
+
+
+def _parallel_hybrid(
+    w: Weights,
+    cfg: DecoderConfig,
+    p: str,
+    h: np.ndarray,
+    positions: np.ndarray,
+    freq: np.ndarray,
+    local: bool,
+    emit: Emit,
+) -> np.ndarray:
+    """Falcon-H1's mixer: attention and Mamba-2 read the same norm; their sum joins the
+    residual (each scaled by its muP multipliers in snapshots)."""
+    mup = cfg.mup
+    h_attn = h if mup is None else (h * F32(mup.attn_in)).astype(F32)
+    a = _attention(w, cfg, p, h_attn, positions, freq, local, emit)
+    m = mamba2.mixer(w, cfg, p, h, emit)
+    if mup is not None:
+        a = (a * F32(mup.attn_out)).astype(F32)
+        m = (m * F32(mup.ssm_out)).astype(F32)
+    emit(f"{p}.attn_only", a[None])
+    emit(f"{p}.ssm_output", m[None])
+    return (a + m).astype(F32)
 
 
 def _has_feed_forward(w: Weights, p: str) -> bool:
@@ -279,6 +305,8 @@ def _attention(
         q = _linear(w, p, "attn_q", h)
         k = _linear(w, p, "attn_k", h)
         v = _linear(w, p, "attn_v", h)
+    if cfg.mup is not None and cfg.mup.key != 1.0:  # Falcon-H1 snapshots
+        k = (k * F32(cfg.mup.key)).astype(F32)
     if cfg.clip_qkv:  # MPT, OLMo: projections clamped before anything else
         c = F32(cfg.clip_qkv)
         q, k, v = np.clip(q, -c, c), np.clip(k, -c, c), np.clip(v, -c, c)
@@ -357,6 +385,10 @@ def _feed_forward(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: E
     if cfg.fused_gate_up:  # Phi-3: [gate | up] in one projection
         gate, up = np.split(up, 2, axis=-1)
         inner = act(gate) * up
+    elif cfg.mup is not None:  # Falcon-H1 snapshots: the gate and the output scaled
+        gate = (_linear(w, p, "ffn_gate", h) * F32(cfg.mup.gate)).astype(F32)
+        down = _linear(w, p, "ffn_down", act(gate) * up)
+        return (down * F32(cfg.mup.down)).astype(F32)
     else:
         inner = act(_linear(w, p, "ffn_gate", h)) * up if cfg.gated else act(up)
     del up

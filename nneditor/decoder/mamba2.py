@@ -391,7 +391,13 @@ def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> 
     seq = h.shape[0]
     inner, state, heads, groups = shape.d_inner, shape.d_state, shape.n_heads, shape.n_groups
     conv_dim = inner + 2 * groups * state
+    mup = cfg.mup
+    if mup is not None and mup.ssm_in != 1.0:  # Falcon-H1 snapshots (GGUFs fold these)
+        h = (h * F32(mup.ssm_in)).astype(F32)
     zxbcdt = w.linear(f"{p}.ssm_in.weight", h)
+    if mup is not None:
+        widths = (inner, inner, groups * state, groups * state, heads)
+        zxbcdt = (zxbcdt * np.repeat(np.array(mup.ssm_parts, F32), widths)).astype(F32)
     z, xbc, dt_in = np.split(zxbcdt, [inner, inner + conv_dim], axis=-1)
     kernel = w.get(f"{p}.ssm_conv1d.weight").reshape(conv_dim, shape.d_conv)
     conv = causal_conv(np.ascontiguousarray(xbc), kernel) + w.get(f"{p}.ssm_conv1d.bias").reshape(
@@ -413,6 +419,8 @@ def mixer(w: Weights, cfg: DecoderConfig, p: str, h: np.ndarray, emit: Emit) -> 
     d = w.get(f"{p}.ssm_d").reshape(heads).astype(F32)
     y = _scan(x, dt, a, b, c) + x * d[None, :, None]
     gated = (y.reshape(seq, inner) * ops.silu(z)).astype(F32)
+    if not w.has(f"{p}.ssm_norm.weight"):  # Falcon-H1 without mamba_rms_norm: gated only
+        return w.linear(f"{p}.ssm_out.weight", gated)
     norm = w.get(f"{p}.ssm_norm.weight").reshape(groups, inner // groups)
     normed = ops.rms_norm(gated.reshape(seq, groups, inner // groups), norm, cfg.norm_eps)
     return w.linear(f"{p}.ssm_out.weight", normed.reshape(seq, inner).astype(F32))

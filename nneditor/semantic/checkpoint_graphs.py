@@ -130,6 +130,13 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     return g, ""
 
 
+def ffn_norm_value(arch: str, block: str) -> str:
+    """The feed-forward norm's output value: ``blk.N.ffn_norm``, except in Falcon-H1, whose
+    GGUF names that norm's weight so (``blk.N.ffn_norm``, no ``.weight``): ``blk.N.ffn_normed``
+    there, in its snapshots too, so that both forms share one naming."""
+    return f"{block}.ffn_normed" if arch == "falcon-h1" else f"{block}.ffn_norm"
+
+
 def _decoder_graph(
     title: str,
     arch: str,
@@ -146,6 +153,11 @@ def _decoder_graph(
     ``token_embd.weight``) to the checkpoint's own tensor names."""
     b = _Builder(title, rows)
     b.parallel = parallel
+    if arch == "falcon-h1":  # llama.cpp names its feed-forward norm without ".weight"
+        blocks = {
+            i: {(f"{k}.weight" if k == "ffn_norm" else k): v for k, v in t.items()}
+            for i, t in blocks.items()
+        }
     if arch == "olmo":  # OLMo's LayerNorms have no weights: drawn where they apply all the same
         blocks = {
             i: {"attn_norm.weight": "", "ffn_norm.weight": "", **t} for i, t in blocks.items()
@@ -345,6 +357,8 @@ class _Builder(HybridMixers):
             a = self._gated_attention(s, t, h, heads, kv)
         elif "shortconv.in_proj.weight" in t:
             a = self._short_conv(s, t, h)
+        elif arch == "falcon-h1":
+            a = self._side_by_side(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, ha, arch, heads, kv)
         if arch in ("phi2", "command-r", "cohere2", "falcon") or (
@@ -394,7 +408,7 @@ class _Builder(HybridMixers):
                 f"{s}/ffn_norm",
                 norm_op,
                 [x],
-                f"{s}.ffn_norm",
+                ffn_norm_value(arch, s),
                 [t[norm_key], t.get(norm_key.replace("weight", "bias"), "")],
                 "norm",
                 f"Normalization: {norm_op} before the feed-forward (from tensor names).",
@@ -549,6 +563,43 @@ class _Builder(HybridMixers):
             pat,
             f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
             **attrs,
+        )
+
+    def _side_by_side(
+        self, s: str, t: dict[str, str], h: str, heads: int | None, kv: int | None
+    ) -> str:
+        """Falcon-H1: attention and a Mamba-2 mixer read the same norm; their sum is the
+        layer's mixer output."""
+        att = [n for k, n in sorted(t.items()) if k.startswith("attn_") and k != "attn_norm.weight"]
+        ssm = [n for k, n in sorted(t.items()) if k.startswith("ssm_")]
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if heads else {}
+        a = self.node(
+            f"{s}/attn",
+            "Attention",
+            [h],
+            f"{s}.attn_only",
+            att,
+            "attention",
+            f"{attention_text(heads, kv)}, beside the Mamba-2 mixer (from tensor names).",
+            **attrs,
+        )
+        m = self.node(
+            f"{s}/ssm",
+            "Mamba",
+            [h],
+            f"{s}.ssm_output",
+            ssm,
+            "recurrent",
+            "Mamba-2 state-space mixer beside attention, on the same norm (from tensor names).",
+        )
+        return self.node(
+            f"{s}/mixers",
+            "Add",
+            [a, m],
+            f"{s}.attn_output",
+            [],
+            "",
+            "Sum of the attention and Mamba-2 outputs (Falcon-H1 runs them side by side).",
         )
 
     def _rename_last(self, value: str, new: str) -> str:

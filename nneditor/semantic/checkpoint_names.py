@@ -29,6 +29,7 @@ HF_ARCH = {
     "gpt2": "gpt2",
     "gpt_bigcode": "starcoder",
     "falcon": "falcon",
+    "falcon_h1": "falcon-h1",
     "bloom": "bloom",
     "mpt": "mpt",
     "olmo": "olmo",

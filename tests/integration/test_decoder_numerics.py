@@ -46,6 +46,7 @@ FAMILIES = [
     "granite4h_moe",
     "nemotron_h",
     "nemotron_h_moe",
+    "falcon_h1",
 ]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
@@ -368,6 +369,33 @@ def test_falcon_variants_the_decoder_does_not_compute_are_refused(
     config = json.loads((snap / "config.json").read_text())
     (snap / "config.json").write_text(json.dumps({**config, **change}))
     with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match=phrase):
+        decoder_config(doc)
+
+
+@pytest.mark.realdata
+def test_falcon_h1_snapshots_apply_their_multipliers(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """The zoo's Falcon-H1 sets every muP multiplier to a value other than 1 (llama.cpp's
+    converter folds them into the GGUF, which equals transformers too): leaving them out moves
+    the logits; a Mamba-2 norm before its gate is refused by name."""
+    import dataclasses
+    import shutil
+
+    from nneditor.decoder.config import Mup
+    from nneditor.decoder.unsupported import DecoderUnsupported
+
+    snap = zoo_artifact("decoder-falcon_h1")
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        ours = run_forward(doc, cfg, IDS, lambda n, v: None)
+        plain = dataclasses.replace(cfg, mup=Mup(), embed_scale=1.0, logit_scale=1.0)
+        without = run_forward(doc, plain, IDS, lambda n, v: None)
+    assert cfg.mup is not None and cfg.mup.ssm_parts == (0.9, 1.1, 0.8, 1.25, 0.6)
+    assert _rel(without, ours) > 1e-2
+    copy = shutil.copytree(snap, tmp_path / "norm-first")
+    config = json.loads((copy / "config.json").read_text())
+    config.update(mamba_rms_norm=True, mamba_norm_before_gate=True)
+    (copy / "config.json").write_text(json.dumps(config))
+    with nneditor.open(copy) as doc, pytest.raises(DecoderUnsupported, match="before the gate"):
         decoder_config(doc)
 
 
