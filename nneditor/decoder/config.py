@@ -626,6 +626,10 @@ _TOP_KEYS = {
 }
 
 
+#: families whose query, key and value projections are one matrix (attn_qkv)
+FUSED_QKV_ARCHES = ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert")
+
+
 def check_tensors(cfg: DecoderConfig) -> None:
     """Refuse a checkpoint with a tensor the forward pass would not use, or without one it
     needs: a left-out weight would give numbers that look right and are not."""
@@ -664,8 +668,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     for i in range(cfg.n_layers):
         qkv = (
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch
-            in ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert")
+            if cfg.arch in FUSED_QKV_ARCHES
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

@@ -13,6 +13,7 @@ from typing import Any
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Mup
 from nneditor.decoder.mamba2 import gguf_shape, hf_shape, refuse_mixer_options
+from nneditor.semantic.checkpoint_names import with_weight_suffix
 
 ARCH = "falcon-h1"
 KIND = "parallel_hybrid"
@@ -31,7 +32,7 @@ def needs(cfg: DecoderConfig) -> dict[str, list[str]]:
 
 def _names(names: Mapping[str, str]) -> dict[str, str]:
     """llama.cpp names Falcon-H1's feed-forward norm ``blk.N.ffn_norm`` (no ``.weight``)."""
-    return {(f"{k}.weight" if k.endswith(".ffn_norm") else k): v for k, v in names.items()}
+    return {with_weight_suffix(k): v for k, v in names.items()}
 
 
 def _config(
@@ -87,16 +88,17 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"mamba_n_heads x mamba_d_head ({shape.n_heads} x {head}) is not mamba_d_ssm "
             f"({d_inner})"
         )
-    parts = tuple(float(v) for v in (config.get("ssm_multipliers") or [1.0] * 5))
-    gate, down = (float(v) for v in (config.get("mlp_multipliers") or [1.0, 1.0]))
-    if len(parts) != 5:
+    given = [float(v) for v in (config.get("ssm_multipliers") or [1.0] * 5)]
+    if len(given) != 5:
         raise DecoderUnsupported("ssm_multipliers must give the five parts z, x, B, C and dt")
+    z, x, b, c, dt = given
+    gate, down = (float(v) for v in (config.get("mlp_multipliers") or [1.0, 1.0]))
     mup = Mup(
         attn_in=float(config.get("attention_in_multiplier") or 1.0),
         key=float(config.get("key_multiplier") or 1.0),
         attn_out=float(config.get("attention_out_multiplier") or 1.0),
         ssm_in=float(config.get("ssm_in_multiplier") or 1.0),
-        ssm_parts=parts,  # type: ignore[arg-type]
+        ssm_parts=(z, x, b, c, dt),
         ssm_out=float(config.get("ssm_out_multiplier") or 1.0),
         gate=gate,
         down=down,

@@ -18,6 +18,7 @@ from nneditor.decoder import hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefet
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
+from nneditor.semantic.checkpoint_names import ffn_norm_value
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
@@ -230,7 +231,7 @@ def _block(
     h = x
     if w.has(f"{p}.{ffn_norm}.weight") or not cfg.norm_weights:
         h = _norm(w, cfg, f"{p}.{ffn_norm}", x)
-        emit(f"{p}.ffn_normed" if cfg.arch == "falcon-h1" else f"{p}.ffn_norm", h[None])
+        emit(ffn_norm_value(cfg.arch, p), h[None])
     f = _feed_forward(w, cfg, p, h, emit)
     emit(f"{p}.ffn_output", f[None])
     if w.has(f"{p}.post_ffw_norm.weight"):

@@ -26,6 +26,7 @@ from nneditor.model.capabilities import Capability
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
 from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
+from nneditor.semantic.checkpoint_names import ffn_norm_value, with_weight_suffix
 
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
@@ -130,13 +131,6 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     return g, ""
 
 
-def ffn_norm_value(arch: str, block: str) -> str:
-    """The feed-forward norm's output value: ``blk.N.ffn_norm``, except in Falcon-H1, whose
-    GGUF names that norm's weight so (``blk.N.ffn_norm``, no ``.weight``): ``blk.N.ffn_normed``
-    there, in its snapshots too, so that both forms share one naming."""
-    return f"{block}.ffn_normed" if arch == "falcon-h1" else f"{block}.ffn_norm"
-
-
 def _decoder_graph(
     title: str,
     arch: str,
@@ -154,10 +148,7 @@ def _decoder_graph(
     b = _Builder(title, rows)
     b.parallel = parallel
     if arch == "falcon-h1":  # llama.cpp names its feed-forward norm without ".weight"
-        blocks = {
-            i: {(f"{k}.weight" if k == "ffn_norm" else k): v for k, v in t.items()}
-            for i, t in blocks.items()
-        }
+        blocks = {i: {with_weight_suffix(k): v for k, v in t.items()} for i, t in blocks.items()}
     if arch == "olmo":  # OLMo's LayerNorms have no weights: drawn where they apply all the same
         blocks = {
             i: {"attn_norm.weight": "", "ffn_norm.weight": "", **t} for i, t in blocks.items()

@@ -123,6 +123,19 @@ def granite4_dense(config: Mapping[str, Any]) -> bool:
     return not granite4_layers(config)[1] and not int(config.get("num_local_experts") or 0)
 
 
+def with_weight_suffix(key: str) -> str:
+    """``key`` with the ``.weight`` llama.cpp leaves off Falcon-H1's feed-forward norm
+    (``blk.N.ffn_norm``, or ``ffn_norm`` within a block); other keys as they are."""
+    return f"{key}.weight" if key == "ffn_norm" or key.endswith(".ffn_norm") else key
+
+
+def ffn_norm_value(arch: str, block: str) -> str:
+    """The feed-forward norm's output value: ``blk.N.ffn_norm``, except in Falcon-H1, whose
+    GGUF names that norm's weight so (``blk.N.ffn_norm``, no ``.weight``): ``blk.N.ffn_normed``
+    there, in its snapshots too, so that both forms share one naming (graph and trace)."""
+    return f"{block}.ffn_normed" if arch == "falcon-h1" else f"{block}.ffn_norm"
+
+
 def layer_count(config: Mapping[str, Any]) -> int:
     """The number of decoder layers a config.json states (0 when it states none);
     transformers 5 writes Nemotron-H's as the length of its layers_block_type only."""

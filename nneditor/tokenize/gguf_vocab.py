@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.tokenize.base import EXACT_GGUF, TextTokenizer, TokenizerError
+from nneditor.tokenize.base import EXACT_GGUF, Encoder, TextTokenizer, TokenizerError
 from nneditor.tokenize.pretokenizers import UnknownPreTokenizer, pre_tokenizer
 from nneditor.tokenize.ugm import UgmEncoder
 
@@ -80,7 +80,7 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         except UnknownPreTokenizer as exc:
             raise TokenizerError(str(exc)) from None
         bpe = _bpe(tokens, _strings(merges_md), rules)
-        encoder: _Encoder = _Encoder(bpe, tokens, types, rstrip)
+        encoder: Encoder = _Encoder(bpe, tokens, types, rstrip)
         add_bos_default = rules.add_bos
         name = f"gguf:{metadata.get('tokenizer.ggml.pre') or 'default'}"
     elif model == "llama":
@@ -99,7 +99,7 @@ def gguf_tokenizer(metadata: Any, source: str = "") -> TextTokenizer:
         name = "gguf:gemma4"
     elif model == "t5":  # SentencePiece unigram (T5, XLM-RoBERTa: bge-m3, nomic-embed v2)
         scores = _numbers(metadata.get("tokenizer.ggml.scores"), len(tokens), 0.0)
-        encoder = UgmEncoder(tokens, scores, types, metadata)  # type: ignore[assignment]
+        encoder = UgmEncoder(tokens, scores, types, metadata)
         add_bos_default = False
         name = "gguf:t5-unigram"
     elif model == "bert":

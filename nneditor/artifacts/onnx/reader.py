@@ -33,7 +33,6 @@ from nneditor.model import capabilities as caps
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
 from nneditor.model.tensor import TensorCatalog
-from nneditor.platform.gc_pause import collector_paused
 
 FORMAT = "onnx"
 
@@ -50,8 +49,7 @@ def open_document(path: str | Path) -> Document:
         raise _located(exc, path) from None
     sources: list[ByteSource] = [source]
     try:
-        with collector_paused():
-            return _open(path, source, sources)
+        return _open(path, source, sources)
     except ArtifactError as exc:
         _close(sources)
         raise _located(exc, path) from exc
