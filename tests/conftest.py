@@ -19,6 +19,8 @@ import testdata  # noqa: E402
 import zoo  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Every `inspect` a test runs computes its report (test_report_cache.py turns the cache on).
+os.environ.setdefault("NNEDITOR_NO_REPORT_CACHE", "1")
 
 
 @functools.cache

@@ -3,14 +3,17 @@ and printing JSON."""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
 
 EXIT_USAGE = 2
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class CLIError(Exception):
@@ -30,12 +33,27 @@ def check_destination(out: str | Path) -> Path:
 
 
 def open_document(path: str) -> Document:
+    # numpy is imported here, a few calls above where a reader would first import it: run
+    # from that deeper call, CPython 3.11 stepped to and fro across the edge of its 16 KiB
+    # frame-stack chunks during numpy's import, mapping and unmapping one ~1,600 times
+    # (strace; +20 ms a command).
+    import numpy  # noqa: F401
+
     from nneditor.api import open as nn_open
 
     return nn_open(path)
 
 
-def print_json(obj: object) -> None:
-    from nneditor.cli.report import json_text
+def json_text(obj: Any) -> str:
+    """``obj`` as indented JSON that is valid and encodable whatever strings it holds.
 
+    Non-ASCII text stays readable; a lone surrogate (a JSON header may spell one as
+    ``"\\ud800"``; pickles carry them) is written as its ``\\uXXXX`` escape, which every JSON
+    parser reads back and no UTF-8 stream refuses.
+    """
+    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def print_json(obj: object) -> None:
     sys.stdout.write(json_text(obj) + "\n")

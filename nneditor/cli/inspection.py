@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-
-import numpy as np
+import time
 
 from nneditor.cli.common import CLIError, check_destination, open_document, print_json
 
@@ -17,6 +16,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("path")
     s.add_argument("--json", action="store_true", help="print one JSON object")
+    s.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="compute the report afresh instead of reusing the one kept for this unchanged file",
+    )
     s.set_defaults(func=cmd_inspect)
 
     s = sub.add_parser("tensors", help="list every stored tensor")
@@ -39,13 +43,26 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from nneditor.cli.report import inspect_report, inspect_text
+    import json
 
-    with open_document(args.path) as doc:
-        if args.json:
-            print_json(inspect_report(doc))
-        else:
-            print(inspect_text(doc))
+    from nneditor.cli import report_cache
+    from nneditor.cli.common import json_text
+    from nneditor.cli.report import report_text
+
+    report = None if args.no_cache else report_cache.lookup(args.path)
+    if report is None:
+        from nneditor.cli.report import inspect_report
+
+        start = time.perf_counter()
+        with open_document(args.path) as doc:
+            # the report as its JSON reads back, whether computed now or kept from before
+            report = json.loads(json_text(inspect_report(doc)))
+            files = [doc.path, *(s.path for s in doc.sources if hasattr(s, "path"))]
+        report_cache.store(args.path, files, report, time.perf_counter() - start)
+    if args.json:
+        print_json(report)
+    else:
+        print(report_text(report))
     return 0
 
 
@@ -75,6 +92,8 @@ def cmd_tensor(args: argparse.Namespace) -> int:
         ref = doc.tensors[args.name]
         arr = npy_compatible(ref.read(args.slice) if args.slice else ref.read())
     tmp = out.with_name(out.name + ".part")
+    import numpy as np
+
     with open(tmp, "wb") as fh:
         np.save(fh, arr, allow_pickle=False)
     os.replace(tmp, out)

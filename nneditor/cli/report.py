@@ -8,26 +8,16 @@ graph_unavailable_reason, capabilities{action:{available,reason}}``.
 from __future__ import annotations
 
 import json
-import re
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from nneditor.cli.common import json_text
 
-from nneditor.model.document import Document, summarise
-from nneditor.model.graph import Graph
+if TYPE_CHECKING:  # numpy and the model types load only when a report is computed
+    import numpy as np
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def json_text(obj: Any) -> str:
-    """``obj`` as indented JSON that is valid and encodable whatever strings it holds.
-
-    Non-ASCII text stays readable; a lone surrogate (a JSON header may spell one as
-    ``"\\ud800"``; pickles carry them) is written as its ``\\uXXXX`` escape, which every JSON
-    parser reads back and no UTF-8 stream refuses.
-    """
-    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False, default=str)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    from nneditor.model.document import Document
+    from nneditor.model.graph import Graph
 
 
 def graph_summary(graph: Graph) -> dict[str, Any]:
@@ -43,6 +33,8 @@ def graph_summary(graph: Graph) -> dict[str, Any]:
 
 
 def inspect_report(doc: Document, with_hierarchy: bool = True) -> dict[str, Any]:
+    from nneditor.model.document import summarise
+
     report: dict[str, Any] = {
         "path": str(doc.path),
         "format": doc.format,
@@ -94,10 +86,14 @@ def _shape_text(shape: Any) -> str:
 
 
 def inspect_text(doc: Document) -> str:
-    r = inspect_report(doc)
+    return report_text(json.loads(json_text(inspect_report(doc))))
+
+
+def report_text(r: dict[str, Any]) -> str:
+    """The readable summary of an inspect report (as its JSON text reads back)."""
     fv = str(r["format_version"])
     version = (f" v{fv}" if fv[:1].isdigit() else f" {fv}") if fv else ""
-    lines = [f"{doc.path.name}: {r['format']}{version}, {human_size(r['size_bytes'])}"]
+    lines = [f"{Path(r['path']).name}: {r['format']}{version}, {human_size(r['size_bytes'])}"]
     g = r["graph"]
     if g:
         opsets = ", ".join(f"{d} {v}" for d, v in g["opsets"].items()) or "none"
@@ -156,6 +152,8 @@ def _meta_text(v: Any) -> str:
 def npy_compatible(arr: np.ndarray) -> np.ndarray:
     """Values in a dtype plain numpy can save and load (ml_dtypes floats widen to float32,
     sub-byte ints to int8/uint8, strings to unicode)."""
+    import numpy as np
+
     dt = arr.dtype
     if dt.kind == "O":
         return np.array(
