@@ -12,8 +12,10 @@ code, so a report computed once is kept and given back while both are unchanged:
 - a file modified within the last :data:`RACY_S` seconds is not cached, as git treats a
   "racily clean" index entry: a same-size rewrite inside the file system's time granularity
   would otherwise keep an old report;
-- only reports that took at least :data:`MIN_SECONDS` to compute, of a regular file, without
-  notes (notes mean something partial, such as a missing external file) are kept;
+- only reports of ONNX models (a regular file) that took at least :data:`MIN_SECONDS` to
+  compute, without notes (notes mean something partial, such as a missing external file), are
+  kept: other formats open in a blink, and their trace capability depends on the installed
+  tracer plugins, which the key does not cover;
 - ``nneditor inspect --no-cache`` computes afresh (and refreshes the entry);
   ``NNEDITOR_NO_REPORT_CACHE=1`` turns the cache off. The folder keeps at most
   :data:`MAX_ENTRIES` entries, the least recently written go first.
@@ -113,6 +115,8 @@ def store(path: str, files: Sequence[Path | None], report: dict[str, Any], secon
     """Keep ``report`` (computed in ``seconds`` from ``path`` and ``files``) when it is worth
     keeping and its files are settled; True when it was written."""
     if not enabled() or seconds < MIN_SECONDS or report.get("notes"):
+        return False
+    if report.get("format") != "onnx":
         return False
     try:
         model = Path(path).resolve()

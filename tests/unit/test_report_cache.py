@@ -114,15 +114,20 @@ def test_a_changed_external_data_file_is_a_miss(cache, capsys):
     assert report_cache.lookup(str(path)) is None
 
 
-def test_reports_with_notes_and_switched_off_caches_are_not_kept(cache, capsys, monkeypatch):
+def test_only_onnx_reports_without_notes_are_kept_and_only_when_switched_on(
+    cache, capsys, monkeypatch
+):
     path = _model(cache)
-    assert not report_cache.store(str(path), [path], {"notes": ["partial"]}, 1.0)
+    assert not report_cache.store(str(path), [path], {"format": "onnx", "notes": ["x"]}, 1.0)
+    assert not report_cache.store(str(path), [path], {"format": "gguf"}, 1.0)
     monkeypatch.setenv("NNEDITOR_NO_REPORT_CACHE", "1")
     assert not report_cache.store(str(path), [path], {"format": "onnx"}, 1.0)
     _inspect(capsys, str(path), "--json")
     assert report_cache.lookup(str(path)) is None
     monkeypatch.delenv("NNEDITOR_NO_REPORT_CACHE")
     assert report_cache.lookup(str(path)) is None
+    assert report_cache.store(str(path), [path], {"format": "onnx"}, 1.0)
+    assert report_cache.lookup(str(path)) == {"format": "onnx"}
 
 
 def test_a_damaged_entry_is_a_miss_and_is_replaced(cache, capsys):
