@@ -55,7 +55,12 @@ VOCABS = [
 
 #: pre-tokenizers llama.cpp ships no vocabulary for, applied to llama-bpe's vocabulary renamed
 #: (tools/gguf_pre.py): "llama-bpe+tekken" and so on
-PRE_VARIANTS = ("tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez", "deepseek-v3")
+PRE_VARIANTS = (
+    "tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez", "deepseek-v3",
+    "glm4", "jais-2", "viking", "spark2_5", "youtu", "ufakzeka", "bailingmoe", "laguna",
+    "exaone-moe", "minicpm5", "granite-embed-multi-97m", "chameleon", "minimax-m2",
+    "minerva-7b", "grok-2", "roberta-bpe", "tiny_aya", "superbpe",
+)  # fmt: skip
 
 
 def variant_file(folder: Path, name: str, dest: Path) -> Path:

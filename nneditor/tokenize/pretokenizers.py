@@ -62,6 +62,69 @@ _DEEPSEEK_V3 = (
     "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
 )
 
+# Regular expressions of the rarer families, as llama.cpp (src/llama-vocab.cpp) writes them
+_JAIS2 = (
+    _CONTRACTIONS
+    + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
+    + "".join(rf"|\s{{{n}}}(?!\S)" for n in (512, 256, 128, 64, 32, 16, 8, 4))
+    + r"|\s{1,2}(?!\S)|\s{1}"
+)
+_BLOOM = " ?[^(\\s|.,!?…。，、।۔،)]+"
+_SPARK2_5 = (
+    "\\p{N}{1,3}",
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+",
+    "\\p{N}",
+)
+_UP_LETTERS = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
+_LOW_LETTERS = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_YOUTU = (
+    "[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
+    rf"[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}*{_LOW_LETTERS}+{_CONTRACTIONS}?"
+    rf"|[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}+{_LOW_LETTERS}*{_CONTRACTIONS}?"
+    r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+)
+_UFAKZEKA = r"[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_BAILINGMOE = (
+    r"'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"
+)
+_EXAONE_MOE = (
+    _CONTRACTIONS
+    + r"|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?"
+    + r"|\s*[\r\n]|\s+(?!\S)|\s+"
+)
+_MINICPM5 = (
+    r"\p{N}{1,3}",
+    _CONTRACTIONS
+    + r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+)
+_UPPER_M = r"((?=[\p{L}\p{M}])([^a-z]))"
+_LOWER_M = r"((?=[\p{L}\p{M}])([^A-Z]))"
+_GRANITE_EMB_MULTI = (
+    rf"[^\r\n\p{{L}}\p{{N}}]?{_UPPER_M}*{_LOWER_M}+{_CONTRACTIONS}?"
+    rf"|[^\r\n\p{{L}}\p{{N}}]?{_UPPER_M}+{_LOWER_M}*{_CONTRACTIONS}?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# llama.cpp runs these two through std::regex (ECMAScript): \d is [0-9] and \b an ASCII word
+# boundary there ("1314151天" splits as 1 314 151), where Oniguruma's are Unicode-wide
+_ASCII_WORD_END = "(?![0-9A-Za-z_])"
+_TINY_AYA = (
+    rf"[0-9]{{1,3}}(?=(?:[0-9]{{3}})*{_ASCII_WORD_END})",
+    rf"[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}*{_LOW_LETTERS}+{_CONTRACTIONS}?"
+    rf"|[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}+{_LOW_LETTERS}*{_CONTRACTIONS}?"
+    r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+)
+_SUPERBPE = (r"\p{N}+", r"(?=([0-9]{3})+(?![0-9]))")
+_CHAMELEON = (
+    "<sentinel:[0-9]+>",
+    "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+    "([\\t\\n]|    |  )",
+    "\\p{N}",
+    "[\\p{P}!-/:-@\\[-`{-~]",
+    _GPT2,
+)
+
 
 @dataclass(frozen=True)
 class PreTokenizer:
@@ -79,11 +142,12 @@ _FAMILIES = {
     "llama3": PreTokenizer("llama3", (_LLAMA3,), ignore_merges=True, add_bos=True),
     "dbrx": PreTokenizer("dbrx", (_LLAMA3,)),
     "chatglm4": PreTokenizer("chatglm4", (_LLAMA3,)),
+    "glm4": PreTokenizer("glm4", (_LLAMA3,), ignore_merges=True),
     "gpt2": PreTokenizer("gpt2", (_GPT2,)),
     "starcoder": PreTokenizer("starcoder", (r"\p{N}", _GPT2)),
     "falcon": PreTokenizer("falcon", (r"[\p{P}\$\+<=>\^~\|`]+", _GPT2, "[0-9][0-9][0-9]")),
     # BLOOM, Poro, GPT-3 Finnish: a piece runs to the next space or punctuation mark
-    "bloom": PreTokenizer("bloom", (" ?[^(\\s|.,!?…。，、।۔،)]+",)),
+    "bloom": PreTokenizer("bloom", (_BLOOM,)),
     "qwen2": PreTokenizer("qwen2", (_QWEN2,)),
     "qwen35": PreTokenizer("qwen35", (_QWEN35,)),
     "tekken": PreTokenizer("tekken", (_TEKKEN,), ignore_merges=True, add_bos=True),
@@ -91,6 +155,21 @@ _FAMILIES = {
     "seed-coder": PreTokenizer("seed-coder", (_SEED_CODER,)),
     "deepseek-llm": PreTokenizer("deepseek-llm", _DEEPSEEK_LLM),
     "deepseek-v3": PreTokenizer("deepseek-v3", _DEEPSEEK_V3),
+    "jais-2": PreTokenizer("jais-2", (_JAIS2,)),
+    "viking": PreTokenizer("viking", (_BLOOM, r"\p{N}")),
+    "spark2_5": PreTokenizer("spark2_5", _SPARK2_5),
+    "youtu": PreTokenizer("youtu", _YOUTU, ignore_merges=True),
+    "ufakzeka": PreTokenizer("ufakzeka", (_UFAKZEKA,)),
+    "bailingmoe": PreTokenizer("bailingmoe", (_BAILINGMOE,)),
+    "laguna": PreTokenizer("laguna", ("[^\n]+|[\n]+", _QWEN2)),
+    "exaone-moe": PreTokenizer("exaone-moe", (_EXAONE_MOE,)),
+    "minicpm5": PreTokenizer("minicpm5", _MINICPM5, ignore_merges=True),
+    "granite-embed-multi-97m": PreTokenizer(
+        "granite-embed-multi-97m", (_GRANITE_EMB_MULTI,), ignore_merges=True
+    ),
+    "chameleon": PreTokenizer("chameleon", _CHAMELEON, add_bos=True),
+    "tiny_aya": PreTokenizer("tiny_aya", _TINY_AYA),
+    "superbpe": PreTokenizer("superbpe", _SUPERBPE),
     "deepseek-coder": PreTokenizer(
         "deepseek-coder",
         ("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"),
@@ -113,20 +192,83 @@ _NAMES = {
         )
     },
     **{n: "dbrx" for n in ("dbrx", "smaug-bpe")},
-    **{n: "chatglm4" for n in ("chatglm-bpe", "glm4")},  # llama-vocab.cpp: one type, CHATGLM4
+    # llama-vocab.cpp: one type, CHATGLM4; GLM-4 and GLM-5 also ignore merges
+    "chatglm-bpe": "chatglm4",
+    **{n: "glm4" for n in ("glm4", "glm5")},
     **{
         n: "gpt2"
-        for n in ("gpt-2", "phi-2", "mpt", "olmo", "jais", "trillion", "gigachat", "exaone4")
-    },
+        for n in (
+            "gpt-2",
+            "phi-2",
+            "mpt",
+            "olmo",
+            "jais",
+            "trillion",
+            "gigachat",
+            "exaone4",
+            "jina-es",
+            "jina-de",
+            "jina-v2-es",
+            "jina-v2-de",
+            "a.x-4.0",
+            "mellum",
+            "modern-bert",
+            "granite-docling",
+            # llama.cpp also sets add_sep for these three, which its BPE tokenizer never reads
+            "jina-v1-en",
+            "jina-v2-code",
+            "roberta-bpe",
+        )
+    },  # fmt: skip
     **{
         n: "starcoder"
-        for n in ("starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva")
+        for n in (
+            "starcoder",
+            "refact",
+            "command-r",
+            "smollm",
+            "codeshell",
+            "exaone",
+            "minerva-7b",
+            "mellum2",
+        )  # fmt: skip
     },
     "falcon": "falcon",
     **{n: "bloom" for n in ("bloom", "poro-chat", "gpt3-finnish")},
-    **{n: "qwen2" for n in ("qwen2", "deepseek-r1-qwen", "stablelm2", "hunyuan", "megrez")},
+    **{
+        n: "qwen2"
+        for n in (
+            "qwen2",
+            "deepseek-r1-qwen",
+            "stablelm2",
+            "hunyuan",
+            "megrez",
+            "kormo",
+            "f2llmv2",
+            "solar-open",
+            "grok-2",  # Grok 2's expression is Qwen2's, written out again
+        )
+    },  # fmt: skip
     "tekken": "tekken",
-    **{n: "gpt-4o" for n in ("gpt-4o", "llama4", "kanana2", "talkie")},
+    **{n: "gpt-4o" for n in ("gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2")},
+    **{
+        n: n
+        for n in (
+            "jais-2",
+            "viking",
+            "spark2_5",
+            "youtu",
+            "ufakzeka",
+            "laguna",
+            "exaone-moe",
+            "minicpm5",
+            "granite-embed-multi-97m",
+            "chameleon",
+        )
+    },  # fmt: skip
+    **{n: "bailingmoe" for n in ("bailingmoe", "bailingmoe2", "llada-moe")},
+    **{n: "tiny_aya" for n in ("tiny_aya", "cohere2moe")},
+    "superbpe": "superbpe",
     "seed-coder": "seed-coder",
     "deepseek-llm": "deepseek-llm",
     **{n: "deepseek-v3" for n in ("deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4")},

@@ -149,9 +149,12 @@ def test_multilingual_ids_equal_llama_cpp(realdata, vocab: str, special: bool, t
 def test_pre_tokenizers_without_a_llama_cpp_vocabulary_equal_llama_cpp(
     realdata, pre: str, tmp_path
 ) -> None:  # noqa: ANN001
-    """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4, megrez, deepseek-v3: llama.cpp
-    ships no vocabulary naming them, so llama-bpe's vocabulary renamed to each was tokenized
-    by llama-cpp-python 0.3.36 on llama.cpp's own 47 test texts (tools/llama_cpp_refs.py)."""
+    """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4, megrez,
+    deepseek-v3, GLM-4's (merges ignored), Jais 2, Viking, Spark 2.5, Youtu, BailingMoE,
+    Laguna, EXAONE-MoE, MiniCPM 5, Granite multilingual embeddings, Chameleon, MiniMax-M2,
+    Minerva, Grok 2, RoBERTa BPE, Tiny Aya (ASCII digit groups), SuperBPE: llama.cpp ships no
+    vocabulary naming them, so llama-bpe's vocabulary renamed to each was tokenized by
+    llama-cpp-python 0.3.36 on llama.cpp's own 47 test texts (tools/llama_cpp_refs.py)."""
     folder = realdata("llama.cpp-vocab")
     tok = load_tokenizer(variant_file(folder, f"llama-bpe+{pre}", tmp_path))
     want = _refs()["vocabs"][f"llama-bpe+{pre}"]["inp"]
