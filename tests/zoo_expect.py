@@ -37,13 +37,14 @@ def _lm(blocks: int, **extra: Any) -> E:
 
 
 #: dense decoder families, each a snapshot and its llama.cpp conversion (gemma3: 7 blocks,
-#: smollm3: 4, the others 2)
+#: gemma4: 6, smollm3: 4, the others 2)
 DENSE_DECODERS = (
     "llama",
     "llama3-rope",
     "qwen2",
     "qwen3",
     "gemma3",
+    "gemma4",
     "gemma",
     "smollm3",
     "ernie4_5",
@@ -184,7 +185,7 @@ EXPECT: dict[str, E] = {
     **{
         f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
-            **_lm({"gemma3": 7, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)),
+            **_lm({"gemma3": 7, "gemma4": 6, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)),
         }
         for family in DENSE_DECODERS
         for suffix in ("", ".gguf")

@@ -4,8 +4,8 @@ own ``convert_hf_to_gguf.py`` (from the llama-cpp-python source archive, see tes
 
 Weights are random (seeded) with perturbed norms and biases, so every weight matters. The
 tokenizer is a real one rebuilt from a GGUF vocabulary (SmolLM2's; Qwen2's for qwen2, whose
-transformers tokenizer class re-derives its pre-tokenizer), because llama.cpp's converter only
-accepts tokenizers it recognises.
+transformers tokenizer class re-derives its pre-tokenizer; Gemma 4's, cut to 16384 tokens, for
+gemma4), because llama.cpp's converter only accepts tokenizers it recognises.
 
 Registered into zoo_generated's table by :func:`register`.
 """
@@ -153,6 +153,50 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "sliding_window": 4,
         },
         _SMOL,
+    ),
+    # Gemma 4's text decoder, every feature of its releases at once: sliding layers (head 16,
+    # 2 key/value heads, RoPE over the whole head, window 4) and full layers (head 32, one
+    # key/value head whose keys are also its values, proportional RoPE rotating a quarter), the
+    # last two layers reusing the key/value states of the last earlier layer of their kind, with
+    # double-wide feed-forwards there (E2B/E4B); per-layer embeddings (8 features per layer), a
+    # learned scalar per layer, logits soft-capped at 30 (the tied head is scaled up so that the
+    # cap bends). Its tokenizer is Gemma 4's own, cut to 16384 tokens (see _CUT_VOCAB)
+    "gemma4": (
+        "Gemma4TextConfig",
+        "Gemma4ForCausalLM",
+        {
+            "hidden_size": 64,
+            "intermediate_size": 64,
+            "num_hidden_layers": 6,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "global_head_dim": 32,
+            "num_global_key_value_heads": 1,
+            "attention_k_eq_v": True,
+            "layer_types": [
+                *("sliding_attention", "sliding_attention", "full_attention"),
+                *("sliding_attention", "sliding_attention", "full_attention"),
+            ],
+            "sliding_window": 4,
+            "num_kv_shared_layers": 2,
+            "use_double_wide_mlp": True,
+            "hidden_size_per_layer_input": 8,  # for every token (see _snapshot)
+            "final_logit_softcapping": 30.0,
+            "rope_parameters": {
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {
+                    "rope_type": "proportional",
+                    "partial_rotary_factor": 0.25,
+                    "rope_theta": 1000000.0,
+                },
+            },
+            "hidden_activation": "gelu_pytorch_tanh",
+            "tie_word_embeddings": True,
+            "enable_moe_block": False,
+            "max_position_embeddings": 128,
+        },
+        "llama.cpp-vocab/ggml-vocab-gemma-4.gguf",
     ),
     "qwen35": (
         "Qwen3_5TextConfig",
@@ -982,9 +1026,84 @@ def _tokenizer(source: str) -> Any:
     return fast, tok.vocab_size
 
 
+#: families whose tokenizer is the source's cut to this many tokens: Gemma 4's 262144 would make
+#: the tiny model's embeddings (and its per-layer ones) hundreds of times its other weights
+_CUT_VOCAB = {"gemma4": 16384}
+
+
+def _cut_tokenizer(source: str, size: int) -> Any:
+    """The source GGUF's BPE vocabulary cut to ``size`` tokens, as a ``tokenizers`` pipeline
+    unchanged: every token before the first merged one (Gemma 4's control and reserved tokens,
+    newline and space runs, the 256 byte tokens) at its own id, its other control tokens, the
+    printable ASCII characters, then the most frequent merged tokens (the lowest ids) with the
+    parts each is merged from, renumbered in their original order; the merges of kept tokens
+    only. Returns (transformers tokenizer, vocabulary size)."""
+    import transformers as tf
+    from testdata import ensure
+    from tokenizers import Tokenizer
+
+    first, _, rest = source.partition("/")
+    from nneditor.tokenize import load_tokenizer
+
+    tok = load_tokenizer(ensure(first) / rest)
+    spec = json.loads(tok.encoder.plain.to_str())  # type: ignore[attr-defined]
+    vocab: dict[str, int] = spec["model"]["vocab"]
+    pieces = sorted(vocab, key=vocab.__getitem__)
+    made_by: dict[str, tuple[str, str]] = {}  # each token's first (lowest-rank) merge
+    for a, b in spec["model"]["merges"]:
+        made_by.setdefault(a + b, (a, b))
+    head = vocab["<0xFF>"] + 1
+    keep = set(pieces[:head]) | {pieces[i] for i in tok.special_ids}
+    keep |= {c for c in ("▁", *map(chr, range(0x21, 0x7F))) if c in vocab}
+
+    def needs(piece: str) -> set[str]:  # the token and what it is merged from, not yet kept
+        out: set[str] = set()
+        stack = [piece]
+        while stack:
+            p = stack.pop()
+            if p not in keep and p not in out:
+                out.add(p)
+                stack.extend(made_by.get(p, ()))
+        return out
+
+    for piece in pieces[:head]:  # the newline and space runs' parts
+        for part in made_by.get(piece, ()):
+            keep |= needs(part)
+    for piece in pieces[head:]:
+        if len(keep) >= size:
+            break
+        new = needs(piece)
+        if len(keep) + len(new) <= size:
+            keep |= new
+    ids = {p: i for i, p in enumerate(sorted(keep, key=vocab.__getitem__))}
+    assert all(ids[p] == vocab[p] for p in pieces[:head])
+    spec["model"]["vocab"] = ids
+    spec["model"]["merges"] = [
+        [a, b] for a, b in spec["model"]["merges"] if a in ids and b in ids and a + b in ids
+    ]
+    for added in spec["added_tokens"]:
+        added["id"] = ids[added["content"]]
+    piece = tok.encoder.piece  # type: ignore[attr-defined]
+    named = {"bos_token": piece(tok.bos_id), "eos_token": piece(tok.eos_id)}
+    named |= {"pad_token": "<pad>", "unk_token": "<unk>", "mask_token": "<mask>"}
+    fast = tf.PreTrainedTokenizerFast(  # the control tokens special, as llama.cpp types them
+        tokenizer_object=Tokenizer.from_str(json.dumps(spec)),
+        add_bos_token=True,  # as Gemma's tokenizer.json (and llama.cpp) prefix <bos>
+        **named,
+        additional_special_tokens=[
+            piece(i) for i in sorted(tok.special_ids) if piece(i) not in named.values()
+        ],
+    )
+    return fast, len(ids)
+
+
 #: weights scaled up so that values reach a family's clamps (gpt-oss clamps its experts' gate
 #: at 7 and up to ±7; random weights stay far below that)
-_SCALED: dict[str, dict[str, float]] = {"gpt_oss": {"mlp.experts.gate_up_proj": 60.0}}
+_SCALED: dict[str, dict[str, float]] = {
+    "gpt_oss": {"mlp.experts.gate_up_proj": 60.0},
+    # Gemma 4's tied head: logits of tens, which its soft-cap of 30 bends (embeddings of std 1)
+    "gemma4": {"model.embed_tokens.weight": 50.0},
+}
 
 
 def _snapshot(family: str, path: Path) -> None:
@@ -992,10 +1111,17 @@ def _snapshot(family: str, path: Path) -> None:
     import transformers as tf
 
     config_cls, model_cls, kwargs, source = FAMILIES[family]
-    fast, vocab = (None, 49152) if source == "sentencepiece" else _tokenizer(source)
+    if source == "sentencepiece":
+        fast, vocab = None, 49152
+    elif family in _CUT_VOCAB:
+        fast, vocab = _cut_tokenizer(source, _CUT_VOCAB[family])
+    else:
+        fast, vocab = _tokenizer(source)
     if fast is not None and family in _SPECIAL_TOKENS:  # what the family's converter looks up
         fast.add_special_tokens({"additional_special_tokens": _SPECIAL_TOKENS[family]})
         vocab = len(fast)
+    if "hidden_size_per_layer_input" in kwargs:  # Gemma 4's per-layer embeddings: every token
+        kwargs = {**kwargs, "vocab_size_per_layer_input": vocab}
     config = getattr(tf, config_cls)(vocab_size=vocab, **kwargs)
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(config).eval()
@@ -1009,6 +1135,8 @@ def _snapshot(family: str, path: Path) -> None:
         for name, b in model.named_buffers():  # an expert-selection bias (GLM-4.5, LFM2-MoE)
             if name.endswith(("e_score_correction_bias", "expert_bias")):  # must matter
                 b.add_(torch.randn_like(b) * 0.1)
+            if name.endswith("layer_scalar"):  # Gemma 4's per-layer output scale (ones)
+                b.uniform_(0.5, 1.5)
     model.save_pretrained(str(path))
     if fast is None:
         (path / "tokenizer.model").write_bytes(_spm_model())

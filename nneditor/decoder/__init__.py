@@ -86,7 +86,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import falcon_h1, lfm2, mamba1, mamba2, qwen35
+    from nneditor.decoder import falcon_h1, gemma4, lfm2, mamba1, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
 
@@ -110,6 +110,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.JAMBA: mamba1.jamba_from_gguf,
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
             falcon_h1.ARCH: falcon_h1.from_gguf,
+            gemma4.ARCH: gemma4.from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -137,6 +138,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba1.JAMBA: mamba1.jamba_from_hf,
             mamba2.HYBRID: mamba2.hybrid_from_hf,
             falcon_h1.ARCH: falcon_h1.from_hf,
+            gemma4.ARCH: gemma4.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
@@ -149,7 +151,9 @@ def decoder_config(doc: Document) -> DecoderConfig:
             f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"
         )
     check_tensors(cfg)
-    if cfg.arch == mamba1.JAMBA:
+    if cfg.gemma4 is not None:
+        gemma4.check_layers(cfg)
+    elif cfg.arch == mamba1.JAMBA:
         mamba1.check_jamba_layers(cfg)
     elif cfg.arch == lfm2.ARCH_MOE:
         lfm2.check_moe_layers(cfg)

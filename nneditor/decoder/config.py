@@ -35,6 +35,7 @@ ARCHES = (
     "qwen2",
     "qwen3",
     "gemma3",
+    "gemma4",  # Gemma 4 (dense): per-layer embeddings, shared keys/values (gemma4.py)
     "gemma-embedding",  # EmbeddingGemma: Gemma 3's blocks attending both ways, no head
     "gemma2",
     "gemma",
@@ -239,6 +240,25 @@ class Mla:
 
 
 @dataclass(frozen=True)
+class Gemma4:
+    """What Gemma 4 adds to Gemma 3's blocks (decoder/gemma4.py). Full-attention layers have
+    their own head width and key/value heads, and may read their values from the key
+    projection (no attn_v); they rotate the first ``rope_fraction_full`` of each head with
+    frequencies over the whole head width ("proportional" RoPE; GGUFs state it as
+    rope_freqs factors). Layers from ``first_shared`` on compute no keys or values: each reuses
+    those of the last earlier layer of its kind. ``ple``: the width of each layer's slice of
+    the per-layer embeddings (0: none)."""
+
+    head_dim_full: int
+    kv_heads_full: int
+    first_shared: int
+    ple: int
+    rope_fraction_full: float = 1.0
+    #: the sliding layers' rotated width (their whole head unless partial)
+    rope_dim_local: int = 0
+
+
+@dataclass(frozen=True)
 class DecoderConfig:
     arch: str  # one of ARCHES
     source: str  # gguf | huggingface
@@ -321,6 +341,8 @@ class DecoderConfig:
     mup: Mup | None = None
     #: Mamba(-1) mixers' widths (decoder/mamba1.py)
     mamba1: Mamba1 | None = None
+    #: Gemma 4's per-kind attention shapes and extra streams (decoder/gemma4.py)
+    gemma4: Gemma4 | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -372,6 +394,14 @@ class DecoderConfig:
             bits.append(f"the text model of a {self.text_of} file: text prompts only, no images")
         if self.moe is not None:
             bits.append(f"{self.moe.n_used} of {self.moe.n_experts} experts per token")
+        if self.gemma4 is not None:
+            g = self.gemma4
+            bits.append(f"full-attention heads of {g.head_dim_full} ({g.kv_heads_full} key-value)")
+            if g.first_shared < self.n_layers:
+                shared = self.n_layers - g.first_shared
+                bits.append(f"the last {shared} layers reuse earlier keys and values")
+            if g.ple:
+                bits.append(f"per-layer embeddings of {g.ple}")
         if not self.causal:
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("bidirectional attention, ends at the last hidden state (no pooling)")
@@ -609,6 +639,11 @@ _BLOCK_KEYS = {
     "ssm_c_norm.weight",
     # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
     *(f"ffn_act.{part}" for part in XIELU_PARTS),
+    # Gemma 4: the per-layer embedding's gate, projection and norm; the layer's output scale
+    "inp_gate.weight",
+    "proj.weight",
+    "post_norm.weight",
+    "layer_output_scale.weight",
 }
 _TOP_KEYS = {
     "token_embd.weight",
@@ -623,6 +658,10 @@ _TOP_KEYS = {
     "token_types.weight",  # BERT: segment embeddings (row 0) and the embedding LayerNorm
     "token_embd_norm.weight",
     "token_embd_norm.bias",
+    # Gemma 4's per-layer embeddings: a table, a projection of the embedding, its norm
+    "per_layer_token_embd.weight",
+    "per_layer_model_proj.weight",
+    "per_layer_proj_norm.weight",
 }
 
 
@@ -662,7 +701,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
             f"this {cfg.arch} checkpoint is a mixture of experts but states no expert count; "
             "the NumPy decoder cannot route its tokens"
         )
-    if cfg.layer_kinds:  # hybrid stacks check their layers by kind (qwen35.check_layers)
+    if cfg.layer_kinds or cfg.gemma4 is not None:  # checked by their modules (qwen35, gemma4)
         return
     need = []
     for i in range(cfg.n_layers):

@@ -62,8 +62,8 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     hidden = int(num("embedding_length"))
     heads = _first(num("attention.head_count"))
     kv_counts = metadata.get(f"{arch}.attention.head_count_kv", heads)
-    if arch in ("lfm2", "lfm2moe"):  # LFM2: 0 on its convolution layers
-        kv = 0
+    if arch in ("lfm2", "lfm2moe", "gemma4"):  # LFM2: 0 on its convolution layers; Gemma 4:
+        kv = 0  # one count per kind of layer (gemma4.from_gguf)
     elif arch in ("granitehybrid", "nemotron_h", "nemotron_h_moe", "jamba"):  # 0: not attention
         kv = max(int(v) for v in getattr(kv_counts, "tolist", lambda: kv_counts)())
     else:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
+from nneditor.decoder import gemma4, hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -106,8 +106,10 @@ def _forward(
     if prefetch.suits(seq, w.matrices(0)):  # decode on a second core (see prefetch.py)
         w.start_read_ahead()
         w.read_ahead(0)
+    if cfg.gemma4 is not None:  # its own kinds of layers and streams (gemma4.py)
+        x = _gemma4_layers(w, cfg, ids, x, positions, emit, step)
     freq_full = freq_local = np.zeros(0, F32)
-    if cfg.rope != "none":
+    if cfg.rope != "none" and cfg.gemma4 is None:
         dim = cfg.rope_dim or cfg.head_dim
         freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
         freq_local = (
@@ -115,7 +117,7 @@ def _forward(
             if cfg.rope_theta_local
             else freq_full
         )
-    for i in range(cfg.n_layers):
+    for i in range(cfg.n_layers if cfg.gemma4 is None else 0):
         local = cfg.is_local(i)
         freq = freq_local if local else freq_full
         if cfg.is_nope(i):  # SmolLM3's NoPE layers attend without positions
@@ -153,6 +155,28 @@ def _forward(
     emit("result_output", logits[None])
     step()
     return logits[None]
+
+
+def _gemma4_layers(
+    w: Weights,
+    cfg: DecoderConfig,
+    ids: np.ndarray,
+    x: np.ndarray,
+    positions: np.ndarray,
+    emit: Emit,
+    step: Callable[[], None],
+) -> np.ndarray:
+    """Gemma 4's layers: per-layer embeddings computed once, keys and values kept for the
+    layers that share them."""
+    ple = gemma4.per_layer_inputs(w, cfg, ids, x, emit)
+    freqs = gemma4.frequencies(w, cfg)
+    shared: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+    for i in range(cfg.n_layers):
+        w.read_ahead(i + 1)
+        x = gemma4.block(w, cfg, i, x, positions, freqs, shared, ple, emit)
+        w.done_with(i)
+        step()
+    return x
 
 
 def _norm(w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import Any
 from nneditor.model.capabilities import Capability
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
+from nneditor.semantic.checkpoint_gemma4 import Gemma4Parts, full_layers, producers
 from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
 from nneditor.semantic.checkpoint_names import ffn_norm_value, with_weight_suffix
 
@@ -158,8 +159,16 @@ def _decoder_graph(
         top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
         del top["token_embd_norm.weight"]
     x = b.embedding(top, arch)
-    for i in sorted(blocks):
-        x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
+    if arch == "gemma4":
+        ple = b.gemma4_inputs(top, x)
+        shared, full = producers(blocks, b.rows), full_layers(blocks, b.rows)
+        factors = top.get("rope_freqs.weight", "")
+        for i in sorted(blocks):
+            rope = factors if i in full else ""
+            x = b.gemma4_block(i, blocks[i], x, heads, shared.get(i), ple, rope)
+    else:
+        for i in sorted(blocks):
+            x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
     b.head(top, x, arch)
     g = b.finish()
     g.opsets = {}
@@ -200,7 +209,7 @@ def _value_types(
 _MIXER_KEYS = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv_a", "ssm_", "shortconv")
 
 
-class _Builder(HybridMixers):
+class _Builder(HybridMixers, Gemma4Parts):
     def __init__(self, name: str, rows: Callable[[str], int | None] | None = None) -> None:
         self.graph = Graph(name)
         self.weights: list[str] = []

@@ -17,6 +17,7 @@ HF_ARCH = {
     "qwen3": "qwen3",
     "gemma3": "gemma3",
     "gemma3_text": "gemma3",
+    "gemma4_text": "gemma4",
     "gemma2": "gemma2",
     "gemma": "gemma",
     "smollm3": "smollm3",
@@ -241,6 +242,8 @@ def canonical_names(
         if arch == "bloom" and lookup.startswith("transformer."):
             lookup = lookup[len("transformer.") :]
         key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None
+        if key is not None and key.endswith(".layer_output_scale"):  # Gemma 4's layer_scalar,
+            key += ".weight"  # to which llama.cpp's converter adds ".weight"
         if key is None:
             unplaced.append(name)
         else:
