@@ -89,6 +89,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.decoder import falcon_h1, gemma4, lfm2, mamba1, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
+    from nneditor.semantic.checkpoint_names import text_part
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -129,7 +130,14 @@ def decoder_config(doc: Document) -> DecoderConfig:
             )
         config = doc.metadata.get("config") or {}
         config, names = _dequantized(config, names, doc)
+        multimodal = str(config.get("model_type") or "")
+        part = text_part(config, names)  # Gemma 4: its text decoder without the towers
+        if part is not None:
+            config, stored = part
+            names = list(stored)
         common = hf_common(config, names)
+        if part is not None:
+            common["names"] = {key: stored[name] for key, name in common["names"].items()}
         hf_family = {
             lfm2.ARCH: lfm2.from_hf,
             lfm2.ARCH_MOE: lfm2.from_hf,
@@ -144,6 +152,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
         }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
+        if part is not None:
+            cfg = dataclasses.replace(cfg, text_of=multimodal)
         if cfg.activation == "xielu":
             cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))
     else:

@@ -116,6 +116,7 @@ EXPERT_KEY = re.compile(r"^ffn_(gate|up|down)_exps\.(\d+)\.weight$")
 #: states expert_weights_norm
 GGUF_MOE_NORM = {
     "lfm2moe": True,
+    "gemma4": True,  # (gemma4.py routes its own)
     "llama": True,
     "qwen3moe": True,
     "granitemoe": True,
@@ -391,7 +392,9 @@ class DecoderConfig:
                 f"Prism Hadamard fold v{self.hadamard.version} (block {self.hadamard.block})"
             )
         if self.text_of:
-            bits.append(f"the text model of a {self.text_of} file: text prompts only, no images")
+            bits.append(
+                f"the text model of a {self.text_of} file: text prompts only, no images or audio"
+            )
         if self.moe is not None:
             bits.append(f"{self.moe.n_used} of {self.moe.n_experts} experts per token")
         if self.gemma4 is not None:
@@ -639,7 +642,13 @@ _BLOCK_KEYS = {
     "ssm_c_norm.weight",
     # Apertus snapshots: the xIELU parameters (read into DecoderConfig.xielu)
     *(f"ffn_act.{part}" for part in XIELU_PARTS),
-    # Gemma 4: the per-layer embedding's gate, projection and norm; the layer's output scale
+    # Gemma 4: the per-layer embedding's gate, projection and norm; the layer's output scale;
+    # the 26B-A4B's router scale, per-expert scales and the norms around its experts
+    "ffn_gate_inp.scale",
+    "ffn_down_exps.scale",
+    "pre_ffw_norm_2.weight",
+    "post_ffw_norm_1.weight",
+    "post_ffw_norm_2.weight",
     "inp_gate.weight",
     "proj.weight",
     "post_norm.weight",

@@ -14,9 +14,13 @@ q/k norms, sliding-window and full layers, embeddings scaled by sqrt(hidden)), w
 - per-layer embeddings (E2B, E4B): a second token table gives every layer a slice, mixed
   with a projection of the scaled embedding (RMS-normalised), times 1/sqrt(2); after its
   feed-forward each layer adds ``post_norm(proj(gelu(inp_gate(x)) * slice))``;
-- each layer's output is multiplied by its ``layer_output_scale``.
-
-Mixture-of-experts layers (26B-A4B) are refused by name.
+- each layer's output is multiplied by its ``layer_output_scale``;
+- the 26B-A4B mixture: beside the dense feed-forward (its output normalised by
+  post_ffw_norm_1), a softmax router reads the residual, RMS-normalised without a weight, times
+  its own scale vector and 1/sqrt(hidden); the chosen experts' weights are renormalised and
+  multiplied by each expert's learned scale; the experts (GeGLU, gate and up in one matrix) read
+  their own norm of the residual (pre_ffw_norm_2) and their sum is normalised
+  (post_ffw_norm_2) and added to the dense output before post_ffw_norm.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.decoder import ops
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Gemma4
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Gemma4, Moe
 from nneditor.decoder.rope_scaling import RopeScaling
 
 if TYPE_CHECKING:
@@ -55,13 +59,27 @@ _PLE_TOP = ["per_layer_token_embd.weight", "per_layer_model_proj.weight"]
 _PLE_TOP += ["per_layer_proj_norm.weight"]
 
 
-def _refuse_experts(names: Mapping[str, str]) -> None:
-    experts = sorted(n for n in names if ".ffn_gate_inp" in n or "_exps" in n)
-    if experts:
+_EXPERTS = [
+    "ffn_gate_inp.weight",
+    "ffn_gate_inp.scale",
+    "ffn_down_exps.scale",
+    "ffn_down_exps.weight",
+    "pre_ffw_norm_2.weight",
+    "post_ffw_norm_1.weight",
+    "post_ffw_norm_2.weight",
+]
+
+
+def _moe(n_experts: Any, n_used: Any) -> Moe | None:
+    """The 26B-A4B's routing (None for a dense model): softmax, the chosen ones renormalised."""
+    if not n_experts:
+        return None
+    if not n_used or not 0 < int(n_used) <= int(n_experts):
         raise DecoderUnsupported(
-            f"this Gemma 4 model has mixture-of-experts layers ({names[experts[0]]}, ...: the "
-            "26B-A4B model); the NumPy decoder runs the dense Gemma 4 models only"
+            f"this Gemma 4 mixture states {n_used} experts used of {n_experts}; the decoder "
+            "needs 1 to the expert count"
         )
+    return Moe(int(n_experts), int(n_used), norm_topk=True)
 
 
 def _config(common: dict[str, Any], shape: Gemma4, **fields: Any) -> DecoderConfig:
@@ -79,7 +97,6 @@ def _config(common: dict[str, Any], shape: Gemma4, **fields: Any) -> DecoderConf
 
 
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    _refuse_experts(common["names"])
     n_layers = int(common["n_layers"])
 
     def get(key: str, default: Any = None) -> Any:
@@ -100,8 +117,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         rope_dim_local=int(metadata.get(f"{ARCH}.rope.dimension_count_swa") or hd_swa),
     )
     kv_swa = _one(kv, swa, "sliding-window key/value heads") if any(swa) else shape.kv_heads_full
+    moe = _moe(metadata.get(f"{ARCH}.expert_count"), metadata.get(f"{ARCH}.expert_used_count"))
     return _config(
-        {**common, "n_kv_heads": kv_swa, "head_dim": hd_swa},
+        {**common, "n_kv_heads": kv_swa, "head_dim": hd_swa, "moe": moe},
         shape,
         norm_eps=float(get("attention.layer_norm_rms_epsilon", 1e-6)),
         rope_theta=float(get("rope.freq_base", 1_000_000.0)),
@@ -113,9 +131,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    _refuse_experts(common["names"])
+    moe = None
     if config.get("enable_moe_block"):
-        _refuse_experts({"enable_moe_block": "enable_moe_block"})
+        moe = _moe(config.get("num_experts"), config.get("top_k_experts"))
     if config.get("use_bidirectional_attention") == "all":
         raise DecoderUnsupported(
             "this Gemma 4 attends both ways (use_bidirectional_attention: all); the NumPy "
@@ -151,7 +169,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if act != "gelu_pytorch_tanh":
         raise DecoderUnsupported(f"Gemma 4 activation {act!r} is not implemented")
     return _config(
-        {**common, "head_dim": hd_swa},
+        {**common, "head_dim": hd_swa, "moe": moe},
         shape,
         norm_eps=float(config.get("rms_norm_eps") or 1e-6),
         rope_theta=float(full.get("rope_theta", 1_000_000.0)),
@@ -207,8 +225,18 @@ def check_layers(cfg: DecoderConfig) -> None:
                 keys.append("attn_v.weight")
         if g.ple:
             keys += _PLE_LAYER
+        if f"blk.{i}.ffn_gate_inp.weight" in cfg.names:
+            keys += _EXPERTS
+            if f"blk.{i}.ffn_gate_up_exps.weight" not in cfg.names:
+                keys += ["ffn_gate_exps.weight", "ffn_up_exps.weight"]
         need += [f"blk.{i}.{k}" for k in keys]
     missing = [k for k in need if k not in cfg.names]
+    routed = any(k.endswith(".ffn_gate_inp.weight") for k in cfg.names)
+    if routed and cfg.moe is None:
+        raise DecoderUnsupported(
+            "this Gemma 4 checkpoint has expert layers but states no expert count "
+            "(expert_count / num_experts)"
+        )
     if missing:
         more = f" and {len(missing) - 1} more tensors" if len(missing) > 1 else ""
         raise DecoderUnsupported(f"the checkpoint lacks {missing[0]}{more} that Gemma 4 needs")
@@ -292,6 +320,13 @@ def block(
     emit(f"{p}.ffn_norm", h[None])
     gate = ops.gelu_tanh(w.linear(f"{p}.ffn_gate.weight", h))
     f = w.linear(f"{p}.ffn_down.weight", (gate * w.linear(f"{p}.ffn_up.weight", h)).astype(F32))
+    if cfg.moe is not None and w.has(f"{p}.ffn_gate_inp.weight"):
+        emit(f"{p}.ffn_mlp_output", f[None])
+        f = norm("post_ffw_norm_1", f)
+        emit(f"{p}.ffn_mlp", f[None])
+        e = norm("post_ffw_norm_2", _experts(w, cfg, i, x, norm("pre_ffw_norm_2", x), emit))
+        emit(f"{p}.ffn_moe", e[None])
+        f = (f + e).astype(F32)
     emit(f"{p}.ffn_output", f[None])
     f = norm("post_ffw_norm", f)
     emit(f"{p}.ffn_post_norm", f[None])
@@ -311,6 +346,43 @@ def block(
         x = (x * scale.astype(F32).reshape(-1)[0]).astype(F32)
         emit(f"{p}.output", x[None])
     return x
+
+
+def _experts(
+    w: Weights, cfg: DecoderConfig, i: int, x: np.ndarray, h: np.ndarray, emit: Emit
+) -> np.ndarray:
+    """The routed experts' sum for the residual ``x`` (routing) and its norm ``h`` (input)."""
+    moe = cfg.moe
+    assert moe is not None
+    p = f"blk.{i}"
+    r = ops.rms_norm(x, np.ones(x.shape[-1], F32), cfg.norm_eps)
+    r = r * w.get(f"{p}.ffn_gate_inp.scale").reshape(-1) * F32(1 / math.sqrt(cfg.hidden))
+    logits = w.linear(f"{p}.ffn_gate_inp.weight", r.astype(F32)).astype(F32)
+    if logits.shape[-1] != moe.n_experts:
+        raise DecoderUnsupported(
+            f"layer {i}'s router scores {logits.shape[-1]} experts, but the model states "
+            f"{moe.n_experts}"
+        )
+    z = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    probs = (z / z.sum(axis=-1, keepdims=True)).astype(F32)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, : moe.n_used]
+    weights = np.take_along_axis(probs, top, axis=-1)
+    weights = weights / weights.sum(axis=-1, keepdims=True)
+    weights = (weights * w.get(f"{p}.ffn_down_exps.scale").reshape(-1)[top]).astype(F32)
+    routing = np.zeros_like(probs)
+    np.put_along_axis(routing, top, weights, axis=-1)
+    emit(f"{p}.ffn_moe_weights", routing[None])
+    emit(f"{p}.ffn_norm_2", h[None])
+    out = np.zeros_like(h, dtype=F32)
+    for e in np.unique(top).tolist():  # ascending, as transformers sums them
+        tokens, slots = np.nonzero(top == e)
+        gate_w, up_w, _, _ = w.expert_gate_up(i, e)
+        inner = (ops.gelu_tanh(h[tokens] @ gate_w.T) * (h[tokens] @ up_w.T)).astype(F32)
+        del gate_w, up_w
+        y = inner @ w.expert(i, "down", e).T
+        out[tokens] += y * weights[tokens, slots][:, None]
+    emit(f"{p}.ffn_moe_output", out[None])
+    return out
 
 
 def _attention(

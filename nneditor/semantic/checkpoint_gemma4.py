@@ -35,6 +35,62 @@ class Gemma4Parts:
     def rows(self, name: str) -> int | None:
         raise NotImplementedError
 
+    def _gemma4_experts(self, s: str, t: dict[str, str], x: str, mlp: str) -> str:
+        """The 26B-A4B's routed experts beside the dense feed-forward ``mlp``: their sum,
+        normalised, added to the dense output (itself normalised)."""
+
+        def rms(scope: str, value: str, out: str, key: str, what: str) -> str:
+            text = f"Normalization: RMSNorm {what} (from tensor names)."
+            return self.node(
+                f"{s}/{scope}", "RMSNorm", [value], out, [t.get(key, "")], "norm", text
+            )
+
+        mlp = rms(
+            "ffn_post_norm_1",
+            mlp,
+            f"{s}.ffn_mlp",
+            "post_ffw_norm_1.weight",
+            "of the dense feed-forward's output",
+        )
+        router = [
+            t.get(k, "")
+            for k in ("ffn_gate_inp.weight", "ffn_gate_inp.scale", "ffn_down_exps.scale")
+        ]
+        weights = self.node(
+            f"{s}/ffn_router",
+            "Router",
+            [x],
+            f"{s}.ffn_moe_weights",
+            router,
+            "ffn",
+            _experts_text(),
+            width=self.rows(t.get("ffn_gate_inp.weight", "")),
+        )
+        h = rms("ffn_norm_2", x, f"{s}.ffn_norm_2", "pre_ffw_norm_2.weight", "before the experts")
+        experts = [n for k, n in sorted(t.items()) if k.endswith("_exps.weight")]
+        e = self.node(
+            f"{s}/ffn_experts",
+            "FeedForward",
+            [h, weights],
+            f"{s}.ffn_moe_output",
+            experts,
+            "ffn",
+            "Routed experts, gated GELU, summed with the router's weights (from tensor names).",
+            variant="mixture of experts",
+        )
+        e = rms(
+            "ffn_post_norm_2", e, f"{s}.ffn_moe", "post_ffw_norm_2.weight", "of the experts' sum"
+        )
+        return self.node(
+            f"{s}/ffn_sum",
+            "Add",
+            [mlp, e],
+            f"{s}.ffn_output",
+            [],
+            "ffn",
+            "The dense feed-forward and the experts, summed.",
+        )
+
     def gemma4_inputs(self, top: dict[str, str], x: str) -> str | None:
         """The per-layer embeddings (E2B, E4B): a table lookup and a projection of the scaled
         embedding, summed; None for a model without them."""
@@ -139,16 +195,21 @@ class Gemma4Parts:
         )
         h = rms("ffn_norm", x, f"{s}.ffn_norm", "ffn_norm.weight", "before the feed-forward")
         ffn = [t[k] for k in ("ffn_gate.weight", "ffn_up.weight", "ffn_down.weight") if k in t]
+        routed = "ffn_gate_inp.weight" in t
         f = self.node(
             f"{s}/ffn",
             "FeedForward",
             [h],
-            f"{s}.ffn_output",
+            f"{s}.ffn_mlp_output" if routed else f"{s}.ffn_output",
             ffn,
             "ffn",
-            "Feed-forward, gated GELU (GeGLU) (from tensor names).",
+            "Feed-forward, gated GELU (GeGLU)"
+            + (", beside the experts" if routed else "")
+            + " (from tensor names).",
             variant="gated (GeGLU)",
         )
+        if routed:
+            f = self._gemma4_experts(s, t, x, f)
         f = rms(
             "ffn_post_norm",
             f,
@@ -205,6 +266,14 @@ class Gemma4Parts:
                 "The layer's output times its learned scalar (layer_output_scale).",
             )
         return x
+
+
+def _experts_text() -> str:
+    return (
+        "Router: a softmax over every expert of the residual (RMS-normalised without a weight, "
+        "times the router's scale vector and 1/sqrt(hidden)); each token keeps its top ones, "
+        "renormalised and times each expert's learned scale (from tensor names)."
+    )
 
 
 def full_layers(blocks: dict[int, dict[str, str]], rows: Any) -> set[int]:

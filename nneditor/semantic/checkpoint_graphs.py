@@ -758,16 +758,27 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
 def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Graph | None:
     """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
     llama.cpp's converter makes of it (None when the names do not map)."""
-    from nneditor.semantic.checkpoint_names import canonical_names, layer_count, llama_cpp_arch
+    from nneditor.semantic.checkpoint_names import (
+        canonical_names,
+        layer_count,
+        llama_cpp_arch,
+        text_part,
+    )
 
+    part = text_part(config, doc.tensors.keys())  # Gemma 4: its text decoder, towers aside
+    stored = {n: n for n in doc.tensors}
+    if part is not None:
+        config, stored = part
+        model_type = str(config["model_type"])
     arch = llama_cpp_arch(model_type, config)
     layers = layer_count(config)
     if arch is None or not layers or isinstance(config.get("text_config"), dict):
         return None
     try:
-        mapped, unplaced = canonical_names(arch, doc.tensors.keys(), layers)
+        mapped, unplaced = canonical_names(arch, stored.keys(), layers)
     except Exception:  # gguf-py missing or its table for the arch broken: the generic path
         return None
+    mapped = {key: stored[name] for key, name in mapped.items()}
     blocks: dict[int, dict[str, str]] = {}
     top: dict[str, str] = {}
     for key, name in mapped.items():
@@ -788,6 +799,12 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), width, vocab, parallel)
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
+    towers = len(doc.tensors) - len(stored)
+    if part is not None and towers:
+        doc.notes.append(
+            f"the graph is this {config['model_type']} release's text decoder; its image and "
+            f"audio towers' {towers} tensors are listed with the weights but not drawn"
+        )
     return g
 
 

@@ -154,6 +154,30 @@ def nemotron_experts(config: Mapping[str, Any]) -> bool:
     return any(str(k) in ("moe", "E") for k in kinds)
 
 
+#: multimodal releases whose text decoder runs alone: model_type -> (the text model's tensor
+#: prefix, what it is renamed to, the text model's model_type)
+TEXT_PARTS = {"gemma4": ("model.language_model.", "model.", "gemma4_text")}
+
+
+def text_part(
+    config: Mapping[str, Any], names: Iterable[str]
+) -> tuple[Mapping[str, Any], dict[str, str]] | None:
+    """A multimodal release's text decoder (Gemma 4: images and audio beside it), as its own
+    config.json would read: (the text config, {the text model's tensor named as a text-only
+    snapshot names it: the stored name}); None for any other snapshot. The towers' tensors are
+    left out (a text prompt never reaches them)."""
+    model_type = str(config.get("model_type") or "")
+    text = config.get("text_config")
+    if model_type not in TEXT_PARTS or not isinstance(text, Mapping):
+        return None
+    prefix, renamed, text_type = TEXT_PARTS[model_type]
+    tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", True))
+    part = {**text, "model_type": text_type, "tie_word_embeddings": tied}
+    mapping = {renamed + n[len(prefix) :]: n for n in names if n.startswith(prefix)}
+    mapping.update({n: n for n in names if n.startswith("lm_head.")})
+    return part, mapping
+
+
 def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> str | None:
     """The llama.cpp architecture of a Hugging Face model_type (None when unknown); with the
     config, Granite 4.0's attention-only dense models are granite and its models with Mamba-2
@@ -177,6 +201,9 @@ def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> 
     return model_type if model_type in gguf.MODEL_ARCH_NAMES.values() else None
 
 
+_GEMMA4_ROUTER = re.compile(r"^model\.layers\.(\d+)\.router\.(scale|per_expert_scale)$")
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -197,6 +224,11 @@ def canonical_names(
             continue
         if shared:  # (the fused gate/up sits where ffn_up goes; DecoderConfig.fused_gate_up)
             mapped[f"blk.{shared[1]}.{_SHARED_MLP[shared[2] + '_linear']}.weight"] = name
+            continue
+        router = _GEMMA4_ROUTER.match(name) if arch == "gemma4" else None
+        if router:  # the 26B-A4B's router scale and per-expert scales, as llama.cpp names them
+            part = "ffn_gate_inp.scale" if router[2] == "scale" else "ffn_down_exps.scale"
+            mapped[f"blk.{router[1]}.{part}"] = name
             continue
         xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:
@@ -242,8 +274,8 @@ def canonical_names(
         if arch == "bloom" and lookup.startswith("transformer."):
             lookup = lookup[len("transformer.") :]
         key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None
-        if key is not None and key.endswith(".layer_output_scale"):  # Gemma 4's layer_scalar,
-            key += ".weight"  # to which llama.cpp's converter adds ".weight"
+        if key is not None and key.endswith((".layer_output_scale", "_exps")):  # Gemma 4's
+            key += ".weight"  # layer_scalar and experts, to which llama.cpp's converter adds it
         if key is None:
             unplaced.append(name)
         else:
