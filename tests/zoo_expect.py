@@ -185,7 +185,9 @@ EXPECT: dict[str, E] = {
     **{
         f"decoder-{family}{suffix}": {
             "format": "gguf" if suffix else "huggingface",
-            **_lm({"gemma3": 7, "gemma4": 6, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)),
+            **_lm(
+                {"gemma3": 7, "gemma4": 6, "smollm3": 4, "exaone4": 4, "cohere2": 4}.get(family, 2)
+            ),
         }
         for family in DENSE_DECODERS
         for suffix in ("", ".gguf")
@@ -195,6 +197,8 @@ EXPECT: dict[str, E] = {
         for family in MOE_DECODERS
         for suffix in ("", ".gguf")
     },
+    # Gemma 4 as Google releases it: the same text decoder beside image and audio towers
+    "decoder-gemma4-mm": {"format": "huggingface", **_lm(6)},
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},

@@ -1106,7 +1106,9 @@ _SCALED: dict[str, dict[str, float]] = {
 }
 
 
-def _snapshot(family: str, path: Path) -> None:
+def _random_model(family: str) -> tuple[Any, Any]:
+    """The family's tiny model (seeded random weights, perturbed norms and biases, scaled parts)
+    and its tokenizer (None where a SentencePiece model is written instead)."""
     import torch
     import transformers as tf
 
@@ -1137,6 +1139,11 @@ def _snapshot(family: str, path: Path) -> None:
                 b.add_(torch.randn_like(b) * 0.1)
             if name.endswith("layer_scalar"):  # Gemma 4's per-layer output scale (ones)
                 b.uniform_(0.5, 1.5)
+    return model, fast
+
+
+def _snapshot(family: str, path: Path) -> None:
+    model, fast = _random_model(family)
     model.save_pretrained(str(path))
     if fast is None:
         (path / "tokenizer.model").write_bytes(_spm_model())
@@ -1418,6 +1425,72 @@ def _vl_snapshot(model_type: str, path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
+#: Gemma 4 as Google releases it (E2B/E4B): Gemma4ForConditionalGeneration, the "gemma4" family's
+#: text model (the same weights: ``model.language_model.*``, its head tied) with a vision and an
+#: audio tower, both one layer of 16 features; clipped linears (finite bounds) in both, as
+#: E2B's; the audio tower's first subsampling convolution keeps 128 channels, which transformers
+#: also takes for the 128 mel bins of its features
+GEMMA4_MM = "decoder-gemma4-mm"
+_GEMMA4_VISION = {
+    "hidden_size": 16,
+    "intermediate_size": 32,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "position_embedding_size": 1024,  # patches along an image side (the release: 10240)
+    "use_clipped_linears": True,
+}
+_GEMMA4_AUDIO = {
+    "hidden_size": 16,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "subsampling_conv_channels": [128, 4],
+    "output_proj_dims": 32,
+}
+#: Gemma4Config's token ids -> their tokens (the config's defaults are the full vocabulary's)
+_GEMMA4_TOKENS = {
+    "boi_token_id": "<|image>",
+    "eoi_token_id": "<image|>",
+    "image_token_id": "<|image|>",
+    "video_token_id": "<|video|>",
+    "boa_token_id": "<|audio>",
+    "eoa_token_index": "<audio|>",
+    "audio_token_id": "<|audio|>",
+}
+
+
+def _gemma4_mm(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    text, fast = _random_model("gemma4")
+    ids = {key: fast.convert_tokens_to_ids(token) for key, token in _GEMMA4_TOKENS.items()}
+    config = tf.Gemma4Config(
+        text_config=text.config.to_dict(),
+        vision_config=_GEMMA4_VISION,
+        audio_config=_GEMMA4_AUDIO,
+        **ids,
+    )
+    torch.manual_seed(1)
+    model = tf.Gemma4ForConditionalGeneration(config).eval()
+    model.model.language_model.load_state_dict(text.model.state_dict())
+    model.tie_weights()
+    with torch.no_grad():  # the towers as _random_model perturbs the text model
+        for name, p in model.named_parameters():
+            if name.startswith("model.language_model.") or name == "lm_head.weight":
+                continue
+            if "norm" in name or name.endswith(
+                ("bias", "position_embedding_table", "per_dim_scale")
+            ):
+                p.add_(torch.randn_like(p) * 0.1)
+        for name, b in model.named_buffers():  # clip bounds as trained checkpoints have them
+            if name.endswith(("_min", "_max")):
+                b.copy_(torch.empty(()).uniform_(4.0, 8.0) * (-1 if name.endswith("_min") else 1))
+    model.save_pretrained(str(path))
+    fast.save_pretrained(str(path))
+
+
 #: the first shard of a split GGUF (its siblings -00002- and -00003- lie beside it)
 SPLIT = "decoder-llama-00001-of-00003.gguf"
 
@@ -1492,6 +1565,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
             f"{model_type}'s text model as llama.cpp converts it (F32; the vision tower would "
             "go to a separate mmproj file)",
         )(lambda path, n=name: convert(generate(n, path.parents[2]), path, "f32"))
+    generator(
+        GEMMA4_MM,
+        "transformers save_pretrained",
+        "Gemma 4 as released (Gemma4ForConditionalGeneration): the gemma4 decoder's text model "
+        "with tiny vision and audio towers (snapshot)",
+    )(_gemma4_mm)
     generator(
         "minilm.gguf",
         "llama.cpp convert_hf_to_gguf.py --outtype f16",

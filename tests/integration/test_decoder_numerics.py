@@ -490,3 +490,29 @@ def test_a_bert_encoder_equals_transformers(form: str, realdata, zoo_artifact) -
         assert _rel(values[f"blk.{i}.output"], hidden[i + 1]) < 1e-5, i
     assert _rel(result, out.last_hidden_state.numpy()) < 1e-5
     assert "result_output" not in values  # no head: the trace ends at the last hidden state
+
+
+@pytest.mark.realdata
+def test_gemma4_as_released_runs_its_text_decoder(zoo_artifact) -> None:  # noqa: ANN001
+    """Gemma4ForConditionalGeneration (image and audio towers beside the text decoder): the
+    text decoder's blocks and logits equal transformers' on a text prompt, and the towers'
+    tensors are said to be left out of the graph."""
+    snap = zoo_artifact("decoder-gemma4-mm")
+    model = tf.AutoModelForImageTextToText.from_pretrained(str(snap), dtype=torch.float32).eval()
+    outs: list[np.ndarray] = []
+    layers = model.model.language_model.layers
+    handles = [
+        layer.register_forward_hook(lambda _m, _i, o: outs.append(o.detach().numpy()))
+        for layer in layers
+    ]
+    with torch.no_grad():
+        logits = model(torch.from_numpy(IDS)).logits.numpy()
+    for h in handles:
+        h.remove()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        run_forward(doc, cfg, IDS, values.__setitem__)
+        assert any("image and audio towers" in n for n in doc.notes)
+    assert cfg.text_of == "gemma4" and cfg.gemma4 is not None and cfg.gemma4.ple == 8
+    _assert_matches(values, outs, logits)
