@@ -197,6 +197,9 @@ EXPECT: dict[str, E] = {
         for family in MOE_DECODERS
         for suffix in ("", ".gguf")
     },
+    # Gemma 4's 26B-A4B: 4 blocks, experts beside the dense feed-forward in each
+    "decoder-gemma4_moe": {"format": "huggingface", **_lm(4)},
+    "decoder-gemma4_moe.gguf": {"format": "gguf", **_lm(4)},
     # Gemma 4 as Google releases it: the same text decoder beside image and audio towers
     "decoder-gemma4-mm": {"format": "huggingface", **_lm(6)},
     # GLM-4.5: a dense first block, then two routed ones

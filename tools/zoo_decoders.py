@@ -5,7 +5,7 @@ own ``convert_hf_to_gguf.py`` (from the llama-cpp-python source archive, see tes
 Weights are random (seeded) with perturbed norms and biases, so every weight matters. The
 tokenizer is a real one rebuilt from a GGUF vocabulary (SmolLM2's; Qwen2's for qwen2, whose
 transformers tokenizer class re-derives its pre-tokenizer; Gemma 4's, cut to 16384 tokens, for
-gemma4), because llama.cpp's converter only accepts tokenizers it recognises.
+gemma4 and gemma4_moe), because llama.cpp's converter only accepts tokenizers it recognises.
 
 Registered into zoo_generated's table by :func:`register`.
 """
@@ -194,6 +194,51 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "hidden_activation": "gelu_pytorch_tanh",
             "tie_word_embeddings": True,
             "enable_moe_block": False,
+            "max_position_embeddings": 128,
+        },
+        "llama.cpp-vocab/ggml-vocab-gemma-4.gguf",
+    ),
+    # Gemma 4's mixture of experts (26B-A4B): gemma4's attention (sliding layers of head 16 and
+    # two key/value heads, a full one of head 32 whose one key head is also its value head),
+    # no per-layer embeddings and no shared keys/values; each block's dense feed-forward runs
+    # beside a routed one (8 experts of 32, 2 per token, chosen from the block's input by a
+    # router with its own scales), the two normed and summed. Tokenizer and head as gemma4's
+    "gemma4_moe": (
+        "Gemma4TextConfig",
+        "Gemma4ForCausalLM",
+        {
+            "hidden_size": 64,
+            "intermediate_size": 64,
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "global_head_dim": 32,
+            "num_global_key_value_heads": 1,
+            "attention_k_eq_v": True,
+            "layer_types": [
+                *("sliding_attention", "sliding_attention", "sliding_attention"),
+                "full_attention",
+            ],
+            "sliding_window": 4,
+            "num_kv_shared_layers": 0,
+            "use_double_wide_mlp": False,
+            "hidden_size_per_layer_input": 0,
+            "final_logit_softcapping": 30.0,
+            "rope_parameters": {
+                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                "full_attention": {
+                    "rope_type": "proportional",
+                    "partial_rotary_factor": 0.25,
+                    "rope_theta": 1000000.0,
+                },
+            },
+            "hidden_activation": "gelu_pytorch_tanh",
+            "tie_word_embeddings": True,
+            "enable_moe_block": True,
+            "num_experts": 8,
+            "top_k_experts": 2,
+            "moe_intermediate_size": 32,
             "max_position_embeddings": 128,
         },
         "llama.cpp-vocab/ggml-vocab-gemma-4.gguf",
@@ -1028,7 +1073,7 @@ def _tokenizer(source: str) -> Any:
 
 #: families whose tokenizer is the source's cut to this many tokens: Gemma 4's 262144 would make
 #: the tiny model's embeddings (and its per-layer ones) hundreds of times its other weights
-_CUT_VOCAB = {"gemma4": 16384}
+_CUT_VOCAB = {"gemma4": 16384, "gemma4_moe": 16384}
 
 
 def _cut_tokenizer(source: str, size: int) -> Any:
@@ -1103,6 +1148,8 @@ _SCALED: dict[str, dict[str, float]] = {
     "gpt_oss": {"mlp.experts.gate_up_proj": 60.0},
     # Gemma 4's tied head: logits of tens, which its soft-cap of 30 bends (embeddings of std 1)
     "gemma4": {"model.embed_tokens.weight": 50.0},
+    # (the mixture's are larger: 50 would put its largest at 29.5 of 30, 30 puts it near 26)
+    "gemma4_moe": {"model.embed_tokens.weight": 30.0},
 }
 
 
@@ -1131,6 +1178,8 @@ def _random_model(family: str) -> tuple[Any, Any]:
         for name, p in model.named_parameters():  # (and equal xIELU parameters a wrong layer's)
             if "norm" in name or "ln_" in name or name.endswith("bias") or ".act_fn." in name:
                 p.add_(torch.randn_like(p) * 0.1)
+            if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's (ones)
+                p.uniform_(0.5, 1.5)
             for part, factor in _SCALED.get(family, {}).items():  # reach the clamps
                 if part in name:
                     p.mul_(factor)

@@ -35,7 +35,7 @@ ARCHES = (
     "qwen2",
     "qwen3",
     "gemma3",
-    "gemma4",  # Gemma 4 (dense): per-layer embeddings, shared keys/values (gemma4.py)
+    "gemma4",  # Gemma 4: per-layer embeddings, shared keys/values, experts (gemma4.py)
     "gemma-embedding",  # EmbeddingGemma: Gemma 3's blocks attending both ways, no head
     "gemma2",
     "gemma",

@@ -1,4 +1,5 @@
-"""Gemma 4's text decoder (dense models: E2B, E4B, 31B), from snapshots and llama.cpp's GGUFs.
+"""Gemma 4's text decoder (E2B, E4B, 31B, the 26B-A4B mixture), from snapshots (text-only or
+as released with image and audio towers, which are not run) and llama.cpp's GGUFs.
 
 Gemma 3's sandwich blocks (RMSNorms before and after attention and the GeGLU feed-forward,
 q/k norms, sliding-window and full layers, embeddings scaled by sqrt(hidden)), with:

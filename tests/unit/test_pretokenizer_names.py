@@ -10,7 +10,8 @@ from nneditor.tokenize.pretokenizers import UnknownPreTokenizer, pre_tokenizer
 @pytest.mark.parametrize(
     ("name", "family"),
     [
-        ("glm4", "chatglm4"),  # GLM-4-0414's converter writes "glm4"; llama.cpp: CHATGLM4
+        ("glm4", "glm4"),  # GLM-4-0414's converter writes "glm4"; llama.cpp: CHATGLM4 ...
+        ("glm5", "glm4"),
         ("chatglm-bpe", "chatglm4"),
         ("llama-bpe", "llama3"),
         ("smollm", "starcoder"),
@@ -23,6 +24,13 @@ def test_names_resolve_to_llama_cpps_families(name: str, family: str) -> None:
 
 def test_glm4_adds_no_bos_as_llama_cpp_clears_it() -> None:
     assert pre_tokenizer("glm4").add_bos is False
+
+
+def test_glm4_is_chatglm4s_expression_with_merges_ignored() -> None:
+    """... with ignore_merges for glm4 and glm5 only (llama-vocab.cpp)."""
+    glm4, chatglm = pre_tokenizer("glm4"), pre_tokenizer("chatglm-bpe")
+    assert glm4.regexes == chatglm.regexes
+    assert glm4.ignore_merges and not chatglm.ignore_merges
 
 
 def test_an_unknown_name_is_refused() -> None:
