@@ -86,7 +86,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import falcon_h1, gemma4, lfm2, mamba1, mamba2, qwen35
+    from nneditor.decoder import falcon_h1, gemma3n, gemma4, lfm2, mamba1, mamba2, qwen35
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
     from nneditor.semantic.checkpoint_names import text_part
@@ -112,6 +112,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba2.HYBRID: mamba2.hybrid_from_gguf,
             falcon_h1.ARCH: falcon_h1.from_gguf,
             gemma4.ARCH: gemma4.from_gguf,
+            gemma3n.ARCH: gemma3n.from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -147,6 +148,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             mamba2.HYBRID: mamba2.hybrid_from_hf,
             falcon_h1.ARCH: falcon_h1.from_hf,
             gemma4.ARCH: gemma4.from_hf,
+            gemma3n.ARCH: gemma3n.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
@@ -161,7 +163,9 @@ def decoder_config(doc: Document) -> DecoderConfig:
             f"the NumPy decoder runs GGUF files and Hugging Face snapshots, not {doc.format}"
         )
     check_tensors(cfg)
-    if cfg.gemma4 is not None:
+    if cfg.altup is not None:
+        gemma3n.check_layers(cfg)
+    elif cfg.gemma4 is not None:
         gemma4.check_layers(cfg)
     elif cfg.arch == mamba1.JAMBA:
         mamba1.check_jamba_layers(cfg)

@@ -36,6 +36,7 @@ ARCHES = (
     "qwen3",
     "gemma3",
     "gemma4",  # Gemma 4: per-layer embeddings, shared keys/values, experts (gemma4.py)
+    "gemma3n",  # Gemma 3n: Gemma 4's pieces inside AltUp streams, LAuReL (gemma3n.py)
     "gemma-embedding",  # EmbeddingGemma: Gemma 3's blocks attending both ways, no head
     "gemma2",
     "gemma",
@@ -260,6 +261,19 @@ class Gemma4:
 
 
 @dataclass(frozen=True)
+class AltUp:
+    """Gemma 3n's alternating updates (decoder/gemma3n.py): ``n`` streams, the ``active`` one
+    runs the block; per layer, the standard normal quantile of its activation sparsity (0:
+    none); ``correct_scale``: the corrected active stream is scaled before the per-layer
+    embedding branch."""
+
+    n: int
+    active: int
+    sparsity: tuple[float, ...]
+    correct_scale: bool = True
+
+
+@dataclass(frozen=True)
 class DecoderConfig:
     arch: str  # one of ARCHES
     source: str  # gguf | huggingface
@@ -344,6 +358,8 @@ class DecoderConfig:
     mamba1: Mamba1 | None = None
     #: Gemma 4's per-kind attention shapes and extra streams (decoder/gemma4.py)
     gemma4: Gemma4 | None = None
+    #: Gemma 3n's AltUp streams (decoder/gemma3n.py; Gemma 4's shapes in ``gemma4``)
+    altup: AltUp | None = None
     #: canonical (llama.cpp) tensor name -> the checkpoint's own name
     names: Mapping[str, str] = field(default_factory=dict)
     #: canonical names whose stored matrix is [in, out] (GPT-2's Conv1D in HF checkpoints)
@@ -397,9 +413,16 @@ class DecoderConfig:
             )
         if self.moe is not None:
             bits.append(f"{self.moe.n_used} of {self.moe.n_experts} experts per token")
+        if self.altup is not None:
+            sparse = sum(1 for k in self.altup.sparsity if k)
+            bits.append(
+                f"AltUp over {self.altup.n} streams, LAuReL, activation sparsity on {sparse} layers"
+            )
         if self.gemma4 is not None:
             g = self.gemma4
-            bits.append(f"full-attention heads of {g.head_dim_full} ({g.kv_heads_full} key-value)")
+            if (g.head_dim_full, g.kv_heads_full) != (self.head_dim, self.n_kv_heads):
+                heads = f"full-attention heads of {g.head_dim_full} ({g.kv_heads_full} key-value)"
+                bits.append(heads)
             if g.first_shared < self.n_layers:
                 shared = self.n_layers - g.first_shared
                 bits.append(f"the last {shared} layers reuse earlier keys and values")
@@ -653,6 +676,16 @@ _BLOCK_KEYS = {
     "proj.weight",
     "post_norm.weight",
     "layer_output_scale.weight",
+    # Gemma 3n: AltUp's router, its norm, prediction and correction coefficients and scale;
+    # LAuReL's two factors and norm
+    "altup_correct_coef.weight",
+    "altup_correct_scale.weight",
+    "altup_predict_coef.weight",
+    "altup_router.weight",
+    "altup_router_norm.weight",
+    "laurel_l.weight",
+    "laurel_r.weight",
+    "laurel_post_norm.weight",
 }
 _TOP_KEYS = {
     "token_embd.weight",
@@ -669,6 +702,10 @@ _TOP_KEYS = {
     "token_embd_norm.bias",
     # Gemma 4's per-layer embeddings: a table, a projection of the embedding, its norm
     "per_layer_token_embd.weight",
+    # Gemma 3n: AltUp's stream projections, stacked (GGUF) or one per stream (snapshots)
+    "altup_proj.weight",
+    "altup_unembd_proj.weight",
+    *(f"{base}.{k}.weight" for base in ("altup_proj", "altup_unembd_proj") for k in range(15)),
     "per_layer_model_proj.weight",
     "per_layer_proj_norm.weight",
 }

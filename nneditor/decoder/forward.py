@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import gemma4, hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
+from nneditor.decoder import gemma3n, gemma4, hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
@@ -168,6 +168,8 @@ def _gemma4_layers(
 ) -> np.ndarray:
     """Gemma 4's layers: per-layer embeddings computed once, keys and values kept for the
     layers that share them."""
+    if cfg.altup is not None:  # Gemma 3n: the same pieces inside AltUp's streams
+        return gemma3n.layers(w, cfg, ids, x, positions, emit, step)
     ple = gemma4.per_layer_inputs(w, cfg, ids, x, emit)
     freqs = gemma4.frequencies(w, cfg)
     shared: dict[bool, tuple[np.ndarray, np.ndarray]] = {}

@@ -189,6 +189,10 @@ class Weights:
         key = f"blk.{layer}.ffn_{part}_exps.bias"
         return self._slice(key, e) if self.has(key) else None
 
+    def stacked(self, key: str, e: int) -> np.ndarray:
+        """Entry ``e`` of a stacked tensor (a GGUF's experts, Gemma 3n's AltUp projections)."""
+        return self._slice(key, e)
+
     def _slice(self, key: str, e: int) -> np.ndarray:
         """Entry ``e`` of a stacked tensor's first axis as float32, its pages released."""
         ref = self.ref(key)

@@ -16,6 +16,7 @@ them without guessing; their explanations say they come from metadata and tensor
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -159,7 +160,16 @@ def _decoder_graph(
         top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
         del top["token_embd_norm.weight"]
     x = b.embedding(top, arch)
-    if arch == "gemma4":
+    if arch == "gemma3n":
+        ple_in = b.gemma4_inputs(top, x) or ""
+        coefs = b.rows(blocks[min(blocks)].get("altup_predict_coef.weight", "")) or 16
+        streams = math.isqrt(coefs) * hidden if hidden else None  # [n * n, n] coefficients
+        x = b.altup_inputs(top, x, streams)
+        shared = producers(blocks, b.rows)
+        for i in sorted(blocks):
+            x = b.gemma3n_block(i, blocks[i], x, heads, shared.get(i), ple_in, streams)
+        x = b.altup_merge(top, x)
+    elif arch == "gemma4":
         ple = b.gemma4_inputs(top, x)
         shared, full = producers(blocks, b.rows), full_layers(blocks, b.rows)
         factors = top.get("rope_freqs.weight", "")

@@ -18,6 +18,7 @@ HF_ARCH = {
     "gemma3": "gemma3",
     "gemma3_text": "gemma3",
     "gemma4_text": "gemma4",
+    "gemma3n_text": "gemma3n",
     "gemma2": "gemma2",
     "gemma": "gemma",
     "smollm3": "smollm3",
@@ -156,7 +157,10 @@ def nemotron_experts(config: Mapping[str, Any]) -> bool:
 
 #: multimodal releases whose text decoder runs alone: model_type -> (the text model's tensor
 #: prefix, what it is renamed to, the text model's model_type)
-TEXT_PARTS = {"gemma4": ("model.language_model.", "model.", "gemma4_text")}
+TEXT_PARTS = {
+    "gemma4": ("model.language_model.", "model.", "gemma4_text"),
+    "gemma3n": ("model.language_model.", "model.", "gemma3n_text"),
+}
 
 
 def text_part(
@@ -201,6 +205,9 @@ def llama_cpp_arch(model_type: str, config: Mapping[str, Any] | None = None) -> 
     return model_type if model_type in gguf.MODEL_ARCH_NAMES.values() else None
 
 
+_GEMMA3N_STREAMS = re.compile(
+    r"^model\.(altup_projections|altup_unembed_projections)\.(\d+)\.weight$"
+)
 _GEMMA4_ROUTER = re.compile(r"^model\.layers\.(\d+)\.router\.(scale|per_expert_scale)$")
 
 
@@ -224,6 +231,11 @@ def canonical_names(
             continue
         if shared:  # (the fused gate/up sits where ffn_up goes; DecoderConfig.fused_gate_up)
             mapped[f"blk.{shared[1]}.{_SHARED_MLP[shared[2] + '_linear']}.weight"] = name
+            continue
+        streams = _GEMMA3N_STREAMS.match(name) if arch == "gemma3n" else None
+        if streams:  # AltUp's per-stream projections (llama.cpp's converter stacks them)
+            base = "altup_proj" if streams[1] == "altup_projections" else "altup_unembd_proj"
+            mapped[f"{base}.{streams[2]}.weight"] = name
             continue
         router = _GEMMA4_ROUTER.match(name) if arch == "gemma4" else None
         if router:  # the 26B-A4B's router scale and per-expert scales, as llama.cpp names them
@@ -274,8 +286,10 @@ def canonical_names(
         if arch == "bloom" and lookup.startswith("transformer."):
             lookup = lookup[len("transformer.") :]
         key = table.get_name(lookup, try_suffixes=(".weight", ".bias")) if table else None
-        if key is not None and key.endswith((".layer_output_scale", "_exps")):  # Gemma 4's
-            key += ".weight"  # layer_scalar and experts, to which llama.cpp's converter adds it
+        if key is not None and key.endswith(
+            (".layer_output_scale", "_exps", ".altup_correct_scale")
+        ):
+            key += ".weight"  # Gemma 4's layer_scalar and experts, Gemma 3n's correct_output_scale
         if key is None:
             unplaced.append(name)
         else:
