@@ -197,6 +197,9 @@ EXPECT: dict[str, E] = {
         for family in MOE_DECODERS
         for suffix in ("", ".gguf")
     },
+    # Gemma 3n: 6 blocks on AltUp streams
+    "decoder-gemma3n": {"format": "huggingface", **_lm(6)},
+    "decoder-gemma3n.gguf": {"format": "gguf", **_lm(6)},
     # Gemma 4's 26B-A4B: 4 blocks, experts beside the dense feed-forward in each
     "decoder-gemma4_moe": {"format": "huggingface", **_lm(4)},
     "decoder-gemma4_moe.gguf": {"format": "gguf", **_lm(4)},

@@ -243,6 +243,42 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         "llama.cpp-vocab/ggml-vocab-gemma-4.gguf",
     ),
+    # Gemma 3n's text decoder (E2B/E4B), every feature at once: AltUp (4 streams, the first one
+    # active, its corrected output scaled), LAuReL (rank 8) beside attention, per-layer embeddings
+    # (8 features per layer, every token), activation sparsity (a Gaussian top-k) in the first
+    # three feed-forwards, sliding (window 4) and full layers, the last two layers reusing the
+    # key/value states of the last earlier layer of their kind, logits soft-capped at 30 (the
+    # tied head scaled up so that the cap bends). AltUp's router and coefficients are scaled up
+    # so that its predictions and corrections differ from identity (see _SCALED)
+    "gemma3n": (
+        "Gemma3nTextConfig",
+        "Gemma3nForCausalLM",
+        {
+            "hidden_size": 64,
+            "intermediate_size": 64,
+            "num_hidden_layers": 6,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "layer_types": [
+                *("sliding_attention", "sliding_attention", "full_attention"),
+                *("sliding_attention", "sliding_attention", "full_attention"),
+            ],
+            "sliding_window": 4,
+            "num_kv_shared_layers": 2,
+            "hidden_size_per_layer_input": 8,  # for every token (see _random_model)
+            "altup_num_inputs": 4,  # llama.cpp's converter requires 4
+            "altup_active_idx": 0,
+            "altup_correct_scale": True,
+            "laurel_rank": 8,
+            "activation_sparsity_pattern": [0.95, 0.95, 0.95, 0.0, 0.0, 0.0],
+            "final_logit_softcapping": 30.0,
+            "hidden_activation": "gelu_pytorch_tanh",
+            "tie_word_embeddings": True,
+            "max_position_embeddings": 128,
+        },
+        _SMOL,
+    ),
     "qwen35": (
         "Qwen3_5TextConfig",
         "Qwen3_5ForCausalLM",
@@ -1150,6 +1186,18 @@ _SCALED: dict[str, dict[str, float]] = {
     "gemma4": {"model.embed_tokens.weight": 50.0},
     # (the mixture's are larger: 50 would put its largest at 29.5 of 30, 30 puts it near 26)
     "gemma4_moe": {"model.embed_tokens.weight": 30.0},
+    # Gemma 3n's: the tied head as gemma4's; AltUp's router reads its normed input scaled by
+    # 1/64, so at the initial 0.02 its modalities (and the coefficients they weight) stay near
+    # zero and AltUp near identity: a router of std 4 and coefficients of std 0.3 move them;
+    # the per-layer token embeddings as large as the projection of the embeddings they are
+    # summed with
+    "gemma3n": {
+        "model.embed_tokens.weight": 40.0,
+        "altup.modality_router.weight": 200.0,
+        "altup.prediction_coefs.weight": 15.0,
+        "altup.correction_coefs.weight": 15.0,
+        "model.embed_tokens_per_layer.weight": 17.0,
+    },
 }
 
 
@@ -1180,6 +1228,8 @@ def _random_model(family: str) -> tuple[Any, Any]:
                 p.add_(torch.randn_like(p) * 0.1)
             if name.endswith(("router.scale", "router.per_expert_scale")):  # Gemma 4's (ones)
                 p.uniform_(0.5, 1.5)
+            if name.endswith("altup.correct_output_scale"):  # Gemma 3n's (zeros: no per-layer
+                p.uniform_(0.5, 1.5)  # input would reach the model)
             for part, factor in _SCALED.get(family, {}).items():  # reach the clamps
                 if part in name:
                     p.mul_(factor)

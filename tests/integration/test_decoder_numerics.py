@@ -517,3 +517,22 @@ def test_gemma4_as_released_runs_its_text_decoder(zoo_artifact) -> None:  # noqa
         assert any("image and audio towers" in n for n in doc.notes)
     assert cfg.text_of == "gemma4" and cfg.gemma4 is not None and cfg.gemma4.ple == 8
     _assert_matches(values, outs, logits)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_gemma3n_streams_and_logits_equal_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """Gemma 3n (AltUp's four streams, LAuReL, activation sparsity on the first layers, shared
+    keys and values, per-layer embeddings): every layer's streams, side by side, and the
+    logits equal transformers'."""
+    snap = zoo_artifact("decoder-gemma3n")
+    path = snap if form == "snapshot" else zoo_artifact("decoder-gemma3n.gguf")
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    streams, logits = _theirs(model)  # each [streams, 1, seq, hidden]
+    ours = _ours(path)
+    for i, want in enumerate(streams):
+        n, _, seq, hidden = want.shape
+        side = want[:, 0].transpose(1, 0, 2).reshape(1, seq, n * hidden)
+        assert _rel(ours[f"blk.{i}.output"], side) < 1e-4, (i, _rel(ours[f"blk.{i}.output"], side))
+    assert _rel(ours["result_output"], logits) < 1e-4
+    assert (ours["result_output"].argmax(-1) == logits.argmax(-1)).all()
