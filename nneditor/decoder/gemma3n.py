@@ -298,7 +298,7 @@ def _block(
     laurel = w.linear(f"{p}.laurel_r.weight", w.linear(f"{p}.laurel_l.weight", h))
     laurel = (h + norm("laurel_post_norm", laurel)).astype(F32)
     emit(f"{p}.laurel_out", laurel[None])
-    att = gemma4._attention(w, cfg, i, h, positions, freqs, shared)
+    att = gemma4.attention(w, cfg, i, h, positions, freqs, shared)
     emit(f"{p}.attn_output", att[None])
     att = norm("post_attention_norm", att)
     emit(f"{p}.attn_post_norm", att[None])

@@ -311,7 +311,7 @@ def block(
 
     h = norm("attn_norm", x)
     emit(f"{p}.attn_norm", h[None])
-    a = _attention(w, cfg, i, h, positions, freqs, shared)
+    a = attention(w, cfg, i, h, positions, freqs, shared)
     emit(f"{p}.attn_output", a[None])
     a = norm("post_attention_norm", a)
     emit(f"{p}.attn_post_norm", a[None])
@@ -386,7 +386,7 @@ def _experts(
     return out
 
 
-def _attention(
+def attention(
     w: Weights,
     cfg: DecoderConfig,
     i: int,
@@ -395,6 +395,9 @@ def _attention(
     freqs: tuple[np.ndarray, np.ndarray],
     shared: dict[bool, tuple[np.ndarray, np.ndarray]],
 ) -> np.ndarray:
+    """Layer ``i``'s attention on ``h`` (Gemma 3n's too): normalised queries and keys,
+    weightless value norms, unscaled scores; a layer before ``first_shared`` keeps its keys and
+    values in ``shared`` under its kind (sliding or not), a later one attends to them."""
     g = cfg.gemma4
     assert g is not None
     p, seq, local = f"blk.{i}", h.shape[0], cfg.is_local(i)

@@ -26,7 +26,8 @@ from typing import Any
 from nneditor.model.capabilities import Capability
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph, Node, ValueInfo
-from nneditor.semantic.checkpoint_gemma4 import Gemma4Parts, full_layers, producers
+from nneditor.semantic.checkpoint_gemma3n import Gemma3nParts
+from nneditor.semantic.checkpoint_gemma4 import full_layers, producers
 from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
 from nneditor.semantic.checkpoint_names import ffn_norm_value, with_weight_suffix
 
@@ -219,7 +220,7 @@ def _value_types(
 _MIXER_KEYS = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv_a", "ssm_", "shortconv")
 
 
-class _Builder(HybridMixers, Gemma4Parts):
+class _Builder(HybridMixers, Gemma3nParts):
     def __init__(self, name: str, rows: Callable[[str], int | None] | None = None) -> None:
         self.graph = Graph(name)
         self.weights: list[str] = []
@@ -813,7 +814,8 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     if part is not None and towers:
         doc.notes.append(
             f"the graph is this {config['model_type']} release's text decoder; its image and "
-            f"audio towers' {towers} tensors are listed with the weights but not drawn"
+            f"audio towers ({towers} tensor{'s' if towers != 1 else ''}) are listed with the "
+            "weights but not drawn"
         )
     return g
 
