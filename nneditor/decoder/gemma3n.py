@@ -40,20 +40,10 @@ ARCH = "gemma3n"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
+#: every layer's tensors: Gemma 4's (with its per-layer embedding's), AltUp's and LAuReL's
 _LAYER = [
-    "attn_norm.weight",
-    "attn_q.weight",
-    "attn_q_norm.weight",
-    "attn_output.weight",
-    "post_attention_norm.weight",
-    "ffn_norm.weight",
-    "ffn_gate.weight",
-    "ffn_up.weight",
-    "ffn_down.weight",
-    "post_ffw_norm.weight",
-    "inp_gate.weight",
-    "proj.weight",
-    "post_norm.weight",
+    *gemma4.ALWAYS,
+    *gemma4.PLE_LAYER,
     "altup_correct_coef.weight",
     "altup_correct_scale.weight",
     "altup_predict_coef.weight",
@@ -63,8 +53,6 @@ _LAYER = [
     "laurel_r.weight",
     "laurel_post_norm.weight",
 ]
-_TOP = ["per_layer_token_embd.weight", "per_layer_model_proj.weight"]
-_TOP += ["per_layer_proj_norm.weight"]
 
 
 def _config(common: dict[str, Any], shape: Gemma4, altup: AltUp, **fields: Any) -> DecoderConfig:
@@ -187,7 +175,7 @@ def check_layers(cfg: DecoderConfig) -> None:
         raise DecoderUnsupported(f"Gemma 3n states {a.n} AltUp streams, active {a.active}")
     if len(a.sparsity) != cfg.n_layers:
         raise DecoderUnsupported("Gemma 3n's activation sparsity is not stated for every layer")
-    need = list(_TOP)
+    need = list(gemma4.PLE_TOP)
     for base in ("altup_proj", "altup_unembd_proj"):
         if f"{base}.weight" not in cfg.names:
             need += [f"{base}.{k}.weight" for k in range(a.n - 1)]

@@ -43,7 +43,7 @@ ARCH = "gemma4"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
-_ALWAYS = [
+ALWAYS = [
     "attn_norm.weight",
     "attn_q.weight",
     "attn_q_norm.weight",
@@ -55,9 +55,9 @@ _ALWAYS = [
     "ffn_down.weight",
     "post_ffw_norm.weight",
 ]
-_PLE_LAYER = ["inp_gate.weight", "proj.weight", "post_norm.weight"]
-_PLE_TOP = ["per_layer_token_embd.weight", "per_layer_model_proj.weight"]
-_PLE_TOP += ["per_layer_proj_norm.weight"]
+PLE_LAYER = ["inp_gate.weight", "proj.weight", "post_norm.weight"]
+PLE_TOP = ["per_layer_token_embd.weight", "per_layer_model_proj.weight"]
+PLE_TOP += ["per_layer_proj_norm.weight"]
 
 
 _EXPERTS = [
@@ -217,15 +217,15 @@ def check_layers(cfg: DecoderConfig) -> None:
     sliding ones, the per-layer embedding's parts when the model has them)."""
     g = cfg.gemma4
     assert g is not None
-    need = list(_PLE_TOP) if g.ple else []
+    need = list(PLE_TOP) if g.ple else []
     for i in range(cfg.n_layers):
-        keys = list(_ALWAYS)
+        keys = list(ALWAYS)
         if i < g.first_shared:
             keys += ["attn_k.weight", "attn_k_norm.weight"]
             if cfg.is_local(i):
                 keys.append("attn_v.weight")
         if g.ple:
-            keys += _PLE_LAYER
+            keys += PLE_LAYER
         if f"blk.{i}.ffn_gate_inp.weight" in cfg.names:
             keys += _EXPERTS
             if f"blk.{i}.ffn_gate_up_exps.weight" not in cfg.names:

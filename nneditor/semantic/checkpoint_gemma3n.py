@@ -6,7 +6,6 @@ and the LAuReL branch. Everything is read off tensor names."""
 from __future__ import annotations
 
 from nneditor.semantic.checkpoint_gemma4 import PLE_VALUE, Gemma4Parts
-from nneditor.semantic.checkpoint_mixers import attention_text
 
 
 class Gemma3nParts(Gemma4Parts):
@@ -52,10 +51,7 @@ class Gemma3nParts(Gemma4Parts):
         s = f"blk.{i}"
 
         def rms(scope: str, value: str, out: str, key: str, what: str) -> str:
-            text = f"Normalization: RMSNorm {what} (from tensor names)."
-            return self.node(
-                f"{s}/{scope}", "RMSNorm", [value], out, [t.get(key, "")], "norm", text
-            )
+            return self.rms_node(s, t, scope, value, out, key, what)
 
         router = [t.get("altup_router.weight", ""), t.get("altup_router_norm.weight", "")]
         pred = self.node(
@@ -83,23 +79,7 @@ class Gemma3nParts(Gemma4Parts):
             "LAuReL: the normalised input plus a normalised low-rank projection of it (from "
             "tensor names).",
         )
-        mixer_w = [
-            n for k, n in sorted(t.items()) if k.startswith("attn_") and k != "attn_norm.weight"
-        ]
-        inputs, text = [h], attention_text(heads, None)
-        if producer is not None:
-            inputs.append(f"blk.{producer}.attn_norm")
-            text += f", reusing the keys and values layer {producer} computed"
-        a = self.node(
-            f"{s}/attn",
-            "Attention",
-            inputs,
-            f"{s}.attn_output",
-            mixer_w,
-            "attention",
-            f"{text} (from tensor names).",
-            num_heads=heads,
-        )
+        a = self.shared_attention(s, t, h, heads, producer)
         a = rms(
             "attn_post_norm",
             a,

@@ -92,6 +92,46 @@ class Gemma4Parts:
             "The dense feed-forward and the experts, summed.",
         )
 
+    def rms_node(
+        self, s: str, t: dict[str, str], scope: str, value: str, out: str, key: str, what: str
+    ) -> str:
+        """An RMSNorm node of block ``s`` reading ``t[key]``."""
+        text = f"Normalization: RMSNorm {what} (from tensor names)."
+        return self.node(f"{s}/{scope}", "RMSNorm", [value], out, [t.get(key, "")], "norm", text)
+
+    def shared_attention(
+        self,
+        s: str,
+        t: dict[str, str],
+        h: str,
+        heads: int | None,
+        producer: int | None,
+        note: str = "",
+        extra: list[str] | None = None,
+    ) -> str:
+        """Block ``s``'s attention on ``h``; a layer reusing ``producer``'s keys and values
+        reads that layer's normalised input too."""
+        weights = [
+            n for k, n in sorted(t.items()) if k.startswith("attn_") and k != "attn_norm.weight"
+        ]
+        text, inputs = attention_text(heads, None), [h]
+        if producer is not None:
+            inputs.append(f"blk.{producer}.attn_norm")
+            text += (
+                f", reusing the keys and values layer {producer} computed (this layer has no "
+                "key or value projection)"
+            )
+        return self.node(
+            f"{s}/attn",
+            "Attention",
+            inputs,
+            f"{s}.attn_output",
+            [*weights, *(extra or [])],
+            "attention",
+            f"{text}{note} (from tensor names).",
+            num_heads=heads,
+        )
+
     def gemma4_inputs(self, top: dict[str, str], x: str) -> str | None:
         """The per-layer embeddings (E2B, E4B): a table lookup and a projection of the scaled
         embedding, summed; None for a model without them."""
@@ -147,37 +187,15 @@ class Gemma4Parts:
         s = f"blk.{i}"
 
         def rms(scope: str, value: str, out: str, key: str, what: str) -> str:
-            text = f"Normalization: RMSNorm {what} (from tensor names)."
-            return self.node(
-                f"{s}/{scope}", "RMSNorm", [value], out, [t.get(key, "")], "norm", text
-            )
+            return self.rms_node(s, t, scope, value, out, key, what)
 
         h = rms("attn_norm", x, f"{s}.attn_norm", "attn_norm.weight", "before attention")
-        mixer_w = [
-            n for k, n in sorted(t.items()) if k.startswith("attn_") and k != "attn_norm.weight"
-        ]
-        text = attention_text(heads, None)
-        inputs = [h]
-        if producer is not None:
-            inputs.append(f"blk.{producer}.attn_norm")
-            text += (
-                f", reusing the keys and values layer {producer} computed (this layer has no "
-                "key or value projection)"
-            )
-        elif "attn_v.weight" not in t:
-            text += ", values taken from the key projection (no value projection)"
+        note = ""
+        if producer is None and "attn_v.weight" not in t:
+            note += ", values taken from the key projection (no value projection)"
         if rope_factors:
-            text += ", proportional RoPE on a quarter of each head (rope_freqs)"
-        a = self.node(
-            f"{s}/attn",
-            "Attention",
-            inputs,
-            f"{s}.attn_output",
-            [*mixer_w, rope_factors],
-            "attention",
-            f"{text} (from tensor names).",
-            num_heads=heads,
-        )
+            note += ", proportional RoPE on a quarter of each head (rope_freqs)"
+        a = self.shared_attention(s, t, h, heads, producer, note, [rope_factors])
         a = rms(
             "attn_post_norm",
             a,
