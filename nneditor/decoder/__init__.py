@@ -86,7 +86,16 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
-    from nneditor.decoder import falcon_h1, gemma3n, gemma4, lfm2, mamba1, mamba2, qwen35
+    from nneditor.decoder import (
+        falcon_h1,
+        gemma3n,
+        gemma4,
+        lfm2,
+        mamba1,
+        mamba2,
+        modern_bert,
+        qwen35,
+    )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
     from nneditor.semantic.checkpoint_names import text_part
@@ -113,6 +122,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             falcon_h1.ARCH: falcon_h1.from_gguf,
             gemma4.ARCH: gemma4.from_gguf,
             gemma3n.ARCH: gemma3n.from_gguf,
+            modern_bert.ARCH: modern_bert.from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -149,6 +159,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             falcon_h1.ARCH: falcon_h1.from_hf,
             gemma4.ARCH: gemma4.from_hf,
             gemma3n.ARCH: gemma3n.from_hf,
+            modern_bert.ARCH: modern_bert.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

@@ -93,6 +93,7 @@ ARCHES = (
     # last hidden state
     "bert",
     "nomic-bert",  # nomic-embed-text v1/v1.5: BERT's post-norm blocks with RoPE and SwiGLU
+    "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -712,7 +713,10 @@ _TOP_KEYS = {
 
 
 #: families whose query, key and value projections are one matrix (attn_qkv)
-FUSED_QKV_ARCHES = ("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert")
+FUSED_QKV_ARCHES = (
+    *("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert"),
+    "modern-bert",
+)
 
 
 def check_tensors(cfg: DecoderConfig) -> None:
@@ -771,8 +775,9 @@ def check_tensors(cfg: DecoderConfig) -> None:
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:
             ffn_pre = "post_attention_norm"
         need += [*qkv, f"blk.{i}.attn_output.weight"]
-        if cfg.norm_weights:  # (OLMo's norms have none)
-            need.append(f"blk.{i}.{pre}.weight")
+        if cfg.norm_weights and not (cfg.arch == "modern-bert" and i == 0):
+            need.append(f"blk.{i}.{pre}.weight")  # (OLMo's norms have none; ModernBERT's
+            # first block reads the normalised embedding as it is)
         if not cfg.parallel and cfg.norm_weights:  # Phi-2's FFN reads the attention's norm
             need.append(f"blk.{i}.{ffn_pre}.weight")
         if f"blk.{i}.ffn_gate_inp.weight" in cfg.names and cfg.moe is not None:

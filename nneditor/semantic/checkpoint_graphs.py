@@ -34,7 +34,7 @@ from nneditor.semantic.checkpoint_names import ffn_norm_value, with_weight_suffi
 DOMAIN = "nneditor"
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
-_BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo"})
+_BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo", "modern-bert"})
 
 
 def open_with_graph(path: str | os.PathLike[str]) -> Document:
@@ -428,7 +428,9 @@ class _Builder(HybridMixers, Gemma3nParts):
         gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
-        variant = "mixture of experts" if moe else ("gated (SwiGLU)" if gated else plain)
+        glu = "gated (GeGLU)" if arch == "modern-bert" else "gated (SwiGLU)"
+        gated = gated or arch == "modern-bert"  # its up projection holds [input; gate]
+        variant = "mixture of experts" if moe else (glu if gated else plain)
         routed, ffn = self._router(s, t, h, ffn)
         f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
@@ -639,8 +641,8 @@ class _Builder(HybridMixers, Gemma3nParts):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
-        if arch == "gemma-embedding":  # an embedding model: the final norm's output is its output
-            return
+        if arch in ("gemma-embedding", "modern-bert"):  # embedding models: the final norm's
+            return  # output is their output
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def finish(self) -> Graph:

@@ -64,6 +64,7 @@ HF_ARCH = {
     "roberta": "bert",  # RoBERTa, XLM-RoBERTa (bge-m3, multilingual-e5): BERT's blocks
     "xlm-roberta": "bert",
     "nomic_bert": "nomic-bert",  # nomic-embed-text v1 / v1.5
+    "modernbert": "modern-bert",
     "glm4_moe": "glm4moe",
     "dots1": "dots1",
     "minimax_m2": "minimax-m2",

@@ -1,0 +1,112 @@
+"""ModernBERT encoders (answerdotai/ModernBERT, and the embedding models built on it: gte-,
+nomic- and Granite embedding R2), from ``modernbert`` snapshots and llama.cpp's
+``modern-bert`` GGUFs.
+
+A pre-norm encoder: an embedding LayerNorm, then blocks of LayerNorm (the first block has
+none: its input is already normalised), attention over one fused q/k/v matrix with RoPE, a
+residual, LayerNorm, a GeGLU feed-forward whose up projection holds [input; gate] (the
+activation applies to the first half), a residual; a final LayerNorm. LayerNorms have no
+bias. Every ``global_attn_every_n_layers``-th layer (from 0) attends to the whole text with
+the global RoPE base; the others see ``local_attention / 2`` positions each way with the
+local base. The activation is the models' exact GELU (llama.cpp approximates it with tanh).
+The trace ends at the final norm's hidden states (no pooling, no masked-LM head).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+
+ARCH = "modern-bert"
+_ACTIVATIONS = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu"}
+_NOTE = (
+    "the trace ends at the final norm's hidden states: the embedding model's pooling and any "
+    "classifier or masked-LM head are not computed"
+)
+
+
+def _config(
+    common: dict[str, Any],
+    eps: float,
+    theta: float,
+    local_theta: float,
+    window: int,
+    local: tuple[bool, ...],
+    act: str,
+) -> DecoderConfig:
+    head_dim = int(common["head_dim"])
+    if act not in _ACTIVATIONS:
+        raise DecoderUnsupported(f"ModernBERT activation {act!r} is not implemented")
+    local = tuple(bool(window) and v for v in local)
+    return DecoderConfig(
+        **common,
+        norm="layer",
+        norm_eps=eps,
+        rope="neox",
+        rope_dim=head_dim,
+        rope_theta=theta,
+        rope_theta_local=local_theta if any(local) else 0.0,
+        activation=_ACTIVATIONS[act],
+        gated=True,
+        fused_gate_up=True,
+        attn_scale=1 / math.sqrt(head_dim),
+        sliding_window=window,
+        local_layers=local,
+        causal=False,
+        head=False,
+        notes=(_NOTE,),
+    )
+
+
+def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    def get(key: str, default: Any = None) -> Any:
+        return metadata.get(f"{ARCH}.{key}", default)
+
+    n_layers = int(common["n_layers"])
+    window = int(get("attention.sliding_window", 0) or 0)
+    pattern = get("attention.sliding_window_pattern")
+    if pattern is not None:  # True marks a windowed layer
+        local = tuple(bool(v) for v in getattr(pattern, "tolist", lambda: pattern)())
+    else:  # llama.cpp's default: every third layer global, from the first
+        local = tuple(i % 3 != 0 for i in range(n_layers))
+    if len(local) != n_layers:
+        raise DecoderUnsupported("this ModernBERT's window pattern does not cover every layer")
+    return _config(
+        common,
+        eps=float(get("attention.layer_norm_epsilon", 1e-5)),
+        theta=float(get("rope.freq_base", 160000.0)),
+        local_theta=float(get("rope.freq_base_swa", 10000.0)),
+        window=window,
+        local=local,
+        act=str(get("hidden_act", "gelu")),
+    )
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    if config.get("norm_bias") or config.get("attention_bias") or config.get("mlp_bias"):
+        raise DecoderUnsupported(
+            "this ModernBERT has biases in its norms, attention or feed-forward, which the "
+            "NumPy decoder does not implement for it"
+        )
+    n_layers = int(common["n_layers"])
+    every = int(config.get("global_attn_every_n_layers") or 3)
+    types = config.get("layer_types") or [
+        "sliding_attention" if i % every else "full_attention" for i in range(n_layers)
+    ]
+    if len(types) != n_layers:
+        raise DecoderUnsupported("this ModernBERT's layer_types do not cover every layer")
+    rope = config.get("rope_parameters") or {}
+    full = rope.get("full_attention") or {}
+    local = rope.get("sliding_attention") or {}
+    return _config(
+        common,
+        eps=float(config.get("norm_eps") or 1e-5),
+        theta=float(full.get("rope_theta", config.get("global_rope_theta", 160000.0))),
+        local_theta=float(local.get("rope_theta", config.get("local_rope_theta", 10000.0))),
+        window=int(config.get("local_attention") or 0),
+        local=tuple(t == "sliding_attention" for t in types),
+        act=str(config.get("hidden_activation") or "gelu"),
+    )
