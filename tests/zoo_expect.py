@@ -242,6 +242,8 @@ EXPECT: dict[str, E] = {
     "encoder-nomic-bert.gguf": {"format": "gguf", **_lm(2)},
     "encoder-embeddinggemma.gguf": {"format": "gguf", **_lm(7)},
     "encoder-xlm-roberta.gguf": {"format": "gguf", **_lm(2)},
+    "encoder-modernbert": {"format": "huggingface", **_lm(6)},
+    "encoder-modernbert.gguf": {"format": "gguf", **_lm(6)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

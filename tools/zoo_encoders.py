@@ -1,5 +1,6 @@
 """Zoo encoders: embedding models written by transformers and converted by llama.cpp's own
-converter (XLM-RoBERTa as bge-m3 and multilingual-e5 are, EmbeddingGemma, nomic-embed-text);
+converter (XLM-RoBERTa as bge-m3 and multilingual-e5 are, EmbeddingGemma, nomic-embed-text,
+ModernBERT);
 the NumPy decoder runs them as encoders (tests/integration/test_decoder_numerics.py)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from zoo_decoders import _COMMON, _spm_model, _wheel, convert
+from zoo_decoders import _COMMON, _SMOL, _spm_model, _wheel, convert
 
 #: an XLM-RoBERTa encoder (bge-m3, multilingual-e5): positions after the padding id, a
 #: SentencePiece unigram vocabulary
@@ -175,6 +176,75 @@ def _nomic_snapshot(path: Path) -> None:
             shutil.copy(vocab_dir / name, path / name)
 
 
+#: a ModernBERT encoder (answerdotai/ModernBERT, and gte-, nomic- and Granite embedding R2 built on
+#: it): pre-norm blocks without norm biases, a global layer every third (0, 3) with its own RoPE
+#: base, windowed ones between (|i - j| <= local_attention / 2), a GeGLU feed-forward
+MODERNBERT = "encoder-modernbert"
+#: ModernBERT's special tokens (its tokenizer's, after the BPE vocabulary)
+_MODERNBERT_SPECIAL = {
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "pad_token": "[PAD]",
+    "mask_token": "[MASK]",
+}
+
+
+def _modernbert_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+    from testdata import ensure
+
+    from nneditor.tokenize import load_tokenizer
+
+    # ModernBERT's own BPE vocabulary is not at hand: SmolLM2's GPT-2 style one (a pre-tokenizer
+    # llama.cpp's converter recognises) with ModernBERT's special tokens added after it
+    plain = load_tokenizer(ensure(_SMOL)).encoder.plain  # type: ignore[attr-defined]
+    plain.add_special_tokens(list(_MODERNBERT_SPECIAL.values()))  # in ModernBERT's order
+    fast = tf.PreTrainedTokenizerFast(tokenizer_object=plain, **_MODERNBERT_SPECIAL)
+    cls, sep = fast.cls_token_id, fast.sep_token_id
+    config = tf.ModernBertConfig(
+        vocab_size=len(fast),
+        hidden_size=64,
+        num_hidden_layers=6,  # global layers 0 and 3, windowed 1, 2, 4, 5
+        num_attention_heads=4,
+        intermediate_size=64,
+        hidden_activation="gelu",  # exact, as ModernBERT's
+        max_position_embeddings=128,
+        norm_bias=False,
+        local_attention=4,  # each way 2 of the 12 prompt positions: the global layers see more
+        global_attn_every_n_layers=3,
+        global_rope_theta=160000.0,
+        local_rope_theta=10000.0,
+        pad_token_id=fast.pad_token_id,
+        bos_token_id=cls,  # as ModernBERT's config: [CLS] opens, [SEP] closes
+        eos_token_id=sep,
+        cls_token_id=cls,
+        sep_token_id=sep,
+    )
+    torch.manual_seed(0)
+    model = tf.ModernBertModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:  # unit norms would hide a missing or misplaced one
+                p.add_(torch.randn_like(p) * 0.1)
+            elif p.dim() == 2 and "tok_embeddings" not in name:
+                # ModernBERT's initialisation (std 0.02, its output projections less) leaves
+                # every block a fraction of a percent of the output: unit-variance projections
+                # make each block, and attention beyond the window, move it
+                p.normal_(0.0, p.shape[1] ** -0.5)
+    model.save_pretrained(str(path))
+    fast.save_pretrained(str(path))
+    meta = path / "config.json"  # as ModernBERT's releases: a period and two bases, no
+    released = json.loads(meta.read_text())  # per-layer types or RoPE table
+    released.pop("layer_types", None)
+    released.pop("rope_parameters", None)
+    released.update(
+        global_attn_every_n_layers=3, global_rope_theta=160000.0, local_rope_theta=10000.0
+    )
+    meta.write_text(json.dumps(released, indent=1))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoders (each a snapshot and its llama.cpp conversion) to the zoo."""
     generator(
@@ -209,3 +279,14 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama.cpp convert_hf_to_gguf.py",
         "the nomic-embed-text encoder as llama.cpp converts it (nomic-bert)",
     )(lambda path: convert(generate(NOMIC, path.parents[2]), path, "f32", raw_config=True))
+    generator(
+        MODERNBERT,
+        "transformers save_pretrained (ModernBertModel), config.json as ModernBERT releases it",
+        "ModernBERT encoder (global and windowed layers, GeGLU, bias-free LayerNorms), tiny random "
+        "weights, SmolLM2's BPE vocabulary with ModernBERT's special tokens",
+    )(_modernbert_snapshot)
+    generator(
+        f"{MODERNBERT}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the ModernBERT encoder as llama.cpp converts it (modern-bert)",
+    )(lambda path: convert(generate(MODERNBERT, path.parents[2]), path, "f32"))

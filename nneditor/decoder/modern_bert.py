@@ -22,6 +22,7 @@ from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
 ARCH = "modern-bert"
 _ACTIVATIONS = {"gelu": "gelu", "gelu_pytorch_tanh": "gelu_tanh", "silu": "silu"}
+
 _NOTE = (
     "the trace ends at the final norm's hidden states: the embedding model's pooling and any "
     "classifier or masked-LM head are not computed"
@@ -67,21 +68,27 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
     n_layers = int(common["n_layers"])
     window = int(get("attention.sliding_window", 0) or 0)
-    pattern = get("attention.sliding_window_pattern")
-    if pattern is not None:  # True marks a windowed layer
-        local = tuple(bool(v) for v in getattr(pattern, "tolist", lambda: pattern)())
-    else:  # llama.cpp's default: every third layer global, from the first
-        local = tuple(i % 3 != 0 for i in range(n_layers))
+    pattern = get("attention.sliding_window_pattern", 3)
+    if hasattr(pattern, "tolist"):
+        pattern = pattern.tolist()
+    if isinstance(pattern, (list, tuple)):  # per layer; True marks a windowed layer
+        local = tuple(bool(v) for v in pattern)
+    else:  # a period, the first layer of each global (as llama.cpp reads it; default 3)
+        period = max(int(pattern), 1)
+        local = tuple(i % period != 0 for i in range(n_layers))
     if len(local) != n_layers:
         raise DecoderUnsupported("this ModernBERT's window pattern does not cover every layer")
     return _config(
         common,
-        eps=float(get("attention.layer_norm_epsilon", 1e-5)),
+        # llama.cpp's converter files ModernBERT's norm_eps under the RMS key
+        eps=float(
+            get("attention.layer_norm_epsilon") or get("attention.layer_norm_rms_epsilon") or 1e-5
+        ),
         theta=float(get("rope.freq_base", 160000.0)),
         local_theta=float(get("rope.freq_base_swa", 10000.0)),
         window=window,
         local=local,
-        act=str(get("hidden_act", "gelu")),
+        act=str(get("hidden_activation") or get("hidden_act") or "gelu"),
     )
 
 

@@ -107,3 +107,28 @@ def test_an_embeddinggemma_encoder_equals_transformers(form: str, zoo_artifact) 
     cfg, _values, _out, moved = _compare(model, path, ids, 6, **variants)
     assert not cfg.head and cfg.sliding_window == 6
     assert moved["causal"] > 1e-2 and moved["whole"] > 1e-3
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", FORMS)
+def test_a_modernbert_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """ModernBERT (gte-, nomic- and Granite embedding R2 build on it): the first block without
+    a norm, windowed layers between every third global one, each kind with its RoPE base, the
+    [input; gate] GeGLU with the exact GELU; llama.cpp's file states the window pattern as a
+    period and the LayerNorm epsilon under the RMS key."""
+    snap, path = _paths(zoo_artifact, "encoder-modernbert", form)
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([[49153, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 49154]], dtype=np.int64)
+    cfg, values, _out, changed = _compare(
+        model,
+        path,
+        ids,
+        5,  # (transformers' last hidden state is after the final norm)
+        global_everywhere={"local_layers": (False,) * 6},
+        swapped_bases={"rope_theta": 10000.0, "rope_theta_local": 160000.0},
+        tanh_gelu={"activation": "gelu_tanh"},
+    )
+    assert cfg.local_layers == (False, True, True, False, True, True)
+    assert "blk.0.attn_norm" not in values and "blk.1.attn_norm" in values
+    assert changed["global_everywhere"] > 0.1 and changed["swapped_bases"] > 0.01
+    assert changed["tanh_gelu"] > 1e-5  # the exact GELU, not llama.cpp's approximation
