@@ -72,6 +72,7 @@ ARCHES = (
     "hunyuan-dense",
     "apertus",
     "nemotron",
+    "jais2",  # Jais 2: Llama's attention with biases, LayerNorm, an ungated ReLU² feed-forward
     # mixtures of experts (Mixtral is llama): Qwen3-MoE, Qwen2-MoE (with a shared expert), OLMoE
     "qwen3moe",
     "qwen2moe",
@@ -493,6 +494,7 @@ GEMMA_EMBEDDING: dict[str, Any] = {
 }
 #: decoders with LayerNorm (Command-R's has no bias) rather than RMSNorm
 LAYER_NORM_FAMILIES = (
+    "jais2",
     "stablelm",
     "starcoder2",
     "phi2",
@@ -507,8 +509,8 @@ LAYER_NORM_FAMILIES = (
 def plain_ffn(arch: str) -> dict[str, Any]:
     """StarCoder2, Phi-2 and GPT-NeoX: an ungated GELU feed-forward (GPT-NeoX's exact, erf
     GELU, as Pythia's config names it); Phi-2 and GPT-NeoX run it in parallel. Nemotron: an
-    ungated ReLU² one."""
-    if arch == "nemotron":
+    ungated ReLU² one, as Jais 2's."""
+    if arch in ("nemotron", "jais2"):
         return {"gated": False, "activation": "relu2"}
     if arch == "falcon":  # the models' exact GELU (llama.cpp approximates it with tanh)
         return {"gated": False, "activation": "gelu", "parallel": True}

@@ -359,6 +359,7 @@ def _hf_layer_norm_family(
         "phi2": ("gelu_pytorch_tanh", "gelu_new"),
         "gptneox": ("gelu", "gelu_new", "gelu_pytorch_tanh"),
         "nemotron": ("relu2",),
+        "jais2": ("relu2",),
     }.get(arch, ("silu",))
     if act not in want:
         raise DecoderUnsupported(f"{arch} activation {act!r} is not implemented ({want[0]} is)")

@@ -427,7 +427,9 @@ class _Builder(HybridMixers, Gemma3nParts):
         # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates)
         gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
         moe = any(k.startswith("ffn_gate_inp") for k in t)
-        plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "apertus": "xIELU"}.get(arch, "GELU")
+        plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "jais2": "ReLU²", "apertus": "xIELU"}.get(
+            arch, "GELU"
+        )
         glu = "gated (GeGLU)" if arch == "modern-bert" else "gated (SwiGLU)"
         gated = gated or arch == "modern-bert"  # its up projection holds [input; gate]
         variant = "mixture of experts" if moe else (glu if gated else plain)

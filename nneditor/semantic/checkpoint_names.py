@@ -65,6 +65,7 @@ HF_ARCH = {
     "xlm-roberta": "bert",
     "nomic_bert": "nomic-bert",  # nomic-embed-text v1 / v1.5
     "modernbert": "modern-bert",
+    "jais2": "jais2",
     "glm4_moe": "glm4moe",
     "dots1": "dots1",
     "minimax_m2": "minimax-m2",
