@@ -627,6 +627,25 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     ),
     # Arcee (AFM-4.5B): Llama with an ungated ReLU² feed-forward (up, ReLU², down)
     "arcee": ("ArceeConfig", "ArceeForCausalLM", {**_COMMON, "hidden_act": "relu2"}, _SMOL),
+    # Jais 2 (Inception): Llama's blocks with LayerNorms (weight and bias), biased q/k/v/o and
+    # an ungated ReLU² feed-forward with biases (up, ReLU², down); an untied head, as released
+    "jais2": (
+        "Jais2Config",
+        "Jais2ForCausalLM",
+        {
+            **_COMMON,
+            "hidden_act": "relu2",
+            "attention_bias": True,
+            "mlp_bias": True,
+            "tie_word_embeddings": False,
+            "bos_token_id": 1,  # its defaults are Jais 2's ids (eos 150024, past this vocabulary)
+            "eos_token_id": 2,
+            # weights wide enough that attention is peaked: the q/k biases move the logits 6%
+            # and 3.5% (at the default 0.02, 0.1% and 0.05%), the LayerNorms' 13-25%
+            "initializer_range": 0.1,
+        },
+        _SMOL,
+    ),
     # Seed-OSS: Llama with biased q/k/v and its own head size; llama.cpp names the norm before
     # the feed-forward post_attention_norm
     "seed_oss": (
