@@ -36,6 +36,7 @@ TEXTS = [
     "<s>[INST] special-token text </s> <unk> <|begin_of_text|>",
     "Ελληνικά, русский, עברית, हिन्दी, ไทย, Tiếng Việt",
     "'tis 'twas I'll you're we've she'd THEY'LL",
+    "abc123def 12345x x1234567 ٣٤٥٦ 2² ½ 7२३४५",
     "",
 ]
 VOCABS = [
@@ -59,7 +60,7 @@ PRE_VARIANTS = (
     "tekken", "gpt-4o", "lfm2", "seed-coder", "exaone4", "megrez", "deepseek-v3",
     "glm4", "jais-2", "viking", "spark2_5", "youtu", "ufakzeka", "bailingmoe", "laguna",
     "exaone-moe", "minicpm5", "granite-embed-multi-97m", "chameleon", "minimax-m2",
-    "minerva-7b", "grok-2", "roberta-bpe", "tiny_aya", "superbpe",
+    "minerva-7b", "grok-2", "roberta-bpe", "tiny_aya", "superbpe", "afmoe",
 )  # fmt: skip
 
 

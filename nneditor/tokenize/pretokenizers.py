@@ -106,16 +106,27 @@ _GRANITE_EMB_MULTI = (
     rf"|[^\r\n\p{{L}}\p{{N}}]?{_UPPER_M}+{_LOWER_M}*{_CONTRACTIONS}?"
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
-# llama.cpp runs these two through std::regex (ECMAScript): \d is [0-9] and \b an ASCII word
-# boundary there ("1314151天" splits as 1 314 151), where Oniguruma's are Unicode-wide
-_ASCII_WORD_END = "(?![0-9A-Za-z_])"
+# llama.cpp splits digit runs for Tiny Aya and AFMoE with its own code (unicode.cpp), not a
+# regular expression: each run of \p{N} gives its leading 1-2 digits, then groups of three
+# ("1314151" -> 1 314 151). This expression does the same within every maximal run.
+_DIGIT_GROUPS = r"\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N}))"
 _TINY_AYA = (
-    rf"[0-9]{{1,3}}(?=(?:[0-9]{{3}})*{_ASCII_WORD_END})",
+    _DIGIT_GROUPS,
     rf"[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}*{_LOW_LETTERS}+{_CONTRACTIONS}?"
     rf"|[^\r\n\p{{L}}\p{{N}}]?{_UP_LETTERS}+{_LOW_LETTERS}*{_CONTRACTIONS}?"
     r"|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 )
+# SuperBPE's second expression runs through std::regex (ECMAScript: \d is [0-9])
 _SUPERBPE = (r"\p{N}+", r"(?=([0-9]{3})+(?![0-9]))")
+# AFMoE (Arcee's Trinity): its CJK and Asian-script ranges exactly as llama.cpp writes them
+# (U+8C48 and U+0E40 start two of them), then DeepSeek V3's main expression
+_AFMOE = (
+    _DIGIT_GROUPS,
+    "[\u4e00-\u9fff\u3400-\u4dbf\u8c48-\ufaff\u3040-\u309f\u30a0-\u30ff\uff65-\uff9f"
+    "\u2f00-\u2fdf\u0e40-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f\uaa60-\uaa7f"
+    "\ua9e0-\ua9ff\uac00-\ud7af\u1100-\u11ff]+",
+    _DEEPSEEK_V3[2],
+)
 _CHAMELEON = (
     "<sentinel:[0-9]+>",
     "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
@@ -170,6 +181,7 @@ _FAMILIES = {
     "chameleon": PreTokenizer("chameleon", _CHAMELEON, add_bos=True),
     "tiny_aya": PreTokenizer("tiny_aya", _TINY_AYA),
     "superbpe": PreTokenizer("superbpe", _SUPERBPE),
+    "afmoe": PreTokenizer("afmoe", _AFMOE),
     "deepseek-coder": PreTokenizer(
         "deepseek-coder",
         ("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"),
@@ -269,6 +281,7 @@ _NAMES = {
     **{n: "bailingmoe" for n in ("bailingmoe", "bailingmoe2", "llada-moe")},
     **{n: "tiny_aya" for n in ("tiny_aya", "cohere2moe")},
     "superbpe": "superbpe",
+    "afmoe": "afmoe",
     "seed-coder": "seed-coder",
     "deepseek-llm": "deepseek-llm",
     **{n: "deepseek-v3" for n in ("deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4")},

@@ -152,7 +152,8 @@ def test_pre_tokenizers_without_a_llama_cpp_vocabulary_equal_llama_cpp(
     """Mistral's tekken, gpt-4o (Phi-4, Llama 4), lfm2, seed-coder, exaone4, megrez,
     deepseek-v3, GLM-4's (merges ignored), Jais 2, Viking, Spark 2.5, Youtu, BailingMoE,
     Laguna, EXAONE-MoE, MiniCPM 5, Granite multilingual embeddings, Chameleon, MiniMax-M2,
-    Minerva, Grok 2, RoBERTa BPE, Tiny Aya (ASCII digit groups), SuperBPE: llama.cpp ships no
+    Minerva, Grok 2, RoBERTa BPE, Tiny Aya and AFMoE (digit runs grouped by threes from the
+    right, as llama.cpp's own code does), SuperBPE: llama.cpp ships no
     vocabulary naming them, so llama-bpe's vocabulary renamed to each was tokenized by
     llama-cpp-python 0.3.36 on llama.cpp's own 47 test texts (tools/llama_cpp_refs.py)."""
     folder = realdata("llama.cpp-vocab")
