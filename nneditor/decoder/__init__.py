@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Xielu, check_tensors
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Xielu
 from nneditor.decoder.forward import run_forward
+from nneditor.decoder.tensor_check import check_tensors
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document

@@ -101,7 +101,7 @@ _SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_mo
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
     """The mixture of experts' routing as llama.cpp runs it for ``arch``; None when the file
-    states no expert count (check_tensors refuses it then)."""
+    states no expert count (tensor_check.check_tensors refuses it then)."""
     n_experts = metadata.get(f"{arch}.expert_count")
     n_used = metadata.get(f"{arch}.expert_used_count")
     if not n_experts or not n_used:

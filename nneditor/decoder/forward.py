@@ -107,7 +107,8 @@ def _forward(
         w.start_read_ahead()
         w.read_ahead(0)
     if cfg.gemma4 is not None:  # its own kinds of layers and streams (gemma4.py)
-        x = _gemma4_layers(w, cfg, ids, x, positions, emit, step)
+        layers = gemma3n.layers if cfg.altup is not None else gemma4.layers
+        x = layers(w, cfg, ids, x, positions, emit, step)
     freq_full = freq_local = np.zeros(0, F32)
     if cfg.rope != "none" and cfg.gemma4 is None:
         dim = cfg.rope_dim or cfg.head_dim
@@ -155,30 +156,6 @@ def _forward(
     emit("result_output", logits[None])
     step()
     return logits[None]
-
-
-def _gemma4_layers(
-    w: Weights,
-    cfg: DecoderConfig,
-    ids: np.ndarray,
-    x: np.ndarray,
-    positions: np.ndarray,
-    emit: Emit,
-    step: Callable[[], None],
-) -> np.ndarray:
-    """Gemma 4's layers: per-layer embeddings computed once, keys and values kept for the
-    layers that share them."""
-    if cfg.altup is not None:  # Gemma 3n: the same pieces inside AltUp's streams
-        return gemma3n.layers(w, cfg, ids, x, positions, emit, step)
-    ple = gemma4.per_layer_inputs(w, cfg, ids, x, emit)
-    freqs = gemma4.frequencies(w, cfg)
-    shared: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
-    for i in range(cfg.n_layers):
-        w.read_ahead(i + 1)
-        x = gemma4.block(w, cfg, i, x, positions, freqs, shared, ple, emit)
-        w.done_with(i)
-        step()
-    return x
 
 
 def _norm(w: Weights, cfg: DecoderConfig, key: str, x: np.ndarray) -> np.ndarray:

@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.decoder import gemma4, ops
-from nneditor.decoder.config import AltUp, DecoderConfig, DecoderUnsupported, Gemma4
+from nneditor.decoder.config import (
+    ALTUP_LAUREL,
+    PLE_LAYER,
+    PLE_TOP,
+    AltUp,
+    DecoderConfig,
+    DecoderUnsupported,
+    Gemma4,
+)
 
 if TYPE_CHECKING:
     from nneditor.decoder.weights import Weights
@@ -41,18 +49,7 @@ F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
 
 #: every layer's tensors: Gemma 4's (with its per-layer embedding's), AltUp's and LAuReL's
-_LAYER = [
-    *gemma4.ALWAYS,
-    *gemma4.PLE_LAYER,
-    "altup_correct_coef.weight",
-    "altup_correct_scale.weight",
-    "altup_predict_coef.weight",
-    "altup_router.weight",
-    "altup_router_norm.weight",
-    "laurel_l.weight",
-    "laurel_r.weight",
-    "laurel_post_norm.weight",
-]
+_LAYER = [*gemma4.ALWAYS, *PLE_LAYER, *ALTUP_LAUREL]
 
 
 def _config(common: dict[str, Any], shape: Gemma4, altup: AltUp, **fields: Any) -> DecoderConfig:
@@ -175,7 +172,7 @@ def check_layers(cfg: DecoderConfig) -> None:
         raise DecoderUnsupported(f"Gemma 3n states {a.n} AltUp streams, active {a.active}")
     if len(a.sparsity) != cfg.n_layers:
         raise DecoderUnsupported("Gemma 3n's activation sparsity is not stated for every layer")
-    need = list(gemma4.PLE_TOP)
+    need = list(PLE_TOP)
     for base in ("altup_proj", "altup_unembd_proj"):
         if f"{base}.weight" not in cfg.names:
             need += [f"{base}.{k}.weight" for k in range(a.n - 1)]
@@ -232,11 +229,11 @@ def layers(
     emit("inp_stacked", _side_by_side(s))
     freqs = gemma4.frequencies(w, cfg)
     shared: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
-    for i in range(cfg.n_layers):
-        w.read_ahead(i + 1)
-        s = _block(w, cfg, i, s, positions, freqs, shared, ple, emit)
-        w.done_with(i)
-        step()
+
+    def one(i: int, streams: np.ndarray) -> np.ndarray:
+        return _block(w, cfg, i, streams, positions, freqs, shared, ple, emit)
+
+    s = gemma4.each_layer(w, cfg, s, step, one)
     target = _rms(s[a.active])
     back = [
         _matched(s[k + 1] @ _stream(w, "altup_unembd_proj", k).T, target) for k in range(a.n - 1)

@@ -28,12 +28,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from nneditor.decoder import ops
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Gemma4, Moe
+from nneditor.decoder.config import (
+    GEMMA4_EXPERT_PARTS,
+    PLE_LAYER,
+    PLE_TOP,
+    DecoderConfig,
+    DecoderUnsupported,
+    Gemma4,
+    Moe,
+)
 from nneditor.decoder.rope_scaling import RopeScaling
 
 if TYPE_CHECKING:
@@ -42,6 +50,7 @@ if TYPE_CHECKING:
 ARCH = "gemma4"
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
+T = TypeVar("T")
 
 ALWAYS = [
     "attn_norm.weight",
@@ -55,20 +64,7 @@ ALWAYS = [
     "ffn_down.weight",
     "post_ffw_norm.weight",
 ]
-PLE_LAYER = ["inp_gate.weight", "proj.weight", "post_norm.weight"]
-PLE_TOP = ["per_layer_token_embd.weight", "per_layer_model_proj.weight"]
-PLE_TOP += ["per_layer_proj_norm.weight"]
-
-
-_EXPERTS = [
-    "ffn_gate_inp.weight",
-    "ffn_gate_inp.scale",
-    "ffn_down_exps.scale",
-    "ffn_down_exps.weight",
-    "pre_ffw_norm_2.weight",
-    "post_ffw_norm_1.weight",
-    "post_ffw_norm_2.weight",
-]
+_EXPERTS = ["ffn_gate_inp.weight", "ffn_down_exps.weight", *GEMMA4_EXPERT_PARTS]
 
 
 def _moe(n_experts: Any, n_used: Any) -> Moe | None:
@@ -257,6 +253,40 @@ def check_layers(cfg: DecoderConfig) -> None:
 
 
 # ------------------------------------------------------------------------------ forward
+
+
+def each_layer(
+    w: Weights, cfg: DecoderConfig, state: T, step: Callable[[], None], block: Callable[[int, T], T]
+) -> T:
+    """``state = block(i, state)`` for every layer, reading each one's weights ahead and
+    releasing them after (the forward pass's own loop, for Gemma 4's and Gemma 3n's state)."""
+    for i in range(cfg.n_layers):
+        w.read_ahead(i + 1)
+        state = block(i, state)
+        w.done_with(i)
+        step()
+    return state
+
+
+def layers(
+    w: Weights,
+    cfg: DecoderConfig,
+    ids: np.ndarray,
+    x: np.ndarray,
+    positions: np.ndarray,
+    emit: Emit,
+    step: Callable[[], None],
+) -> np.ndarray:
+    """Every layer: per-layer embeddings computed once, keys and values kept for the layers
+    that share them."""
+    ple = per_layer_inputs(w, cfg, ids, x, emit)
+    freqs = frequencies(w, cfg)
+    shared: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+
+    def one(i: int, h: np.ndarray) -> np.ndarray:
+        return block(w, cfg, i, h, positions, freqs, shared, ple, emit)
+
+    return each_layer(w, cfg, x, step, one)
 
 
 def per_layer_inputs(

@@ -9,7 +9,7 @@ from nneditor.semantic.checkpoint_gemma4 import PLE_VALUE, Gemma4Parts
 
 
 class Gemma3nParts(Gemma4Parts):
-    """Node builders mixed into checkpoint_graphs' builder."""
+    """Node builders mixed into checkpoint_builder's builder."""
 
     def altup_inputs(self, top: dict[str, str], x: str, width: int | None) -> str:
         """Gemma 3n: the embedding and its projections, the streams side by side."""

@@ -8,33 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from nneditor.semantic.checkpoint_mixers import attention_text
+from nneditor.semantic.checkpoint_mixers import NodeMaker, attention_text
 
 #: the per-layer embedding stream's values and its width (layers × per-layer width)
 PLE_VALUE = "inp_per_layer"
 
 
-class Gemma4Parts:
-    """Node builders mixed into checkpoint_graphs' builder (which provides ``node``, ``rows``
-    and ``widths``)."""
-
-    widths: dict[str, int]
-
-    def node(
-        self,
-        scope: str,
-        op: str,
-        inputs: list[str],
-        output: str,
-        weights: list[str],
-        pattern: str = "",
-        explanation: str = "",
-        **attrs: Any,
-    ) -> str:
-        raise NotImplementedError
-
-    def rows(self, name: str) -> int | None:
-        raise NotImplementedError
+class Gemma4Parts(NodeMaker):
+    """Node builders mixed into checkpoint_builder's builder."""
 
     def _gemma4_experts(self, s: str, t: dict[str, str], x: str, mlp: str) -> str:
         """The 26B-A4B's routed experts beside the dense feed-forward ``mlp``: their sum,

@@ -16,9 +16,8 @@ def attention_text(heads: int | None, kv: int | None) -> str:
     return text
 
 
-class HybridMixers:
-    """Node builders for the hybrid mixers; mixed into checkpoint_graphs' builder, which
-    provides ``node`` and ``rows``."""
+class NodeMaker:
+    """What the family mixins build with; checkpoint_builder's builder provides both."""
 
     def node(
         self,
@@ -35,6 +34,10 @@ class HybridMixers:
 
     def rows(self, name: str) -> int | None:
         raise NotImplementedError
+
+
+class HybridMixers(NodeMaker):
+    """Node builders for the hybrid mixers; mixed into checkpoint_builder's builder."""
 
     def _gated_attention(
         self, s: str, t: dict[str, str], h: str, heads: int | None, kv: int | None

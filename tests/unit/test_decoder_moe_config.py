@@ -169,7 +169,7 @@ def _moe_names(*extra: str, drop: tuple[str, ...] = ()) -> list[str]:
 
 
 def _check(arch: str, names: list[str]) -> None:
-    from nneditor.decoder.config import check_tensors
+    from nneditor.decoder.tensor_check import check_tensors
 
     meta = {
         "general.architecture": arch,

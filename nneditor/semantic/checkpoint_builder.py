@@ -1,0 +1,465 @@
+"""The node builder of graphs synthesized for checkpoints (checkpoint_graphs.py decides what
+to build from metadata and tensor names).
+
+Ops live in the ``nneditor`` domain (Embedding, RMSNorm, LayerNorm, Attention, GatedDeltaNet,
+Mamba, FeedForward, Add, LMHead) and carry ``info["pattern"]`` so the semantic layer labels
+them without guessing; their explanations say they come from metadata and tensor names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from nneditor.model.graph import Graph, Node, ValueInfo
+from nneditor.semantic.checkpoint_gemma3n import Gemma3nParts
+from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
+from nneditor.semantic.checkpoint_names import ffn_norm_value
+from nneditor.semantic.graph_builder import DOMAIN
+
+#: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
+_BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo", "modern-bert"})
+
+
+#: tensor-name prefixes of a layer's mixer (attention, latent attention, recurrences); a layer
+#: with none of them is a feed-forward layer of its own (Nemotron-H)
+_MIXER_KEYS = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv_a", "ssm_", "shortconv")
+
+
+class CheckpointBuilder(HybridMixers, Gemma3nParts):
+    """Builds a checkpoint's graph node by node (decoder blocks, embeddings, head)."""
+
+    def __init__(self, name: str, rows: Callable[[str], int | None] | None = None) -> None:
+        self.graph = Graph(name)
+        self.weights: list[str] = []
+        self.widths: dict[str, int] = {}  # values whose width is not the hidden size
+        #: GPT-NeoX blocks run attention and feed-forward in parallel (the file or config says)
+        self.parallel = False
+        self._rows = rows
+
+    def rows(self, name: str) -> int | None:
+        """A weight's first (output) dimension, when the checkpoint says."""
+        return self._rows(name) if self._rows and name else None
+
+    def node(
+        self,
+        scope: str,
+        op: str,
+        inputs: list[str],
+        output: str,
+        weights: list[str],
+        pattern: str = "",
+        explanation: str = "",
+        **attrs: Any,
+    ) -> str:
+        weights = [w for w in weights if w]
+        self.weights.extend(weights)
+        width = attrs.pop("width", None)
+        if width:
+            self.widths[output] = int(width)
+        node = Node(
+            len(self.graph.nodes),
+            f"/{scope}/{op}",
+            op,
+            DOMAIN,
+            tuple([*inputs, *weights]),
+            (output,),
+            attrs=dict(attrs),
+            info={"pattern": pattern, "explanation": explanation} if pattern else None,
+        )
+        self.graph.nodes.append(node)
+        return output
+
+    def embedding(self, top: dict[str, str], arch: str = "") -> str:
+        self.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
+        emb = top.get("token_embd.weight")
+        x = self.node(
+            "token_embd",
+            "Embedding",
+            ["tokens"],
+            "inp_embd",
+            [emb or ""],
+            "embedding",
+            f"Embedding: token ids look up rows of {emb or 'token_embd.weight'} (from tensor "
+            "names).",
+        )
+        if arch.startswith("gemma"):
+            x = self.node(
+                "token_embd",
+                "Scale",
+                [x],
+                "inp_scaled",
+                [],
+                "embedding",
+                "Gemma scales the embedding by the square root of the hidden size.",
+            )
+        if "position_embd.weight" in top:
+            pos = self.node(
+                "position_embd",
+                "Embedding",
+                ["tokens"],
+                "inp_pos",
+                [top["position_embd.weight"]],
+                "embedding",
+                "Learned position embedding (from tensor names).",
+            )
+            x = self.node("token_embd", "Add", [x, pos], "inp_embd_pos", [])
+        if "token_types.weight" in top:  # BERT: segment embeddings (all segment 0 here)
+            types = self.node(
+                "token_types",
+                "Embedding",
+                ["tokens"],
+                "inp_types",
+                [top["token_types.weight"]],
+                "embedding",
+                "Token-type (segment) embedding, row 0 for a single segment (from tensor names).",
+            )
+            x = self.node("token_embd", "Add", [x, types], "inp_embd_types", [])
+        if "token_embd_norm.weight" in top:
+            x = self.layer_norm(
+                "token_embd_norm",
+                x,
+                "inp_norm",
+                top,
+                "Normalization: LayerNorm of the summed embeddings (from tensor names).",
+            )
+        return x
+
+    def decoder_block(
+        self, i: int | str, t: dict[str, str], x: str, arch: str, heads: int | None, kv: int | None
+    ) -> str:
+        s = f"blk.{i}"
+        norm_op = "LayerNorm" if "attn_norm.bias" in t or arch in _BIASLESS_LN else "RMSNorm"
+        h = x
+        if "attn_norm.weight" in t:
+            h = self.node(
+                f"{s}/attn_norm",
+                norm_op,
+                [x],
+                f"{s}.attn_norm",
+                [t["attn_norm.weight"], t.get("attn_norm.bias", "")],
+                "norm",
+                f"Normalization: {norm_op} before the mixer (from tensor names).",
+            )
+        ha = h
+        if "attn_norm_2.weight" in t:  # Falcon-40B: attention's own norm of the block input
+            ha = self.layer_norm(
+                f"{s}/attn_norm_2",
+                x,
+                f"{s}.attn_norm_2",
+                t,
+                "Normalization: LayerNorm of the block input for attention; attn_norm feeds the "
+                "feed-forward (from tensor names).",
+            )
+        if not any(k.startswith(_MIXER_KEYS) for k in t):  # Nemotron-H: a feed-forward layer
+            ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+            act = "ReLU²" if arch.startswith("nemotron_h") else "GELU"
+            if "ffn_gate_inp.weight" in t:
+                act = f"mixture of {act} experts"
+            routed, ffn = self._router(s, t, h, ffn)
+            f = self._ffn(
+                s, routed, ffn, act, f"Feed-forward, {act}, as the whole layer (from tensor names)."
+            )
+            return self.node(
+                s,
+                "Add",
+                [x, f],
+                f"{s}.output",
+                [],
+                "residual",
+                "Residual connection around the feed-forward.",
+            )
+        recurrent = "attn_gate.weight" in t or "ssm_in.weight" in t
+        if arch in ("qwen35", "qwen35moe", "qwen3next") and recurrent:
+            a = self._recurrent_mixer(s, t, h)
+        elif arch in ("qwen35", "qwen35moe", "qwen3next"):
+            a = self._gated_attention(s, t, h, heads, kv)
+        elif "shortconv.in_proj.weight" in t:
+            a = self._short_conv(s, t, h)
+        elif arch == "falcon-h1":
+            a = self._side_by_side(s, t, h, heads, kv)
+        else:
+            a = self._mixer(s, t, ha, arch, heads, kv)
+        if arch in ("phi2", "command-r", "cohere2", "falcon") or (
+            arch == "gptneox" and self.parallel
+        ):
+            return self._parallel_ffn(s, t, x, h, a)
+        # gemma-style: norms before and after each half; OLMo 2: after each half only
+        post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")
+        if post and "post_attention_norm.weight" in t:
+            a = self.node(
+                f"{s}/attn_post_norm",
+                norm_op,
+                [a],
+                f"{s}.attn_post_norm",
+                [t["post_attention_norm.weight"]],
+                "norm",
+                f"Normalization: {norm_op} of the mixer output (from tensor names).",
+            )
+        x = self.node(
+            s,
+            "Add",
+            [x, a],
+            f"{s}.attn_residual",
+            [],
+            "residual",
+            "Residual connection around the mixer.",
+        )
+        if "attn_output_norm.weight" in t:  # BERT's post-norm: after the residual add
+            x = self.layer_norm(
+                f"{s}/attn_output_norm",
+                x,
+                f"{s}.attn_output_norm",
+                t,
+                "Normalization: LayerNorm after the attention residual (post-norm, from "
+                "tensor names).",
+            )
+        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+        if not ffn:
+            return self._rename_last(x, f"{s}.output")
+        norm_key = next(
+            (k for k in ("ffn_norm.weight", "post_attention_norm.weight") if k in t and not post),
+            "ffn_norm.weight" if "ffn_norm.weight" in t else "",
+        )
+        h = x
+        if norm_key:
+            h = self.node(
+                f"{s}/ffn_norm",
+                norm_op,
+                [x],
+                ffn_norm_value(arch, s),
+                [t[norm_key], t.get(norm_key.replace("weight", "bias"), "")],
+                "norm",
+                f"Normalization: {norm_op} before the feed-forward (from tensor names).",
+            )
+        # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates)
+        gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
+        moe = any(k.startswith("ffn_gate_inp") for k in t)
+        plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "jais2": "ReLU²", "apertus": "xIELU"}.get(
+            arch, "GELU"
+        )
+        glu = "gated (GeGLU)" if arch == "modern-bert" else "gated (SwiGLU)"
+        gated = gated or arch == "modern-bert"  # its up projection holds [input; gate]
+        variant = "mixture of experts" if moe else (glu if gated else plain)
+        routed, ffn = self._router(s, t, h, ffn)
+        f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
+        if post and "post_ffw_norm.weight" in t:
+            f = self.node(
+                f"{s}/ffn_post_norm",
+                norm_op,
+                [f],
+                f"{s}.ffn_post_norm",
+                [t["post_ffw_norm.weight"]],
+                "norm",
+                f"Normalization: {norm_op} of the feed-forward output (from tensor names).",
+            )
+        post_ln = "layer_output_norm.weight" in t
+        y = self.node(
+            s,
+            "Add",
+            [x, f],
+            f"{s}.ffn_residual" if post_ln else f"{s}.output",
+            [],
+            "residual",
+            "Residual connection around the feed-forward.",
+        )
+        if not post_ln:
+            return y
+        return self.layer_norm(
+            f"{s}/layer_output_norm",
+            y,
+            f"{s}.output",
+            t,
+            "Normalization: LayerNorm after the feed-forward residual (post-norm, from tensor "
+            "names).",
+        )
+
+    def layer_norm(self, scope: str, x: str, out: str, t: Mapping[str, str], text: str) -> str:
+        """A LayerNorm node reading ``<key>.weight`` (and ``.bias`` when stored) of ``t``,
+        where the key is the scope's last part (``blk.0/attn_output_norm`` ->
+        ``attn_output_norm``)."""
+        key = scope.rsplit("/", 1)[-1]
+        weights = [t[f"{key}.weight"], t.get(f"{key}.bias", "")]
+        return self.node(scope, "LayerNorm", [x], out, weights, "norm", text)
+
+    def _router(
+        self, s: str, t: dict[str, str], h: str, ffn: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """A mixture's router node, whose weights feed the experts' sum: (the feed-forward's
+        inputs, its weights without the router's); ([h], ffn) for a dense feed-forward."""
+        if "ffn_gate_inp.weight" not in t:
+            return [h], ffn
+        router = t["ffn_gate_inp.weight"]
+        router_bias = t.get("ffn_gate_inp.bias", "")  # gpt-oss
+        selection = t.get("exp_probs_b.bias", "")  # DeepSeek-V3, GLM-4.5, LFM2-MoE, ...
+        steer = (
+            " A selection bias is added to the scores to choose the experts, not to weigh them."
+            if selection
+            else ""
+        )
+        weights = self.node(
+            f"{s}/ffn_router",
+            "Router",
+            [h],
+            f"{s}.ffn_moe_weights",
+            [router, router_bias, selection],
+            "ffn",
+            "Router: scores every expert (a softmax, or a sigmoid, as the family does); each "
+            "token keeps its top ones (the others weigh 0) and the feed-forward sums those "
+            f"experts' outputs with these weights (from tensor names).{steer}",
+            width=self.rows(router),
+        )
+        return [h, weights], [n for n in ffn if n not in (router, router_bias)]
+
+    def _ffn(self, s: str, h: str | list[str], weights: list[str], variant: str, text: str) -> str:
+        out = f"{s}.ffn_output"
+        inputs = [h] if isinstance(h, str) else h
+        return self.node(
+            f"{s}/ffn", "FeedForward", inputs, out, weights, "ffn", text, variant=variant
+        )
+
+    def _parallel_ffn(self, s: str, t: dict[str, str], x: str, h: str, a: str) -> str:
+        """Phi-2: the feed-forward reads the same norm as attention; GPT-NeoX: its own norm of
+        the block input. Both join the residual."""
+        ffn = [n for k, n in sorted(t.items()) if k.startswith("ffn_") and "norm" not in k]
+        act = "SwiGLU" if "ffn_gate.weight" in t else "GELU"  # Command-R gates, Phi-2 does not
+        text = (
+            f"Feed-forward, {act}, in parallel with attention on the same norm (from tensor names)."
+        )
+        if "ffn_norm.weight" in t:
+            h = self.layer_norm(
+                f"{s}/ffn_norm",
+                x,
+                f"{s}.ffn_norm",
+                t,
+                "Normalization: LayerNorm of the block input for the feed-forward (from tensor "
+                "names).",
+            )
+            text = f"Feed-forward, {act}, in parallel with attention (from tensor names)."
+        f = self._ffn(s, h, ffn, act, text)
+        return self.node(
+            s,
+            "Add",
+            [x, a, f],
+            f"{s}.output",
+            [],
+            "residual",
+            "Residual connection: input + attention + feed-forward (parallel block).",
+        )
+
+    def _mixer(
+        self, s: str, t: dict[str, str], h: str, arch: str, heads: int | None, kv: int | None
+    ) -> str:
+        mixer_w = [
+            n
+            for k, n in sorted(t.items())
+            if k.startswith(("attn_", "ssm_")) and not k.startswith("attn_norm")
+        ]
+        if any(k.startswith("ssm_in") for k in t):
+            op, pat = "Mamba", "recurrent"
+            text = (
+                "Mamba-2 state-space mixer (multi-head, scalar decay per head)"
+                if arch == "mamba2"
+                else "Selective state-space (Mamba) mixer"
+            )
+        elif any(k.startswith("ssm_") for k in t):
+            op, pat, text = (
+                "GatedDeltaNet",
+                "recurrent",
+                "Gated DeltaNet linear-attention recurrence",
+            )
+        elif "attn_kv_a_mqa.weight" in t:  # DeepSeek: llama.cpp states one key/value head
+            op, pat = "Attention", "attention"
+            text = (
+                f"Multi-head latent attention (MLA){f' with {heads} heads' if heads else ''}: "
+                "keys and values expanded per head from one compressed latent per position"
+            )
+        else:
+            op, pat, text = "Attention", "attention", attention_text(heads, kv)
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
+        return self.node(
+            f"{s}/attn",
+            op,
+            [h],
+            f"{s}.attn_output",
+            mixer_w,
+            pat,
+            f"{text} (from {arch or 'GGUF'} metadata and tensor names).",
+            **attrs,
+        )
+
+    def _side_by_side(
+        self, s: str, t: dict[str, str], h: str, heads: int | None, kv: int | None
+    ) -> str:
+        """Falcon-H1: attention and a Mamba-2 mixer read the same norm; their sum is the
+        layer's mixer output."""
+        att = [n for k, n in sorted(t.items()) if k.startswith("attn_") and k != "attn_norm.weight"]
+        ssm = [n for k, n in sorted(t.items()) if k.startswith("ssm_")]
+        attrs = {"num_heads": heads, "kv_num_heads": kv} if heads else {}
+        a = self.node(
+            f"{s}/attn",
+            "Attention",
+            [h],
+            f"{s}.attn_only",
+            att,
+            "attention",
+            f"{attention_text(heads, kv)}, beside the Mamba-2 mixer (from tensor names).",
+            **attrs,
+        )
+        m = self.node(
+            f"{s}/ssm",
+            "Mamba",
+            [h],
+            f"{s}.ssm_output",
+            ssm,
+            "recurrent",
+            "Mamba-2 state-space mixer beside attention, on the same norm (from tensor names).",
+        )
+        return self.node(
+            f"{s}/mixers",
+            "Add",
+            [a, m],
+            f"{s}.attn_output",
+            [],
+            "",
+            "Sum of the attention and Mamba-2 outputs (Falcon-H1 runs them side by side).",
+        )
+
+    def _rename_last(self, value: str, new: str) -> str:
+        node = self.graph.nodes[-1]
+        node.outputs = (new,)
+        return new
+
+    def head(self, top: dict[str, str], x: str, arch: str) -> None:
+        if "output_norm.weight" not in top and "output.weight" not in top:
+            return  # an encoder (BERT): the last block's output is the model's output
+        norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
+        x = self.node(
+            "output_norm",
+            norm,
+            [x],
+            "result_norm",
+            [top.get("output_norm.weight", ""), top.get("output_norm.bias", "")],
+            "norm",
+            f"Final {norm} (from tensor names).",
+        )
+        w = top.get("output.weight") or top.get("token_embd.weight", "")
+        tied = "output.weight" not in top
+        text = (
+            "Language-model head: projects to vocabulary logits"
+            + (" using the tied token embedding" if tied else "")
+            + " (from tensor names)."
+        )
+        bias = top.get("output.bias", "") if not tied else ""
+        if arch in ("gemma-embedding", "modern-bert"):  # embedding models: the final norm's
+            return  # output is their output
+        self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
+
+    def finish(self) -> Graph:
+        g = self.graph
+        g.outputs.append(ValueInfo(g.nodes[-1].outputs[0], "float32", (1, "seq", None)))
+        seen: dict[str, None] = {}
+        for w in self.weights:
+            seen[w] = None
+        g.initializers = list(seen)
+        return g
