@@ -206,6 +206,11 @@ EXPECT: dict[str, E] = {
     "decoder-gemma4_moe.gguf": {"format": "gguf", **_lm(4)},
     # Gemma 4 as Google releases it: the same text decoder beside image and audio towers
     "decoder-gemma4-mm": {"format": "huggingface", **_lm(6)},
+    # Gemma 3, Mistral 3 and Qwen3.5 as released: the family's text decoder beside a vision
+    # tower (Qwen3.5's also with its multi-token-prediction module, not drawn in the stack)
+    **_both(("gemma3-mm",), 7, attention=7, ffn=7),
+    **_both(("mistral3-mm",), 2, attention=2, ffn=2),
+    **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},

@@ -1408,6 +1408,15 @@ sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 _RAW_CONFIG_FAMILIES = {"gptneox", "nemotron_h", "nemotron_h_moe", "falcon"}
+#: The same, and the tokenizer loaded as tokenizer_config.json names it: for a Qwen3.5 release
+#: transformers would pick Qwen3.5's own tokenizer class by model_type, whose handling of the
+#: test vocabulary llama.cpp's pre-tokenizer check does not recognise
+_PLAIN_TOKENIZER = _RAW_CONFIG.replace(
+    "transformers.AutoConfig.from_pretrained = refused\n",
+    "transformers.AutoConfig.from_pretrained = refused\n"
+    "plain = transformers.PreTrainedTokenizerFast.from_pretrained\n"
+    "transformers.AutoTokenizer.from_pretrained = lambda path, *a, **k: plain(path)\n",
+)
 
 
 def convert(
@@ -1415,15 +1424,17 @@ def convert(
     out: Path,
     outtype: str = "f32",
     flags: list[str] = [],  # noqa: B006
-    raw_config: bool = False,
+    raw_config: bool | str = False,
 ) -> None:
-    """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter."""
+    """llama.cpp's convert_hf_to_gguf.py with its own gguf-py, in a child interpreter
+    (``raw_config``: True runs it with _RAW_CONFIG, "tokenizer" with _PLAIN_TOKENIZER)."""
     from testdata import ensure
 
     tool = ensure("llama.cpp-convert")
     env = {**os.environ, "PYTHONPATH": str(tool / "gguf-py")}
     script = str(tool / "convert_hf_to_gguf.py")
-    runner = [sys.executable, "-c", _RAW_CONFIG, script] if raw_config else [sys.executable, script]
+    raw = _PLAIN_TOKENIZER if raw_config == "tokenizer" else _RAW_CONFIG
+    runner = [sys.executable, "-c", raw, script] if raw_config else [sys.executable, script]
     cmd = [*runner, str(snapshot)]
     done = subprocess.run(
         [*cmd, *flags, "--outtype", outtype, "--outfile", str(out)],
@@ -1609,6 +1620,114 @@ def _gemma4_mm(path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
+#: multimodal releases whose text decoder is a zoo family: zoo name -> (the release's config
+#: and model classes, the text family, its vision tower's config). Each is the family's text
+#: model (its weights loaded unchanged) beside a one-layer vision tower and projector, saved
+#: as the release stores it: Gemma 3 (4B and up) and Mistral 3 (Mistral Small 3.1/3.2,
+#: Ministral 3) under language_model.model.* with the head at language_model.lm_head;
+#: Qwen3.5 under model.language_model.*, with a multi-token-prediction module (mtp.*) as the
+#: releases keep beside the model (transformers neither builds nor loads it)
+MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
+    "decoder-gemma3-mm": (
+        "Gemma3Config",
+        "Gemma3ForConditionalGeneration",
+        "gemma3",
+        {
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+        },
+    ),
+    "decoder-mistral3-mm": (
+        "Mistral3Config",
+        "Mistral3ForConditionalGeneration",
+        "ministral3",
+        {
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "head_dim": 8,
+            "image_size": 28,
+            "patch_size": 14,
+        },
+    ),
+    "decoder-qwen35-mm": (
+        "Qwen3_5Config",
+        "Qwen3_5ForConditionalGeneration",
+        "qwen35",
+        {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
+    ),
+}
+_MM_EXTRA = {
+    "decoder-gemma3-mm": {"mm_tokens_per_image": 4},
+    "decoder-mistral3-mm": {"tie_word_embeddings": False},  # its head apart, as the release's
+}
+
+
+def _mm_release(name: str, path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    config_cls, model_cls, family, vision = MM_RELEASES[name]
+    text, fast = _random_model(family)
+    if family == "qwen35":
+        vision = {**vision, "out_hidden_size": text.config.hidden_size}
+    config = getattr(tf, config_cls)(
+        text_config=text.config.to_dict(), vision_config=vision, **_MM_EXTRA.get(name, {})
+    )
+    torch.manual_seed(1)
+    model = getattr(tf, model_cls)(config).eval()
+    model.model.language_model.load_state_dict(text.model.state_dict())
+    model.lm_head.load_state_dict(text.lm_head.state_dict())
+    model.tie_weights()
+    model.save_pretrained(str(path))
+    fast.save_pretrained(str(path))
+    if family == "qwen35":
+        _add_mtp(path, text.config)
+
+
+def _add_mtp(path: Path, text_config: Any) -> None:
+    """Qwen3.5's multi-token-prediction module as its releases store it (mtp.*: one attention
+    layer shaped like the model's full-attention layers, its norms and the fusing matrix), and
+    mtp_num_hidden_layers in the text config; random values: the next-token logits must not
+    depend on them."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file, save_file
+
+    file = path / "model.safetensors"
+    tensors = load_file(str(file))
+    full = text_config.layer_types.index("full_attention")
+    prefix = f"model.language_model.layers.{full}."
+    rng = np.random.default_rng(7)
+    hidden = text_config.hidden_size
+    extra = {
+        "mtp.fc.weight": (hidden, 2 * hidden),
+        "mtp.pre_fc_norm_embedding.weight": (hidden,),
+        "mtp.pre_fc_norm_hidden.weight": (hidden,),
+        "mtp.norm.weight": (hidden,),
+    }
+    extra.update(
+        {
+            f"mtp.layers.0.{k[len(prefix) :]}": v.shape
+            for k, v in tensors.items()
+            if k.startswith(prefix)
+        }
+    )
+    for key, shape in extra.items():
+        tensors[key] = rng.standard_normal(shape).astype(np.float32)
+    save_file(tensors, str(file), metadata={"format": "pt"})
+    config_file = path / "config.json"
+    config = json.loads(config_file.read_text())
+    config["text_config"]["mtp_num_hidden_layers"] = 1
+    config_file.write_text(json.dumps(config, indent=2) + "\n")
+
+
 #: the first shard of a split GGUF (its siblings -00002- and -00003- lie beside it)
 SPLIT = "decoder-llama-00001-of-00003.gguf"
 
@@ -1689,6 +1808,23 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "Gemma 4 as released (Gemma4ForConditionalGeneration): the gemma4 decoder's text model "
         "with tiny vision and audio towers (snapshot)",
     )(_gemma4_mm)
+    for name in MM_RELEASES:
+        generator(
+            name,
+            "transformers save_pretrained",
+            f"{MM_RELEASES[name][1]} as released: the {MM_RELEASES[name][2]} decoder's text "
+            "model beside a tiny vision tower (snapshot)",
+        )(lambda path, n=name: _mm_release(n, path))
+        generator(
+            f"{name}.gguf",
+            "llama.cpp convert_hf_to_gguf.py",
+            f"the text model of {name} as llama.cpp converts it (F32; the vision tower would go "
+            "to a separate mmproj file)",
+        )(
+            lambda path, n=name: convert(
+                generate(n, path.parents[2]), path, "f32", raw_config="tokenizer"
+            )
+        )
     generator(
         "minilm.gguf",
         "llama.cpp convert_hf_to_gguf.py --outtype f16",

@@ -99,7 +99,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
-    from nneditor.semantic.checkpoint_names import text_part
+    from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -168,6 +168,13 @@ def decoder_config(doc: Document) -> DecoderConfig:
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
         if part is not None:
             cfg = dataclasses.replace(cfg, text_of=multimodal)
+        mtp = sum(1 for n in names if n.startswith(MTP_PREFIXES))
+        if mtp:
+            note = (
+                f"the multi-token-prediction module ({mtp} tensors under mtp.) drafts later "
+                "tokens and is not run: the next-token logits do not depend on it"
+            )
+            cfg = dataclasses.replace(cfg, notes=(*cfg.notes, note))
         if cfg.activation == "xielu":
             cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))
     else:

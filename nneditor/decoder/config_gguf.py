@@ -362,8 +362,9 @@ def drop_nextn(
         for k, v in common["names"].items()
         if not (k.startswith("blk.") and int(k.split(".")[1]) >= trunk)
     }
+    span = f"layer {trunk} predicts" if nextn == 1 else f"layers {trunk}-{total - 1} predict"
     note = (
-        f"layers {trunk}-{total - 1} predict later tokens (multi-token prediction) and are not "
+        f"{span} later tokens (multi-token prediction) and {'is' if nextn == 1 else 'are'} not "
         "run: the next-token logits do not depend on them"
     )
     return {**common, "n_layers": trunk, "names": names}, {"notes": (note,)}

@@ -32,6 +32,7 @@ from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import (
     HF_ARCH,
+    MTP_PREFIXES,
     canonical_names,
     granite4_layers,
     layer_count,
@@ -474,6 +475,7 @@ def _hf_names(
     """Canonical llama.cpp names for a snapshot's tensors (gguf-py's TensorNameMap)."""
     if arch in ("glm4moe", "deepseek2"):  # multi-token-prediction layers follow the stack
         tensor_names = [n for n in tensor_names if _layer_of(n) < n_layers]
+    tensor_names = [n for n in tensor_names if not n.startswith(MTP_PREFIXES)]  # Qwen3.5's
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
     if arch == "bert":  # the pooler's head is off the hidden states' path (the trace ends there)
         unplaced = [n for n in unplaced if not n.startswith("pooler.")]

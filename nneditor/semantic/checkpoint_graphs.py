@@ -110,6 +110,21 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
             f"this GGUF ({arch or 'unknown architecture'}) has no blk.N.* tensors, so NNEditor "
             "cannot lay out a layer stack; its tensors are listed in the catalog"
         )
+    nextn = _meta_int(meta, f"{arch}.nextn_predict_layers") or 0
+    count = _meta_int(meta, f"{arch}.block_count") or 0
+    if 0 < nextn < count:  # Qwen3.5, GLM-4.5, DeepSeek: multi-token-prediction layers at the end
+        trunk = count - nextn
+        drafted = [i for i in blocks if i >= trunk]
+        for i in drafted:
+            del blocks[i]
+        if drafted:
+            what = (
+                f"layer {trunk} predicts" if nextn == 1 else f"layers {trunk}-{count - 1} predict"
+            )
+            doc.notes.append(
+                f"{what} later tokens (multi-token prediction), off the next-token path: not "
+                "drawn in the stack; the tensors are listed with the weights"
+            )
     heads = _meta_int(meta, f"{arch}.attention.head_count")
     kv = _meta_int(meta, f"{arch}.attention.head_count_kv")
     hidden = _meta_int(meta, f"{arch}.embedding_length")
@@ -119,6 +134,9 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel)
     used = set(g.initializers)
     unplaced = [n for n in names if n not in used]
+    if nextn:  # (said above)
+        unplaced = [n for n in unplaced if not _drafting(n, count - nextn)]
+        g.initializers.extend(n for n in names if n not in used and _drafting(n, count - nextn))
     if unplaced:  # listed with the graph's weights, and said: never silently dropped
         g.initializers.extend(unplaced)
         more = f" and {len(unplaced) - 3} more" if len(unplaced) > 3 else ""
@@ -128,6 +146,12 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
             "operator of the drawn graph reads them"
         )
     return g, ""
+
+
+def _drafting(name: str, trunk: int) -> bool:
+    """Whether ``name`` is a tensor of a multi-token-prediction layer (blk.N, N >= trunk)."""
+    m = _BLK.match(name)
+    return m is not None and int(m.group(1)) >= trunk
 
 
 def _decoder_graph(
@@ -328,6 +352,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
     llama.cpp's converter makes of it (None when the names do not map)."""
     from nneditor.semantic.checkpoint_names import (
+        MTP_PREFIXES,
         canonical_names,
         layer_count,
         llama_cpp_arch,
@@ -336,6 +361,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
 
     part = text_part(config, doc.tensors.keys())  # Gemma 4: its text decoder, towers aside
     stored = {n: n for n in doc.tensors}
+    release = model_type
     if part is not None:
         config, stored = part
         model_type = str(config["model_type"])
@@ -371,9 +397,15 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     towers = len(doc.tensors) - len(stored)
     if part is not None and towers:
         doc.notes.append(
-            f"the graph is this {config['model_type']} release's text decoder; its image and "
-            f"audio towers ({towers} tensor{'s' if towers != 1 else ''}) are listed with the "
-            "weights but not drawn"
+            f"the graph is this {release} release's text decoder; the tensors of its image "
+            f"(or audio) side ({towers}) are listed with the weights but not drawn"
+        )
+    mtp = sum(1 for n in stored if n.startswith(MTP_PREFIXES))
+    if mtp:
+        doc.notes.append(
+            f"its multi-token-prediction module ({mtp} tensors under mtp.) drafts later tokens "
+            "and is not drawn: the next-token logits do not pass through it; its tensors are "
+            "listed with the weights"
         )
     return g
 

@@ -157,30 +157,70 @@ def nemotron_experts(config: Mapping[str, Any]) -> bool:
     return any(str(k) in ("moe", "E") for k in kinds)
 
 
-#: multimodal releases whose text decoder runs alone: model_type -> (the text model's tensor
-#: prefix, what it is renamed to, the text model's model_type)
+#: multimodal releases whose text decoder runs alone: model_type -> the text model's model_type
+#: where the release's text_config does not state it
 TEXT_PARTS = {
-    "gemma4": ("model.language_model.", "model.", "gemma4_text"),
-    "gemma3n": ("model.language_model.", "model.", "gemma3n_text"),
+    "gemma4": "gemma4_text",
+    "gemma3n": "gemma3n_text",
+    "gemma3": "gemma3_text",  # Gemma 3 4B, 12B, 27B (Gemma3ForConditionalGeneration)
+    "mistral3": "mistral",  # Mistral Small 3.1/3.2 ("mistral"), Ministral 3 ("ministral3")
+    "qwen3_5": "qwen3_5_text",  # Qwen3.5 as released (Qwen3_5ForConditionalGeneration)
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
+#: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
+#: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;
+#: Gemma 3's and Mistral 3's releases are in the second (and transformers 5 still writes them so)
+_TEXT_LAYOUTS = (
+    (("model.language_model.", "model."), ("lm_head.", "lm_head.")),
+    (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head.")),
+)
+#: text_config defaults the releases leave out, from transformers' own config classes (the
+#: Gemma 3 releases state 6 of its keys: sizes, layer count, RoPE scaling, window)
+_TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3_text": {
+        "vocab_size": 262208,
+        "num_attention_heads": 8,
+        "num_key_value_heads": 4,
+        "head_dim": 256,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 1_000_000.0,
+        "rope_local_base_freq": 10_000.0,
+        "query_pre_attn_scalar": 256,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+        "max_position_embeddings": 131072,
+    },
+}
+#: multi-token-prediction weights that Qwen3.5 and Qwen3-Next releases keep beside the model
+#: (transformers skips them on load): they draft later tokens, off the next-token path
+MTP_PREFIXES = ("mtp.", "model.mtp.")
 
 
 def text_part(
     config: Mapping[str, Any], names: Iterable[str]
 ) -> tuple[Mapping[str, Any], dict[str, str]] | None:
-    """A multimodal release's text decoder (Gemma 4: images and audio beside it), as its own
-    config.json would read: (the text config, {the text model's tensor named as a text-only
-    snapshot names it: the stored name}); None for any other snapshot. The towers' tensors are
-    left out (a text prompt never reaches them)."""
+    """A multimodal release's text decoder (Gemma 3/3n/4, Mistral 3, Qwen3.5: images, and
+    for some audio, beside it), as its own config.json would read: (the text config, {the
+    text model's tensor named as a text-only snapshot names it: the stored name}); None for
+    any other snapshot. The towers' tensors are left out (a text prompt never reaches them)."""
     model_type = str(config.get("model_type") or "")
     text = config.get("text_config")
     if model_type not in TEXT_PARTS or not isinstance(text, Mapping):
         return None
-    prefix, renamed, text_type = TEXT_PARTS[model_type]
+    names = list(names)
+    text_type = str(text.get("model_type") or TEXT_PARTS[model_type])
     tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", True))
-    part = {**text, "model_type": text_type, "tie_word_embeddings": tied}
+    part = {**_TEXT_DEFAULTS.get(text_type, {}), **text}
+    part.update(model_type=text_type, tie_word_embeddings=tied)
+    layout = next(
+        (lay for lay in _TEXT_LAYOUTS if any(n.startswith(lay[0][0]) for n in names)),
+        _TEXT_LAYOUTS[0],
+    )
+    (prefix, renamed), (head, head_renamed) = layout
     mapping = {renamed + n[len(prefix) :]: n for n in names if n.startswith(prefix)}
-    mapping.update({n: n for n in names if n.startswith("lm_head.")})
+    mapping.update({head_renamed + n[len(head) :]: n for n in names if n.startswith(head)})
+    mapping.update({n: n for n in names if n.startswith(MTP_PREFIXES)})
     return part, mapping
 
 

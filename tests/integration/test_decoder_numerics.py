@@ -514,7 +514,7 @@ def test_gemma4_as_released_runs_its_text_decoder(zoo_artifact) -> None:  # noqa
     with nneditor.open(snap) as doc:
         cfg = decoder_config(doc)
         run_forward(doc, cfg, IDS, values.__setitem__)
-        assert any("image and audio towers (" in n for n in doc.notes)
+        assert any("tensors of its image (or audio) side (" in n for n in doc.notes)
     assert cfg.text_of == "gemma4" and cfg.gemma4 is not None and cfg.gemma4.ple == 8
     _assert_matches(values, outs, logits)
 
