@@ -211,6 +211,8 @@ EXPECT: dict[str, E] = {
     **_both(("gemma3-mm",), 7, attention=7, ffn=7),
     **_both(("mistral3-mm",), 2, attention=2, ffn=2),
     **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
+    # Llama 4: dense and mixture layers alternating (each mixture: routed and shared experts)
+    **_both(("llama4", "llama4-mm"), 4, attention=4, ffn=6),
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},

@@ -1104,6 +1104,37 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_FALCON, "new_decoder_architecture": True, "num_kv_heads": 2},
         _SMOL,
     ),
+    # Llama 4 (Scout's layout, Maverick's interleaving): dense and mixture layers alternate
+    # (interleave_moe_layer_step 2: 4 experts of 32, one per token, its sigmoid weight scaling
+    # the expert's input, beside an ungated shared expert; dense feed-forwards of 96); the
+    # fourth layer attends without RoPE and with the attention temperature; the others rotate
+    # adjacent pairs (Llama 3 frequency scaling, as Scout) and normalise queries and keys
+    # without weights after rotating. Chunk and temperature floor keep transformers' 8192,
+    # which llama.cpp fixes; the head is its own matrix
+    "llama4": (
+        "Llama4TextConfig",
+        "Llama4ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "head_dim": 16,
+            "intermediate_size": 32,
+            "intermediate_size_mlp": 96,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 2,
+            "tie_word_embeddings": False,
+            "rope_parameters": {
+                "rope_type": "llama3",
+                "rope_theta": 500000.0,
+                "factor": 16.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 32,
+            },
+        },
+        _SMOL,
+    ),
 }
 
 
@@ -1623,8 +1654,8 @@ def _gemma4_mm(path: Path) -> None:
 #: multimodal releases whose text decoder is a zoo family: zoo name -> (the release's config
 #: and model classes, the text family, its vision tower's config). Each is the family's text
 #: model (its weights loaded unchanged) beside a one-layer vision tower and projector, saved
-#: as the release stores it: Gemma 3 (4B and up) and Mistral 3 (Mistral Small 3.1/3.2,
-#: Ministral 3) under language_model.model.* with the head at language_model.lm_head;
+#: as the release stores it: Gemma 3 (4B and up), Mistral 3 (Mistral Small 3.1/3.2,
+#: Ministral 3) and Llama 4 under language_model.model.* with the head at language_model.lm_head;
 #: Qwen3.5 under model.language_model.*, with a multi-token-prediction module (mtp.*) as the
 #: releases keep beside the model (transformers neither builds nor loads it)
 MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
@@ -1655,6 +1686,22 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
             "patch_size": 14,
         },
     ),
+    "decoder-llama4-mm": (
+        "Llama4Config",
+        "Llama4ForConditionalGeneration",
+        "llama4",
+        {
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+            "vision_output_dim": 16,
+            "projector_input_dim": 16,
+            "projector_output_dim": 16,
+        },
+    ),
     "decoder-qwen35-mm": (
         "Qwen3_5Config",
         "Qwen3_5ForConditionalGeneration",
@@ -1681,8 +1728,11 @@ def _mm_release(name: str, path: Path) -> None:
     )
     torch.manual_seed(1)
     model = getattr(tf, model_cls)(config).eval()
-    model.model.language_model.load_state_dict(text.model.state_dict())
-    model.lm_head.load_state_dict(text.lm_head.state_dict())
+    if hasattr(model, "language_model"):  # Llama 4: the whole causal LM inside, head included
+        model.language_model.load_state_dict(text.state_dict())
+    else:
+        model.model.language_model.load_state_dict(text.model.state_dict())
+        model.lm_head.load_state_dict(text.lm_head.state_dict())
     model.tie_weights()
     model.save_pretrained(str(path))
     fast.save_pretrained(str(path))

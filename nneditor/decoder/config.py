@@ -47,6 +47,7 @@ ARCHES = (
     "lfm2",
     "lfm2moe",  # LFM2-MoE: LFM2's layers with sigmoid-routed experts
     "mistral3",
+    "llama4",  # Llama 4: NoPE layers, chunked attention, experts weighted on input (llama4.py)
     "exaone4",
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
@@ -117,6 +118,7 @@ _MOE = re.compile(r"ffn_(gate|up|down|gate_up)_(exps|shexp)|ffn_gate_inp")
 #: states expert_weights_norm
 GGUF_MOE_NORM = {
     "lfm2moe": True,
+    "llama4": False,  # (llama4.py: sigmoid weights on the experts' inputs)
     "gemma4": True,  # (gemma4.py routes its own)
     "llama": True,
     "qwen3moe": True,
@@ -212,6 +214,8 @@ class Moe:
     topk_group: int = 1
     #: the chosen weights are multiplied by this (routed_scaling_factor)
     scale: float = 1.0
+    #: Llama 4: a chosen expert's weight scales its input, not its output
+    weight_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -353,9 +357,18 @@ class DecoderConfig:
     #: layers without RoPE (SmolLM3's NoPE layers: every fourth); empty: none
     nope_layers: tuple[bool, ...] = ()
     #: Llama 4's attention temperature (Ministral 3): queries at position p are scaled by
-    #: ``1 + attn_temp_scale * log(1 + floor(p / attn_temp_floor))``; 0: none
+    #: ``1 + attn_temp_scale * log(1 + floor((p + attn_temp_offset) / attn_temp_floor))``
+    #: (Llama 4: offset 1, in its NoPE layers only); 0: none
     attn_temp_scale: float = 0.0
     attn_temp_floor: int = 0
+    attn_temp_offset: float = 0.0
+    attn_temp_nope_only: bool = False
+    #: Llama 4: local layers attend within aligned chunks of this many positions (not a
+    #: sliding window); 0: none
+    attn_chunk: int = 0
+    #: Llama 4: queries and keys of rotating layers are RMS-normalised without weights after
+    #: the rotation
+    qk_weightless_norm: bool = False
     final_softcap: float = 0.0
     #: Gemma 2: attention scores pass through ``tanh(s / cap) * cap`` before the softmax
     attn_softcap: float = 0.0
@@ -426,8 +439,11 @@ class DecoderConfig:
             bits[1:2] = [bits[1], ssm] if self.n_heads else [ssm]
         if self.sliding_window:
             bits.append(f"sliding window {self.sliding_window} on local layers")
+        if self.attn_chunk:
+            bits.append(f"attention in chunks of {self.attn_chunk} on local layers")
         if any(self.nope_layers):
-            bits.append(f"{sum(self.nope_layers)} layers without RoPE")
+            nope = sum(self.nope_layers)
+            bits.append(f"{nope} layer{'s' if nope != 1 else ''} without RoPE")
         if self.layer_kinds:
             counts = Counter(self.layer_kinds)
             order = [*LAYER_KIND_NAMES, *sorted(set(counts) - set(LAYER_KIND_NAMES))]
@@ -575,6 +591,7 @@ def refuse_common(arch: str, names: Mapping[str, str]) -> None:
 
 #: families whose shared experts the decoder runs
 _SHARED_EXPERT_ARCHES = (
+    "llama4",
     "dots1",
     "qwen2moe",
     "qwen35moe",

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nneditor.decoder import llama4
 from nneditor.decoder.config import (
     ARCHES,
     BERT,
@@ -36,7 +37,16 @@ from nneditor.decoder.unsupported import DecoderUnsupported
 
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 ROPE_NORMAL = {
-    *("llama", "granite", "granitemoe", "smollm3", "ernie4_5", "ernie4_5-moe", "mistral3"),
+    *(
+        "llama",
+        "llama4",
+        "granite",
+        "granitemoe",
+        "smollm3",
+        "ernie4_5",
+        "ernie4_5-moe",
+        "mistral3",
+    ),
     *("glm4", "arcee", "granitehybrid", "olmo"),
 }
 
@@ -261,6 +271,9 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         if temp and common["rope_scaling"].kind != "yarn":
             raise DecoderUnsupported("attention temperature without YaRN's original context")
         extra = {"attn_temp_scale": temp, "attn_temp_floor": floor if temp else 0}
+    if arch == llama4.ARCH:  # NoPE layers, chunked attention, its router (llama4.py)
+        extra = llama4.gguf_fields(metadata, common)
+        common = {**common, "moe": llama4.routing(common.get("moe"))}
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end

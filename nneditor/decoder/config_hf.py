@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from nneditor.decoder import llama4
 from nneditor.decoder.config import (
     BERT,
     BLOOM,
@@ -40,7 +41,7 @@ from nneditor.semantic.checkpoint_names import (
 )
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
-HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4"}
+HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}
 
 
 def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
@@ -306,6 +307,9 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
                 "attention temperature without original_max_position_embeddings"
             )
         extra.update(attn_temp_scale=temp, attn_temp_floor=floor if temp else 0)
+    if arch == llama4.ARCH:  # NoPE layers, chunked attention, its router (llama4.py)
+        extra.update(llama4.hf_fields(config, n_layers))
+        common = {**common, "moe": llama4.routing(common.get("moe"))}
     if arch == "smollm3":  # no_rope_layers: 1 where the layer rotates
         interval = int(config.get("no_rope_layer_interval") or 4)
         uses = config.get("no_rope_layers") or [
@@ -488,7 +492,7 @@ def _hf_names(
         key
         for key, name in names.items()
         if (arch == "gpt2" and re.search(r"\.(c_attn|c_proj|c_fc)\.weight$", name))
-        or (arch == "gpt-oss" and key.endswith("_exps.weight"))  # [expert, in, out]
+        or (arch in ("gpt-oss", "llama4") and key.endswith("_exps.weight"))  # [expert, in, out]
     }
     return names, frozenset(transposed)
 

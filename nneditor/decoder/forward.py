@@ -332,8 +332,13 @@ def _attention(
     if not norm_first:
         q = _qk_norm(w, cfg, f"{p}.attn_q_norm.weight", q, heads, hd)
         k = _qk_norm(w, cfg, f"{p}.attn_k_norm.weight", k, kv, hd)
-    if cfg.attn_temp_scale:  # Ministral 3: queries warm up past each original context
-        steps = np.floor(positions / cfg.attn_temp_floor).astype(F32)
+    rotated = cfg.rope != "none" and freq.size > 0
+    if cfg.qk_weightless_norm and rotated:  # Llama 4: after the rotation, without weights
+        q = ops.rms_norm(q, np.ones(1, F32), cfg.norm_eps)
+        k = ops.rms_norm(k, np.ones(1, F32), cfg.norm_eps)
+    if cfg.attn_temp_scale and not (cfg.attn_temp_nope_only and rotated):
+        # Ministral 3, Llama 4's NoPE layers: queries warm up past each original context
+        steps = np.floor((positions + cfg.attn_temp_offset) / cfg.attn_temp_floor).astype(F32)
         temperature = F32(1) + F32(cfg.attn_temp_scale) * np.log1p(steps).astype(F32)
         q = (q * temperature[:, None, None]).astype(F32)
     window = cfg.sliding_window if local else 0
@@ -348,6 +353,7 @@ def _attention(
         sinks,
         causal=cfg.causal,
         alibi=ops.alibi_slopes(heads, cfg.alibi_bias) if cfg.alibi_bias else None,
+        chunk=cfg.attn_chunk if local else 0,
     )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)

@@ -81,10 +81,12 @@ def sparse_feed_forward(
     for e in np.unique(top).tolist():  # ascending, as transformers sums them
         tokens, slots = np.nonzero(top == e)
         x = h[tokens]
+        if cfg.moe.weight_input:  # Llama 4: the weight scales the expert's input instead
+            x = (x * weights[tokens, slots][:, None]).astype(F32)
         if cfg.moe.act == "plain":  # Nemotron 3: up, the activation, down (no gate)
             inner = act(x @ w.expert(layer, "up", e).T).astype(F32)
             y = inner @ w.expert(layer, "down", e).T
-            out[tokens] += y * weights[tokens, slots][:, None]
+            out[tokens] += y if cfg.moe.weight_input else y * weights[tokens, slots][:, None]
             continue
         gate_w, up_w, gate_b, up_b = w.expert_gate_up(layer, e)
         gate, up = x @ gate_w.T, x @ up_w.T
@@ -101,7 +103,7 @@ def sparse_feed_forward(
         down_b = w.expert_bias(layer, "down", e)
         if down_b is not None:
             y = y + down_b
-        out[tokens] += y * weights[tokens, slots][:, None]
+        out[tokens] += y if cfg.moe.weight_input else y * weights[tokens, slots][:, None]
     if w.has(f"{p}.ffn_gate_up_shexp.weight"):  # Granite 4.0-H snapshots: [gate; up]
         gate, up = np.split(w.linear(f"{p}.ffn_gate_up_shexp.weight", h), 2, axis=-1)
         inner = act(gate) * up

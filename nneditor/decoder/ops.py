@@ -177,11 +177,13 @@ def attention(
     sinks: np.ndarray | None = None,
     causal: bool = True,
     alibi: np.ndarray | None = None,
+    chunk: int = 0,
 ) -> np.ndarray:
     """Causal (optionally sliding-window; bidirectional for an encoder) grouped-query attention; ``softcap`` bounds the
     scores by ``tanh(s / cap) * cap`` (Gemma 2); ``sinks`` [heads] are logits that join each
     head's softmax without a value (gpt-oss), so the weights may sum to less than 1; ``alibi``
-    [heads] are ALiBi slopes (BLOOM).
+    [heads] are ALiBi slopes (BLOOM); with ``chunk`` a position sees only its own aligned
+    chunk of that many positions (Llama 4's chunked attention).
 
     ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
     seq, heads, d = q.shape
@@ -201,6 +203,8 @@ def attention(
         masked |= (i - j) >= window
     elif window:  # an encoder's window reaches half its width each way (EmbeddingGemma)
         masked |= np.abs(i - j) > window // 2
+    if chunk:
+        masked |= (i // chunk) != (j // chunk)
     scores = np.where(masked, F32(-np.inf), scores)
     if sinks is None:
         scores -= scores.max(axis=-1, keepdims=True)

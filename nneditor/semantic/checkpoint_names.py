@@ -78,6 +78,7 @@ HF_ARCH = {
     "falcon_mamba": "mamba",
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
+    "llama4_text": "llama4",
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -96,6 +97,10 @@ _GPT_OSS = re.compile(
     r"^model\.layers\.(\d+)\.(?:mlp\.experts\.(gate_up_proj|down_proj)(_bias)?|self_attn\.sinks)$"
 )
 _GPT_OSS_PARTS = {"gate_up_proj": "ffn_gate_up_exps", "down_proj": "ffn_down_exps"}
+#: Llama 4's stacked experts ([expert, in, out], gate and up halves side by side)
+_LLAMA4_EXPERTS = re.compile(
+    r"^model\.layers\.(\d+)\.feed_forward\.experts\.(gate_up_proj|down_proj)$"
+)
 #: buffers some snapshots store beside the weights (GPT-2's causal mask, RoPE caches)
 BUFFERS = (
     "embeddings.position_ids",  # BERT's arange buffer
@@ -166,6 +171,7 @@ TEXT_PARTS = {
     "mistral3": "mistral",  # Mistral Small 3.1/3.2 ("mistral"), Ministral 3 ("ministral3")
     "qwen3_5": "qwen3_5_text",  # Qwen3.5 as released (Qwen3_5ForConditionalGeneration)
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "llama4": "llama4_text",  # Llama 4 Scout and Maverick (Llama4ForConditionalGeneration)
 }
 #: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
 #: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;
@@ -296,6 +302,10 @@ def canonical_names(
             continue
         if name.startswith("model.layers.") and name.endswith(".feed_forward.expert_bias"):
             mapped[f"blk.{name.split('.')[2]}.exp_probs_b.bias"] = name  # LFM2-MoE's
+            continue
+        llama4 = _LLAMA4_EXPERTS.match(name) if arch == "llama4" else None
+        if llama4:
+            mapped[f"blk.{llama4[1]}.{_GPT_OSS_PARTS[llama4[2]]}.weight"] = name
             continue
         oss = _GPT_OSS.match(name) if arch == "gpt-oss" else None
         if oss:

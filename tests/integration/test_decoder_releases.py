@@ -1,4 +1,4 @@
-"""Multimodal releases whose text decoder the NumPy decoder runs (Gemma 3, Mistral 3, Qwen3.5 as
+"""Multimodal releases whose text decoder the NumPy decoder runs (Gemma 3, Mistral 3, Qwen3.5, Llama 4 as
 their makers publish them) and the multi-token-prediction modules releases keep beside the
 model: every block and the logits equal transformers' own model of the release, loaded as
 transformers loads it (AutoModelForImageTextToText), on a text prompt."""
@@ -20,7 +20,7 @@ tf = pytest.importorskip("transformers")
 
 #: 12 positions: past Gemma 3's sliding window of 4
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
-RELEASES = ["decoder-gemma3-mm", "decoder-mistral3-mm", "decoder-qwen35-mm"]
+RELEASES = ["decoder-gemma3-mm", "decoder-mistral3-mm", "decoder-qwen35-mm", "decoder-llama4-mm"]
 
 
 def _theirs(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
@@ -31,7 +31,9 @@ def _theirs(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
         t = out[0] if isinstance(out, tuple) else out
         outs.append(t.detach().numpy())
 
-    layers = model.model.language_model.layers
+    # Llama 4 keeps its whole causal LM as language_model; the others their text model in model
+    text = model.language_model.model if hasattr(model, "language_model") else None
+    layers = (text or model.model.language_model).layers
     handles = [layer.register_forward_hook(hook) for layer in layers]
     with torch.no_grad():
         logits = model(input_ids=torch.from_numpy(IDS)).logits.numpy()
