@@ -211,6 +211,12 @@ EXPECT: dict[str, E] = {
     **_both(("gemma3-mm",), 7, attention=7, ffn=7),
     **_both(("mistral3-mm",), 2, attention=2, ffn=2),
     **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
+    # LLaVA-NeXT, LLaVA-OneVision and SmolVLM as released (snapshots: llama.cpp converts their
+    # towers only)
+    **{
+        f"decoder-{name}-mm": {"format": "huggingface", **_lm(2)}
+        for name in ("llava_next", "llava_onevision", "smolvlm")
+    },
     # Llama 4: dense and mixture layers alternating (each mixture: routed and shared experts)
     **_both(("llama4", "llama4-mm"), 4, attention=4, ffn=6),
     # GLM-4.5: a dense first block, then two routed ones

@@ -1651,6 +1651,18 @@ def _gemma4_mm(path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
+#: a one-layer CLIP vision tower (LLaVA-NeXT's and OneVision's select its second-to-last layer,
+#: so it has two)
+_CLIP_TOWER = {
+    "model_type": "clip_vision_model",
+    "hidden_size": 16,
+    "intermediate_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "image_size": 28,
+    "patch_size": 14,
+    "projection_dim": 16,
+}
 #: multimodal releases whose text decoder is a zoo family: zoo name -> (the release's config
 #: and model classes, the text family, its vision tower's config). Each is the family's text
 #: model (its weights loaded unchanged) beside a one-layer vision tower and projector, saved
@@ -1702,6 +1714,31 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
             "projector_output_dim": 16,
         },
     ),
+    "decoder-llava_next-mm": (
+        "LlavaNextConfig",
+        "LlavaNextForConditionalGeneration",
+        "llama",
+        _CLIP_TOWER,
+    ),
+    "decoder-llava_onevision-mm": (
+        "LlavaOnevisionConfig",
+        "LlavaOnevisionForConditionalGeneration",
+        "qwen2",
+        _CLIP_TOWER,
+    ),
+    "decoder-smolvlm-mm": (
+        "SmolVLMConfig",
+        "SmolVLMForConditionalGeneration",
+        "llama",
+        {
+            "hidden_size": 16,
+            "intermediate_size": 32,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "image_size": 28,
+            "patch_size": 14,
+        },
+    ),
     "decoder-qwen35-mm": (
         "Qwen3_5Config",
         "Qwen3_5ForConditionalGeneration",
@@ -1709,7 +1746,12 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
     ),
 }
+#: the releases llama.cpp's converter makes no text GGUF of (it converts their towers only)
+MM_SNAPSHOT_ONLY = ("decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm")
 _MM_EXTRA = {
+    "decoder-llava_next-mm": {"image_grid_pinpoints": [[28, 28]]},
+    "decoder-llava_onevision-mm": {"image_grid_pinpoints": [[28, 28]]},
+    "decoder-smolvlm-mm": {"scale_factor": 1},
     "decoder-gemma3-mm": {"mm_tokens_per_image": 4},
     "decoder-mistral3-mm": {"tie_word_embeddings": False},  # its head apart, as the release's
 }
@@ -1730,8 +1772,9 @@ def _mm_release(name: str, path: Path) -> None:
     model = getattr(tf, model_cls)(config).eval()
     if hasattr(model, "language_model"):  # Llama 4: the whole causal LM inside, head included
         model.language_model.load_state_dict(text.state_dict())
-    else:
-        model.model.language_model.load_state_dict(text.model.state_dict())
+    else:  # (SmolVLM calls it text_model)
+        inner = getattr(model.model, "language_model", None) or model.model.text_model
+        inner.load_state_dict(text.model.state_dict())
         model.lm_head.load_state_dict(text.lm_head.state_dict())
     model.tie_weights()
     model.save_pretrained(str(path))
@@ -1865,6 +1908,8 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
             f"{MM_RELEASES[name][1]} as released: the {MM_RELEASES[name][2]} decoder's text "
             "model beside a tiny vision tower (snapshot)",
         )(lambda path, n=name: _mm_release(n, path))
+        if name in MM_SNAPSHOT_ONLY:
+            continue
         generator(
             f"{name}.gguf",
             "llama.cpp convert_hf_to_gguf.py",

@@ -172,19 +172,32 @@ TEXT_PARTS = {
     "qwen3_5": "qwen3_5_text",  # Qwen3.5 as released (Qwen3_5ForConditionalGeneration)
     "qwen3_5_moe": "qwen3_5_moe_text",
     "llama4": "llama4_text",  # Llama 4 Scout and Maverick (Llama4ForConditionalGeneration)
+    "llava_next": "llama",  # LLaVA-NeXT (its text model: Mistral, Vicuna, ...)
+    "llava_onevision": "qwen2",
+    "smolvlm": "llama",  # SmolVLM, SmolVLM2
+    "idefics3": "llama",
 }
 #: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
 #: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;
-#: Gemma 3's and Mistral 3's releases are in the second (and transformers 5 still writes them so)
+#: Gemma 3's, Mistral 3's, Llama 4's and LLaVA's releases are in the second (and transformers 5
+#: still writes them so); SmolVLM's and Idefics3's in the third
 _TEXT_LAYOUTS = (
     (("model.language_model.", "model."), ("lm_head.", "lm_head.")),
     (("language_model.model.", "model."), ("language_model.lm_head.", "lm_head.")),
+    (("model.text_model.", "model."), ("lm_head.", "lm_head.")),
 )
-#: text_config defaults the releases leave out, from transformers' own config classes (the
-#: Gemma 3 releases state 6 of its keys: sizes, layer count, RoPE scaling, window)
+#: what a release's text_config leaves out: transformers 4 saved a composite config's text_config
+#: as its difference from the text config that the composite class builds by default, so a key
+#: equal to that default is absent (google/gemma-3-4b-it states 6 of Gemma 3's; LLaVA-NeXT's
+#: releases leave out the hidden size and the layer and head counts). These are those defaults,
+#: for the keys the decoder reads (tests/unit/test_release_defaults.py compares them with
+#: transformers')
 _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {
+    "gemma3": {
         "vocab_size": 262208,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "num_hidden_layers": 26,
         "num_attention_heads": 8,
         "num_key_value_heads": 4,
         "head_dim": 256,
@@ -197,6 +210,57 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
         "sliding_window_pattern": 6,
         "max_position_embeddings": 131072,
     },
+    "mistral3": {  # Mistral Small 3.1's text model
+        "vocab_size": 131072,
+        "hidden_size": 5120,
+        "intermediate_size": 32768,
+        "num_hidden_layers": 40,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 1_000_000_000.0,
+        "max_position_embeddings": 131072,
+        "sliding_window": None,
+    },
+    "llava_next": {  # LlamaConfig's
+        "vocab_size": 32000,
+        "hidden_size": 4096,
+        "intermediate_size": 11008,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10_000.0,
+        "max_position_embeddings": 2048,
+    },
+    "llava_onevision": {  # Qwen2Config's
+        "vocab_size": 151936,
+        "hidden_size": 4096,
+        "intermediate_size": 22016,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 32,
+        "hidden_act": "silu",
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10_000.0,
+        "max_position_embeddings": 32768,
+    },
+    **dict.fromkeys(
+        ("smolvlm", "idefics3"),
+        {  # LlamaConfig's, with the RMS epsilon these classes set
+            "vocab_size": 32000,
+            "hidden_size": 4096,
+            "intermediate_size": 11008,
+            "num_hidden_layers": 32,
+            "num_attention_heads": 32,
+            "hidden_act": "silu",
+            "rms_norm_eps": 1e-5,
+            "rope_theta": 10_000.0,
+            "max_position_embeddings": 2048,
+        },
+    ),
 }
 #: multi-token-prediction weights that Qwen3.5 and Qwen3-Next releases keep beside the model
 #: (transformers skips them on load): they draft later tokens, off the next-token path
@@ -206,10 +270,11 @@ MTP_PREFIXES = ("mtp.", "model.mtp.")
 def text_part(
     config: Mapping[str, Any], names: Iterable[str]
 ) -> tuple[Mapping[str, Any], dict[str, str]] | None:
-    """A multimodal release's text decoder (Gemma 3/3n/4, Mistral 3, Qwen3.5: images, and
-    for some audio, beside it), as its own config.json would read: (the text config, {the
-    text model's tensor named as a text-only snapshot names it: the stored name}); None for
-    any other snapshot. The towers' tensors are left out (a text prompt never reaches them)."""
+    """A multimodal release's text decoder (Gemma 3/3n/4, Mistral 3, Qwen3.5, Llama 4, LLaVA-NeXT
+    and OneVision, SmolVLM, Idefics3: images, and for some audio, beside it), as its own
+    config.json would read: (the text config, {the text model's tensor named as a text-only
+    snapshot names it: the stored name}); None for any other snapshot. The towers' tensors
+    are left out (a text prompt never reaches them)."""
     model_type = str(config.get("model_type") or "")
     text = config.get("text_config")
     if model_type not in TEXT_PARTS or not isinstance(text, Mapping):
@@ -217,7 +282,7 @@ def text_part(
     names = list(names)
     text_type = str(text.get("model_type") or TEXT_PARTS[model_type])
     tied = config.get("tie_word_embeddings", text.get("tie_word_embeddings", True))
-    part = {**_TEXT_DEFAULTS.get(text_type, {}), **text}
+    part = {**_TEXT_DEFAULTS.get(model_type, {}), **text}
     part.update(model_type=text_type, tie_word_embeddings=tied)
     layout = next(
         (lay for lay in _TEXT_LAYOUTS if any(n.startswith(lay[0][0]) for n in names)),

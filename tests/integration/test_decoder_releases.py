@@ -21,6 +21,8 @@ tf = pytest.importorskip("transformers")
 #: 12 positions: past Gemma 3's sliding window of 4
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
 RELEASES = ["decoder-gemma3-mm", "decoder-mistral3-mm", "decoder-qwen35-mm", "decoder-llama4-mm"]
+#: releases llama.cpp converts the towers of, not the text model: snapshots only
+SNAPSHOT_RELEASES = ["decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm"]
 
 
 def _theirs(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
@@ -31,9 +33,13 @@ def _theirs(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
         t = out[0] if isinstance(out, tuple) else out
         outs.append(t.detach().numpy())
 
-    # Llama 4 keeps its whole causal LM as language_model; the others their text model in model
-    text = model.language_model.model if hasattr(model, "language_model") else None
-    layers = (text or model.model.language_model).layers
+    # Llama 4 keeps its whole causal LM as language_model; the others their text model in
+    # model (SmolVLM's is called text_model)
+    if hasattr(model, "language_model"):
+        text = model.language_model.model
+    else:
+        text = getattr(model.model, "language_model", None) or model.model.text_model
+    layers = text.layers
     handles = [layer.register_forward_hook(hook) for layer in layers]
     with torch.no_grad():
         logits = model(input_ids=torch.from_numpy(IDS)).logits.numpy()
@@ -65,8 +71,11 @@ def _assert_matches(ours: dict[str, np.ndarray], blocks: list[np.ndarray], logit
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("form", ["snapshot", "gguf"])
-@pytest.mark.parametrize("release", RELEASES)
+@pytest.mark.parametrize(
+    ("release", "form"),
+    [(r, f) for r in RELEASES for f in ("snapshot", "gguf")]
+    + [(r, "snapshot") for r in SNAPSHOT_RELEASES],
+)
 def test_release_text_decoder_equals_transformers(release: str, form: str, zoo_artifact) -> None:  # noqa: ANN001
     snap = zoo_artifact(release)
     path = snap if form == "snapshot" else zoo_artifact(f"{release}.gguf")
@@ -117,20 +126,31 @@ def test_qwen35_multi_token_prediction_is_left_out_and_said(form: str, zoo_artif
 
 
 @pytest.mark.realdata
-def test_gemma3_release_config_with_transformers_defaults_left_out(
-    zoo_artifact, tmp_path: Path
+@pytest.mark.parametrize(
+    "release",
+    [
+        "decoder-gemma3-mm",
+        "decoder-mistral3-mm",
+        "decoder-llava_next-mm",
+        "decoder-llava_onevision-mm",
+        "decoder-smolvlm-mm",
+    ],
+)
+def test_release_config_with_transformers_defaults_left_out(
+    release: str, zoo_artifact, tmp_path: Path
 ) -> None:  # noqa: ANN001
-    """Gemma 3's releases state only the text_config keys that differ from transformers'
-    defaults (google/gemma-3-4b-it: 6 of them); the rest, RoPE bases included, are the
-    defaults. The same snapshot with every default key removed gives the same logits."""
-    snap = zoo_artifact("decoder-gemma3-mm")
+    """transformers 4 saved a release's text_config as its difference from the text config its
+    composite class builds by default (google/gemma-3-4b-it states 6 keys; LLaVA-NeXT's
+    releases leave out the sizes): the same snapshot with every such key removed gives the
+    same logits, RoPE bases and norms included."""
+    snap = zoo_artifact(release)
     config = json.loads((snap / "config.json").read_text())
-    defaults = tf.Gemma3TextConfig().to_dict()
+    defaults = tf.CONFIG_MAPPING[config["model_type"]]().text_config.to_dict()
     text = config["text_config"]
     kept = {k: v for k, v in text.items() if k not in defaults or defaults[k] != v}
-    kept["model_type"] = "gemma3_text"
-    assert "rope_parameters" not in kept and "num_attention_heads" in kept  # 4, not 8
-    folder = tmp_path / "gemma3"
+    kept["model_type"] = text["model_type"]
+    assert len(kept) < len(text) - 3, sorted(kept)  # several keys now come from the defaults
+    folder = tmp_path / "release"
     folder.mkdir()
     for item in snap.iterdir():
         if item.name != "config.json":
