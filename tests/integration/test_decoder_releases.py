@@ -131,6 +131,7 @@ def test_qwen35_multi_token_prediction_is_left_out_and_said(form: str, zoo_artif
     [
         "decoder-gemma3-mm",
         "decoder-mistral3-mm",
+        "decoder-llama4-mm",
         "decoder-llava_next-mm",
         "decoder-llava_onevision-mm",
         "decoder-smolvlm-mm",
