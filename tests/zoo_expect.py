@@ -217,6 +217,8 @@ EXPECT: dict[str, E] = {
         f"decoder-{name}-mm": {"format": "huggingface", **_lm(2)}
         for name in ("llava_next", "llava_onevision", "smolvlm")
     },
+    # Bamba: Mamba-2, attention, Mamba-2, attention, each with a feed-forward
+    **_both(("bamba",), 4, attention=2, recurrent=2, ffn=4),
     # Llama 4: dense and mixture layers alternating (each mixture: routed and shared experts)
     **_both(("llama4", "llama4-mm"), 4, attention=4, ffn=6),
     # GLM-4.5: a dense first block, then two routed ones

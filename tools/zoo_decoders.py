@@ -387,6 +387,27 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_GRANITE_H, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 2},
         _SMOL,
     ),
+    # Bamba (IBM's, llama.cpp converts it as granitehybrid): Granite 4.0-H's layers without
+    # its multipliers, with RoPE on half of each head and separate gate/up projections
+    "bamba": (
+        "BambaConfig",
+        "BambaForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "attn_layer_indices": [1, 3],
+            "attn_rotary_emb": 8,  # the rotated width, as Bamba's releases state it (half)
+            "mamba_n_heads": 8,
+            "mamba_d_head": 16,
+            "mamba_n_groups": 2,
+            "mamba_d_state": 16,
+            "mamba_d_conv": 4,
+            "mamba_expand": 2,
+            "mamba_chunk_size": 8,
+            "initializer_range": 0.2,
+        },
+        _SMOL,
+    ),
     # Nemotron (Minitron): LayerNorm1P (1 + w, with bias), an ungated ReLU² feed-forward,
     # half of each head rotated; llama.cpp converts it with a SentencePiece model only
     "nemotron": (

@@ -319,8 +319,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if arch == "olmo":  # OLMo (1): LayerNorms without weights (eps 1e-5, as OlmoLayerNorm)
         eps = 1e-5
         extra.update(norm="layer", norm_weights=False, clip_qkv=float(config.get("clip_qkv") or 0))
-    if arch in ("granite", "granitemoe", "granitehybrid"):
-        extra = {
+    if arch in ("granite", "granitemoe", "granitehybrid") and config.get("model_type") != "bamba":
+        extra = {  # (Bamba has none of Granite's multipliers)
             "embed_scale": float(config.get("embedding_multiplier") or 1.0),
             "attn_scale": float(config.get("attention_multiplier") or 1.0),
             "residual_scale": float(config.get("residual_multiplier") or 1.0),
@@ -467,7 +467,13 @@ def _refuse_granite_hybrid(config: Mapping[str, Any]) -> None:
 
 def _partial_rotary(config: Mapping[str, Any]) -> float:
     """The rotated fraction of each head: in rope_parameters (transformers 5) or top level
-    (GPT-NeoX's older name: rotary_pct)."""
+    (GPT-NeoX's older name: rotary_pct); Bamba's releases state the rotated width
+    (attn_rotary_emb) and transformers fixes half."""
+    if config.get("model_type") == "bamba":
+        heads = int(config.get("num_attention_heads") or 1)
+        head = int(config.get("head_dim") or int(config.get("hidden_size") or 0) // heads)
+        width = config.get("attn_rotary_emb")
+        return int(width) / head if width and head else 0.5
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
     return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)

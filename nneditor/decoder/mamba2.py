@@ -164,21 +164,40 @@ def hybrid_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> Dec
     counts = per_layer(metadata, f"{HYBRID}.attention.head_count_kv", base.n_layers)
     shape = gguf_shape(metadata, HYBRID)
     rotates = bool(metadata.get(f"{HYBRID}.rope.scaling.finetuned", True))
+    notes = base.notes
+    if rotates and 0 < base.rope_dim < base.head_dim:  # Bamba: half of each head rotates
+        notes = (*notes, BAMBA_NOTE)
     return dataclasses.replace(
         base,
         layer_kinds=tuple("attention" if n else "mamba2" for n in counts),
         mamba2=shape,
         nope_layers=() if rotates else (True,) * base.n_layers,
+        notes=notes,
     )
 
 
+#: llama.cpp's converter reorders each whole head's query and key rows for its paired
+#: rotation, while Bamba rotates the first half of each head in halves: the pairs llama.cpp
+#: rotates are not the model's (measured on the zoo's Bamba: logits 42% apart, while the
+#: snapshot equals transformers and this file equals llama.cpp)
+BAMBA_NOTE = (
+    "this file rotates part of each attention head (Bamba); llama.cpp's converter pairs that "
+    "part's features differently from the original model, so this trace follows llama.cpp "
+    "and differs from the original snapshot's outputs"
+)
+
+
 def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    """Granite 4.0-H snapshots (granitemoehybrid with Mamba-2 layers)."""
+    """Granite 4.0-H snapshots (granitemoehybrid with Mamba-2 layers) and Bamba's (the same
+    layers without Granite's multipliers, attention rotating half of each head)."""
     from nneditor.decoder.config_hf import from_hf as granite_from_hf
 
     base = granite_from_hf(config, common)
     refuse_mixer_options(config, "Granite 4.0-H", "Mamba-2", "mamba_proj_bias", "mamba_conv_bias")
     kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
+    attends = config.get("attn_layer_indices")
+    if not kinds and isinstance(attends, list):  # Bamba: the attention layers' indexes
+        kinds = ["attention" if i in attends else "mamba" for i in range(base.n_layers)]
     if len(kinds) != base.n_layers:
         raise DecoderUnsupported(
             f"layer_types lists {len(kinds)} layers for a model of {base.n_layers}"

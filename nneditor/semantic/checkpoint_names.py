@@ -79,6 +79,7 @@ HF_ARCH = {
     "jamba": "jamba",
     "nemotron_h": "nemotron_h",
     "llama4_text": "llama4",
+    "bamba": "granitehybrid",  # llama.cpp converts Bamba as Granite 4.0-H
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
