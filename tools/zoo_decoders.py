@@ -694,6 +694,28 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # HunYuan-A13B's mixture (hunyuan_v1_moe): HunYuan's attention (q/k norms after RoPE, NTK
+    # alpha) with 4 experts of 32, 2 per token (softmax, renormalised), beside a shared one
+    "hunyuan_moe": (
+        "HunYuanMoEV1Config",
+        "HunYuanMoEV1ForCausalLM",
+        {
+            **_COMMON,
+            "intermediate_size": 32,
+            "head_dim": 16,
+            "num_experts": 4,
+            "moe_topk": 2,
+            "max_position_embeddings": 32768,
+            "rope_parameters": {
+                "rope_type": "dynamic",
+                "alpha": 1000.0,
+                "factor": 1.0,
+                "rope_theta": 10000.0,
+            },
+            "tie_word_embeddings": True,
+        },
+        _SMOL,
+    ),
     # Apertus: an ungated xIELU feed-forward with learned parameters per layer (perturbed
     # here), per-head q/k norms, Llama 3 RoPE scaling
     "apertus": (

@@ -568,5 +568,5 @@ def test_a_gemma3n_release_layout_runs_its_text_decoder(zoo_artifact, tmp_path) 
     assert set(alone) == set(released)
     assert all(np.array_equal(alone[k], released[k]) for k in alone)
     with nneditor.open(mm) as doc:
-        assert any("towers (1 tensor) are listed" in n for n in doc.notes), doc.notes
+        assert any("image (or audio) side (1) are listed" in n for n in doc.notes), doc.notes
         assert decoder_config(doc).text_of == "gemma3n"
