@@ -72,6 +72,7 @@ ARCHES = (
     "arcee",
     "seed_oss",
     "hunyuan-dense",
+    "hunyuan-moe",  # HunYuan-A13B snapshots (its GGUFs' routing is not run: no conversion to test)
     "apertus",
     "nemotron",
     "jais2",  # Jais 2: Llama's attention with biases, LayerNorm, an ungated ReLU² feed-forward
@@ -592,6 +593,7 @@ def refuse_common(arch: str, names: Mapping[str, str]) -> None:
 #: families whose shared experts the decoder runs
 _SHARED_EXPERT_ARCHES = (
     "llama4",
+    "hunyuan-moe",
     "dots1",
     "qwen2moe",
     "qwen35moe",

@@ -127,7 +127,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         or config.get("n_routed_experts")
         or config.get("moe_num_experts")  # ERNIE 4.5
     )
-    n_used = config.get("num_experts_per_tok") or config.get("moe_k")
+    n_used = config.get("num_experts_per_tok") or config.get("moe_k") or _same(config, "moe_topk")
     if not n_experts or not n_used:
         return None
     if config.get("clip_qkv"):
@@ -137,6 +137,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         )
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
     always = config.get("model_type") in (
+        "hunyuan_v1_moe",
         *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe", "minimax_m2"),
         "granitemoehybrid",
     )
@@ -162,6 +163,20 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         limit = float(config.get("swiglu_limit") or 7.0)
         moe = dataclasses.replace(moe, act="swiglu_oai", limit=limit, interleaved=True)
     return moe
+
+
+def _same(config: Mapping[str, Any], key: str) -> int | None:
+    """A count HunYuan's configs state per layer (moe_topk): the one value, or None; a count
+    that varies by layer is refused."""
+    value = config.get(key)
+    if isinstance(value, list):
+        if len(set(value)) > 1:
+            raise DecoderUnsupported(
+                f"config.json's {key} varies by layer ({value}); the NumPy decoder routes "
+                "every layer alike"
+            )
+        value = value[0] if value else None
+    return int(value) if value else None
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -292,7 +307,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         extra.update(exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
     if arch == "glm4":
         extra.update(fused_gate_up=True)
-    if arch == "hunyuan-dense":
+    if arch in ("hunyuan-dense", "hunyuan-moe"):
         extra.update(qk_norm_after_rope=True)
     if arch == "phi3":  # fused projections; a window (Phi-3 mini 4k) applies to every layer
         phi_window = int(config.get("sliding_window") or 0)

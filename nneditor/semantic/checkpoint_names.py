@@ -52,6 +52,7 @@ HF_ARCH = {
     "arcee": "arcee",
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
+    "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
     "apertus": "apertus",
     "nemotron": "nemotron",
     "mixtral": "llama",
