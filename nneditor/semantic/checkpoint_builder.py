@@ -35,6 +35,10 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         self.widths: dict[str, int] = {}  # values whose width is not the hidden size
         #: GPT-NeoX blocks run attention and feed-forward in parallel (the file or config says)
         self.parallel = False
+        #: a GGUF's RoPE frequency factors (rope_freqs: Llama 3's scaling), which every attention
+        #: layer reads except the ``unrotated`` ones (Llama 4's NoPE layers)
+        self.rope_factors = ""
+        self.unrotated: frozenset[int] = frozenset()
         self._rows = rows
 
     def rows(self, name: str) -> int | None:
@@ -376,6 +380,11 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             )
         else:
             op, pat, text = "Attention", "attention", attention_text(heads, kv)
+            layer = s.split(".")[-1]
+            rotated = not (layer.isdigit() and int(layer) in self.unrotated)
+            if self.rope_factors and rotated:
+                mixer_w.append(self.rope_factors)
+                text += ", positions rotated with the file's frequency factors (rope_freqs)"
         attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
         return self.node(
             f"{s}/attn",

@@ -131,7 +131,12 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     title = f"{arch or 'gguf'} (from GGUF metadata)"
     vocab = _head_rows(doc, top)
     parallel = bool(meta.get(f"{arch}.use_parallel_residual", arch == "gptneox"))
-    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel)
+    unrotated: frozenset[int] = frozenset()
+    if arch == "llama4" and _meta_int(meta, "llama4.attention.sliding_window") != 0:
+        unrotated = frozenset(i for i in blocks if (i + 1) % 4 == 0)  # as llama.cpp fixes them
+    g = _decoder_graph(
+        title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel, unrotated
+    )
     used = set(g.initializers)
     unplaced = [n for n in names if n not in used]
     if nextn:  # (said above)
@@ -165,11 +170,16 @@ def _decoder_graph(
     hidden: int | None = None,
     vocab: int | None = None,
     parallel: bool = False,
+    unrotated: frozenset[int] = frozenset(),
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
-    ``token_embd.weight``) to the checkpoint's own tensor names."""
+    ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
+    attend without RoPE."""
     b = CheckpointBuilder(title, rows)
     b.parallel = parallel
+    if arch != "gemma4":  # (Gemma 4's full-attention layers read them: gemma4_block)
+        b.rope_factors = top.get("rope_freqs.weight", "")
+    b.unrotated = unrotated
     if arch == "falcon-h1":  # llama.cpp names its feed-forward norm without ".weight"
         blocks = {i: {with_weight_suffix(k): v for k, v in t.items()} for i, t in blocks.items()}
     if arch == "olmo":  # OLMo's LayerNorms have no weights: drawn where they apply all the same

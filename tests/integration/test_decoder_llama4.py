@@ -125,3 +125,24 @@ def test_hf_fields_follow_the_config() -> None:
     assert plain == {"qk_weightless_norm": False, "nope_layers": ()}
     with pytest.raises(DecoderUnsupported, match="lists 3 layers, not 4"):
         llama4.hf_fields({"no_rope_layers": [1, 1, 0]}, 4)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("name", "rotated"),
+    [("decoder-llama3-rope.gguf", {0, 1}), ("decoder-llama4.gguf", {0, 1, 2})],
+)
+def test_rope_factors_feed_the_rotating_attention_layers(
+    name: str, rotated: set[int], zoo_artifact
+) -> None:  # noqa: ANN001
+    """A GGUF's rope_freqs (Llama 3's scaling) is drawn as an input of every attention layer
+    that rotates (not Llama 4's NoPE layer), so no tensor is left unplaced."""
+    with nneditor.open(zoo_artifact(name)) as doc:
+        readers = {
+            int(n.name.split("/")[1].split(".")[1])
+            for n in doc.graph.nodes
+            if n.op_type == "Attention" and "rope_freqs.weight" in n.inputs
+        }
+        notes = list(doc.notes)
+    assert readers == rotated
+    assert not any("no place" in n for n in notes), notes
