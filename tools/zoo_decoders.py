@@ -59,16 +59,10 @@ _NEMOTRON_H = {
     "initializer_range": 0.2,
 }
 #: Granite 4.0-H: Mamba-2, attention, Mamba-2, attention (NoPE), Granite's multipliers
-_GRANITE_H = {
+#: Granite 4.0-H's and Bamba's Mamba-2 mixers (4 layers: Mamba-2, attention, Mamba-2, attention)
+_MAMBA2_HYBRID = {
     **_COMMON,
     "num_hidden_layers": 4,
-    "shared_intermediate_size": 128,
-    "layer_types": ["mamba", "attention", "mamba", "attention"],
-    "position_embedding_type": None,
-    "embedding_multiplier": 12.0,
-    "attention_multiplier": 0.0625,
-    "residual_multiplier": 0.22,
-    "logits_scaling": 8.0,
     "mamba_n_heads": 8,
     "mamba_n_groups": 2,
     "mamba_d_state": 16,
@@ -77,6 +71,16 @@ _GRANITE_H = {
     "mamba_chunk_size": 8,
     # weights wide enough that attention is peaked: rotating its keys moves the logits 5%
     "initializer_range": 0.2,
+}
+_GRANITE_H = {
+    **_MAMBA2_HYBRID,
+    "shared_intermediate_size": 128,
+    "layer_types": ["mamba", "attention", "mamba", "attention"],
+    "position_embedding_type": None,
+    "embedding_multiplier": 12.0,
+    "attention_multiplier": 0.0625,
+    "residual_multiplier": 0.22,
+    "logits_scaling": 8.0,
 }
 #: Qwen3.5's and Qwen3-Next's hybrid mixtures: recurrent, attention, recurrent, attention; two
 #: value heads per key head; 4 experts, 2 per token, and a shared expert
@@ -117,6 +121,19 @@ _MLA = {
     "qk_rope_head_dim": 8,
     "v_head_dim": 12,
     "moe_intermediate_size": 32,
+}
+#: HunYuan's attention: q/k norms after RoPE, NTK-alpha RoPE as its releases state it
+_HUNYUAN = {
+    **_COMMON,
+    "head_dim": 16,
+    "max_position_embeddings": 32768,
+    "rope_parameters": {
+        "rope_type": "dynamic",
+        "alpha": 1000.0,
+        "factor": 1.0,
+        "rope_theta": 10000.0,
+    },
+    "tie_word_embeddings": True,
 }
 FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {**_COMMON, "tie_word_embeddings": True}, _SMOL),
@@ -393,18 +410,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "BambaConfig",
         "BambaForCausalLM",
         {
-            **_COMMON,
-            "num_hidden_layers": 4,
+            **_MAMBA2_HYBRID,
             "attn_layer_indices": [1, 3],
             "attn_rotary_emb": 8,  # the rotated width, as Bamba's releases state it (half)
-            "mamba_n_heads": 8,
             "mamba_d_head": 16,
-            "mamba_n_groups": 2,
-            "mamba_d_state": 16,
-            "mamba_d_conv": 4,
-            "mamba_expand": 2,
-            "mamba_chunk_size": 8,
-            "initializer_range": 0.2,
         },
         _SMOL,
     ),
@@ -680,18 +689,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "hunyuan_dense": (
         "HunYuanDenseV1Config",
         "HunYuanDenseV1ForCausalLM",
-        {
-            **_COMMON,
-            "head_dim": 16,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {
-                "rope_type": "dynamic",
-                "alpha": 1000.0,
-                "factor": 1.0,
-                "rope_theta": 10000.0,
-            },
-            "tie_word_embeddings": True,
-        },
+        _HUNYUAN,
         _SMOL,
     ),
     # HunYuan-A13B's mixture (hunyuan_v1_moe): HunYuan's attention (q/k norms after RoPE, NTK
@@ -699,21 +697,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "hunyuan_moe": (
         "HunYuanMoEV1Config",
         "HunYuanMoEV1ForCausalLM",
-        {
-            **_COMMON,
-            "intermediate_size": 32,
-            "head_dim": 16,
-            "num_experts": 4,
-            "moe_topk": 2,
-            "max_position_embeddings": 32768,
-            "rope_parameters": {
-                "rope_type": "dynamic",
-                "alpha": 1000.0,
-                "factor": 1.0,
-                "rope_theta": 10000.0,
-            },
-            "tie_word_embeddings": True,
-        },
+        {**_HUNYUAN, "intermediate_size": 32, "num_experts": 4, "moe_topk": 2},
         _SMOL,
     ),
     # Apertus: an ungated xIELU feed-forward with learned parameters per layer (perturbed
@@ -1694,16 +1678,21 @@ def _gemma4_mm(path: Path) -> None:
     fast.save_pretrained(str(path))
 
 
-#: a one-layer CLIP vision tower (LLaVA-NeXT's and OneVision's select its second-to-last layer,
-#: so it has two)
-_CLIP_TOWER = {
-    "model_type": "clip_vision_model",
+#: a one-layer vision tower of 16 features over 28 x 28 images of 14 x 14 patches
+_TOWER = {
     "hidden_size": 16,
     "intermediate_size": 32,
-    "num_hidden_layers": 2,
+    "num_hidden_layers": 1,
     "num_attention_heads": 2,
     "image_size": 28,
     "patch_size": 14,
+}
+#: a one-layer CLIP vision tower (LLaVA-NeXT's and OneVision's select its second-to-last layer,
+#: so it has two)
+_CLIP_TOWER = {
+    **_TOWER,
+    "model_type": "clip_vision_model",
+    "num_hidden_layers": 2,
     "projection_dim": 16,
 }
 #: multimodal releases whose text decoder is a zoo family: zoo name -> (the release's config
@@ -1718,44 +1707,19 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "Gemma3Config",
         "Gemma3ForConditionalGeneration",
         "gemma3",
-        {
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 28,
-            "patch_size": 14,
-        },
+        _TOWER,
     ),
     "decoder-mistral3-mm": (
         "Mistral3Config",
         "Mistral3ForConditionalGeneration",
         "ministral3",
-        {
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "head_dim": 8,
-            "image_size": 28,
-            "patch_size": 14,
-        },
+        {**_TOWER, "head_dim": 8},
     ),
     "decoder-llama4-mm": (
         "Llama4Config",
         "Llama4ForConditionalGeneration",
         "llama4",
-        {
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 28,
-            "patch_size": 14,
-            "vision_output_dim": 16,
-            "projector_input_dim": 16,
-            "projector_output_dim": 16,
-        },
+        {**_TOWER, "vision_output_dim": 16, "projector_input_dim": 16, "projector_output_dim": 16},
     ),
     "decoder-llava_next-mm": (
         "LlavaNextConfig",
@@ -1773,14 +1737,7 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "SmolVLMConfig",
         "SmolVLMForConditionalGeneration",
         "llama",
-        {
-            "hidden_size": 16,
-            "intermediate_size": 32,
-            "num_hidden_layers": 1,
-            "num_attention_heads": 2,
-            "image_size": 28,
-            "patch_size": 14,
-        },
+        _TOWER,
     ),
     "decoder-qwen35-mm": (
         "Qwen3_5Config",

@@ -194,6 +194,18 @@ _TEXT_LAYOUTS = (
 #: releases leave out the hidden size and the layer and head counts). These are those defaults,
 #: for the keys the decoder reads (tests/unit/test_release_defaults.py compares them with
 #: transformers')
+#: LlamaConfig's
+_LLAMA_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 32000,
+    "hidden_size": 4096,
+    "intermediate_size": 11008,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "hidden_act": "silu",
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 10_000.0,
+    "max_position_embeddings": 2048,
+}
 _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma3": {
         "vocab_size": 262208,
@@ -243,17 +255,7 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
         "interleave_moe_layer_step": 1,
         "max_position_embeddings": 131072,
     },
-    "llava_next": {  # LlamaConfig's
-        "vocab_size": 32000,
-        "hidden_size": 4096,
-        "intermediate_size": 11008,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "hidden_act": "silu",
-        "rms_norm_eps": 1e-6,
-        "rope_theta": 10_000.0,
-        "max_position_embeddings": 2048,
-    },
+    "llava_next": _LLAMA_DEFAULTS,
     "llava_onevision": {  # Qwen2Config's
         "vocab_size": 151936,
         "hidden_size": 4096,
@@ -266,20 +268,8 @@ _TEXT_DEFAULTS: dict[str, dict[str, Any]] = {
         "rope_theta": 10_000.0,
         "max_position_embeddings": 32768,
     },
-    **dict.fromkeys(
-        ("smolvlm", "idefics3"),
-        {  # LlamaConfig's, with the RMS epsilon these classes set
-            "vocab_size": 32000,
-            "hidden_size": 4096,
-            "intermediate_size": 11008,
-            "num_hidden_layers": 32,
-            "num_attention_heads": 32,
-            "hidden_act": "silu",
-            "rms_norm_eps": 1e-5,
-            "rope_theta": 10_000.0,
-            "max_position_embeddings": 2048,
-        },
-    ),
+    # LlamaConfig's, with the RMS epsilon these classes set
+    **dict.fromkeys(("smolvlm", "idefics3"), {**_LLAMA_DEFAULTS, "rms_norm_eps": 1e-5}),
 }
 #: multi-token-prediction weights that Qwen3.5 and Qwen3-Next releases keep beside the model
 #: (transformers skips them on load): they draft later tokens, off the next-token path
