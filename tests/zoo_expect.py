@@ -220,6 +220,8 @@ EXPECT: dict[str, E] = {
     # HunYuan-A13B's mixture: routed and shared experts in each of 2 blocks (no conversion:
     # llama.cpp's converter needs the release's own vocabulary)
     "decoder-hunyuan_moe": {"format": "huggingface", **_lm(2, ffn=4)},
+    # Granite MoE with a shared feed-forward: routed and shared experts in each of 2 blocks
+    **_both(("granitemoeshared",), 2, attention=2, ffn=4),
     # Bamba: Mamba-2, attention, Mamba-2, attention, each with a feed-forward
     **_both(("bamba",), 4, attention=2, recurrent=2, ffn=4),
     # Llama 4: dense and mixture layers alternating (each mixture: routed and shared experts)

@@ -122,6 +122,16 @@ _MLA = {
     "v_head_dim": 12,
     "moe_intermediate_size": 32,
 }
+#: Granite 3 MoE: 4 experts, 2 per token, and Granite's multipliers
+_GRANITE_MOE = {
+    **_COMMON,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "embedding_multiplier": 12.0,
+    "attention_multiplier": 0.0625,
+    "residual_multiplier": 0.22,
+    "logits_scaling": 8.0,
+}
 #: HunYuan's attention: q/k norms after RoPE, NTK-alpha RoPE as its releases state it
 _HUNYUAN = {
     **_COMMON,
@@ -464,18 +474,12 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     ),
     # Granite 3 MoE (granite-3.1-1b-a400m): Granite's multipliers, experts stored stacked with
     # [gate; up] in one tensor (input_linear); the router keeps the top logits, then softmax
-    "granitemoe": (
-        "GraniteMoeConfig",
-        "GraniteMoeForCausalLM",
-        {
-            **_COMMON,
-            "num_local_experts": 4,
-            "num_experts_per_tok": 2,
-            "embedding_multiplier": 12.0,
-            "attention_multiplier": 0.0625,
-            "residual_multiplier": 0.22,
-            "logits_scaling": 8.0,
-        },
+    "granitemoe": ("GraniteMoeConfig", "GraniteMoeForCausalLM", _GRANITE_MOE, _SMOL),
+    # Granite MoE with a shared feed-forward beside the experts (granitemoeshared)
+    "granitemoeshared": (
+        "GraniteMoeSharedConfig",
+        "GraniteMoeSharedForCausalLM",
+        {**_GRANITE_MOE, "shared_intermediate_size": 96},
         _SMOL,
     ),
     # gpt-oss: attention sinks, biases everywhere, alternating sliding-window layers, YaRN

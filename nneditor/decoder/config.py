@@ -585,14 +585,16 @@ def refuse_common(arch: str, names: Mapping[str, str]) -> None:
     if shared and arch not in _SHARED_EXPERT_ARCHES:
         raise DecoderUnsupported(
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
-            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, Qwen3-Next, GLM-4.5, DeepSeek and ERNIE 4.5 "
-            "only"
+            "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, Qwen3-Next, GLM-4.5, DeepSeek, "
+            "ERNIE 4.5, dots.llm1, Llama 4, HunYuan-A13B, Granite MoE and Granite 4.0-H, "
+            "Nemotron 3 only"
         )
 
 
 #: families whose shared experts the decoder runs
 _SHARED_EXPERT_ARCHES = (
     "llama4",
+    "granitemoe",  # (granitemoeshared)
     "hunyuan-moe",
     "dots1",
     "qwen2moe",

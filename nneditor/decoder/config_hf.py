@@ -138,7 +138,8 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
     # Mixtral renormalises; Granite 3 MoE takes the softmax of the top logits, the same
     always = config.get("model_type") in (
         "hunyuan_v1_moe",
-        *("mixtral", "granitemoe", "gpt_oss", "qwen3_5_moe_text", "ernie4_5_moe", "minimax_m2"),
+        *("mixtral", "granitemoe", "granitemoeshared", "gpt_oss", "qwen3_5_moe_text"),
+        *("ernie4_5_moe", "minimax_m2"),
         "granitemoehybrid",
     )
     norm = True if always else bool(config.get("norm_topk_prob", False))

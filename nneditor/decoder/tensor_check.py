@@ -231,7 +231,8 @@ def _expert_keys(cfg: DecoderConfig, i: int) -> list[str]:
             f"blk.{i}.ffn_{part}_exps.bias"
             for part in (("gate_up", "down") if fused else ("gate", "up", "down"))
         ]
-    shared = [f"blk.{i}.ffn_{part}_shexp.weight" for part in ("gate", "up", "down")]
+    parts = ("gate_up", "down") if f"blk.{i}.ffn_gate_up_shexp.weight" in cfg.names else None
+    shared = [f"blk.{i}.ffn_{part}_shexp.weight" for part in parts or ("gate", "up", "down")]
     if any(k in cfg.names for k in shared):
         keys += shared
         if cfg.arch in _GATED_SHARED_EXPERT:  # its output is scaled by a sigmoid gate

@@ -81,6 +81,7 @@ HF_ARCH = {
     "nemotron_h": "nemotron_h",
     "llama4_text": "llama4",
     "bamba": "granitehybrid",  # llama.cpp converts Bamba as Granite 4.0-H
+    "granitemoeshared": "granitemoe",  # Granite 3 MoE with a shared feed-forward
 }
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
@@ -341,12 +342,18 @@ def canonical_names(
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     names = list(names)
-    # Granite 4.0-H with experts: shared_mlp is the shared expert beside them
-    experts = arch == "granitehybrid" and any(".block_sparse_moe." in n for n in names)
+    # Granite 4.0-H and Granite MoE (shared) with experts: shared_mlp is the shared expert
+    experts = arch in ("granitehybrid", "granitemoe") and any(
+        ".block_sparse_moe." in n for n in names
+    )
     for name in names:
         if name.endswith(BUFFERS):
             continue
-        shared = _SHARED_MLP_NAME.match(name) if arch in ("granite", "granitehybrid") else None
+        shared = (
+            _SHARED_MLP_NAME.match(name)
+            if arch in ("granite", "granitehybrid", "granitemoe")
+            else None
+        )
         if shared and experts:
             part = "ffn_gate_up_shexp" if shared[2] == "input" else "ffn_down_shexp"
             mapped[f"blk.{shared[1]}.{part}.weight"] = name

@@ -49,6 +49,7 @@ FAMILIES = [
     "falcon_h1",
     "gemma4_moe",
     "llama4",
+    "granitemoeshared",
 ]
 #: 12 positions: past Gemma 3's sliding window of 4, so the local mask is exercised
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
