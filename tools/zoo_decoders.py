@@ -1539,6 +1539,36 @@ FP8_BLOCK = (32, 64)
 FP8_CHANNEL = "decoder-llama-fp8-channel"
 
 
+#: the llama snapshot as older releases store it: bfloat16 tensors in two PyTorch pickle
+#: shards (pytorch_model-0000N-of-00002.bin) with their index, written by torch.save
+PICKLED = "decoder-llama-bin"
+
+
+def _pickled(snapshot: Path, path: Path) -> None:
+    import json
+
+    import torch
+    from safetensors.torch import load_file
+
+    path.mkdir(parents=True)
+    tensors = {
+        k: v.to(torch.bfloat16) for k, v in load_file(str(snapshot / "model.safetensors")).items()
+    }
+    names = sorted(tensors)
+    half = len(names) // 2
+    weight_map = {}
+    for n, part in enumerate((names[:half], names[half:]), start=1):
+        shard = f"pytorch_model-{n:05d}-of-00002.bin"
+        torch.save({k: tensors[k] for k in part}, path / shard)
+        weight_map.update(dict.fromkeys(part, shard))
+    total = sum(t.numel() * t.element_size() for t in tensors.values())
+    index = {"metadata": {"total_size": total}, "weight_map": weight_map}
+    (path / "pytorch_model.bin.index.json").write_text(json.dumps(index, indent=2))
+    for item in snapshot.iterdir():
+        if item.name not in ("model.safetensors", "model.safetensors.index.json"):
+            shutil.copy(item, path / item.name)
+
+
 def _fp8(snapshot: Path, path: Path, channel: bool = False) -> None:
     """The projections as float8_e4m3fn with float32 scales (max |w| / 448): per 32 x 64
     block with ``weight_scale_inv`` (quant_method fp8, as Qwen3's and DeepSeek's FP8
@@ -1894,6 +1924,11 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "torch float8_e4m3fn + a scale per output channel, as llm-compressor writes FP8 models",
         "llama decoder with FP8 weights in compressed-tensors' float-quantized format",
     )(lambda path: _fp8(generate("decoder-llama", path.parents[2]), path, channel=True))
+    generator(
+        PICKLED,
+        "torch.save (two shards and pytorch_model.bin.index.json)",
+        "llama decoder as older releases store it: bfloat16 tensors in PyTorch pickle shards",
+    )(lambda path: _pickled(generate("decoder-llama", path.parents[2]), path))
     for name, model_type in VL_TEXT.items():
         generator(
             name,

@@ -3,7 +3,8 @@ snapshots — the tracer of checkpoints, which store weights and no graph.
 
 :func:`decoder_config` reads what the pass needs from the document and refuses, with a
 sentence, every checkpoint it would not compute exactly (mixtures of experts, unknown tensors,
-undecodable ggml types, pickle shards, unimplemented RoPE scaling, multimodal snapshots);
+undecodable ggml types, unimplemented RoPE scaling, towers of multimodal snapshots);
+snapshots' PyTorch pickle shards are read through the restricted pickle reader;
 :func:`run_forward` runs it, streaming every named value to a callback.
 """
 
@@ -134,11 +135,10 @@ def decoder_config(doc: Document) -> DecoderConfig:
             cfg = dataclasses.replace(cfg, text_of=vl)
     elif doc.format == "huggingface":
         weights = doc.metadata.get("weights") or {}
-        if not str(weights.get("layout", "")).startswith("safetensors"):
-            files = ", ".join(weights.get("files") or []) or "no safetensors"
+        if not str(weights.get("layout", "")).startswith(("safetensors", "pytorch")):
             raise DecoderUnsupported(
-                f"this snapshot keeps its weights in PyTorch pickle shards ({files}); the NumPy "
-                "decoder reads safetensors shards only (convert them with safetensors first)"
+                "this snapshot has no weights the decoder reads (safetensors or PyTorch "
+                "pytorch_model*.bin shards, the latter through the restricted pickle reader)"
             )
         config = doc.metadata.get("config") or {}
         config, names = _dequantized(config, names, doc)

@@ -119,6 +119,20 @@ def test_blocks_and_logits_equal_transformers(family: str, form: str, zoo_artifa
     assert (ours["result_output"].argmax(-1) == logits.argmax(-1)).all()
 
 
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["decoder-llama-bin", "gpt2_bin"])
+def test_pickle_shards_equal_transformers(name: str, zoo_artifact) -> None:  # noqa: ANN001
+    """Snapshots that keep their weights in PyTorch pickle shards (older releases: bfloat16
+    pytorch_model-0000N-of-0000M.bin with an index; GPT-2's single pytorch_model.bin) run
+    through the restricted pickle reader, never unpickling code, as transformers loads them."""
+    snap = zoo_artifact(name)
+    assert not list(snap.glob("*.safetensors"))
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = IDS % model.config.vocab_size  # (GPT-2's tiny vocabulary)
+    blocks, logits = _theirs(model, ids)
+    _assert_matches(_ours(snap, ids), blocks, logits)
+
+
 #: families whose llama.cpp conversion the zoo cannot make (HunYuan-A13B's converter reads
 #: the release's own tiktoken vocabulary): snapshots only; their GGUFs' routing is refused
 SNAPSHOT_FAMILIES = ["hunyuan_moe"]
