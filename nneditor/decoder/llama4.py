@@ -24,8 +24,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from nneditor.decoder.config import DecoderConfig, Moe
+from nneditor.decoder.config import Moe
 from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.checkpoint_names import llama4_gguf_nope
 
 ARCH = "llama4"
 #: what llama.cpp's loader sets for Llama 4 files with chunked attention
@@ -45,17 +46,13 @@ def routing(moe: Moe | None) -> Moe | None:
     return dataclasses.replace(moe, gating="sigmoid", norm_topk=False, weight_input=True)
 
 
-def _every_fourth(n_layers: int) -> tuple[bool, ...]:
-    return tuple((i + 1) % _NOPE_EVERY == 0 for i in range(n_layers))
-
-
 def gguf_fields(metadata: Mapping[str, Any], common: Mapping[str, Any]) -> dict[str, Any]:
     """The DecoderConfig fields of a Llama 4 GGUF, as llama.cpp's loader sets them."""
     n_layers = int(common["n_layers"])
     experts = int(metadata.get(f"{ARCH}.expert_count") or 0)
     fields: dict[str, Any] = {"qk_weightless_norm": experts != _NO_QK_NORM_EXPERTS}
-    key = f"{ARCH}.attention.sliding_window"
-    if key in metadata and not int(metadata[key] or 0):
+    nope = llama4_gguf_nope(metadata, n_layers)
+    if not nope:
         return fields  # full attention with RoPE in every layer
     pattern = metadata.get(f"{ARCH}.attention.sliding_window_pattern")
     if pattern is not None and hasattr(pattern, "__len__"):
@@ -71,7 +68,7 @@ def gguf_fields(metadata: Mapping[str, Any], common: Mapping[str, Any]) -> dict[
         **fields,
         "attn_chunk": _CHUNK,
         "local_layers": local,
-        "nope_layers": _every_fourth(n_layers),
+        "nope_layers": nope,
         "attn_temp_scale": _TEMP_SCALE,
         "attn_temp_floor": _TEMP_FLOOR,
         "attn_temp_offset": 1.0,
@@ -110,8 +107,3 @@ def hf_fields(config: Mapping[str, Any], n_layers: int) -> dict[str, Any]:
             attn_temp_nope_only=True,
         )
     return fields
-
-
-def finish(cfg: DecoderConfig) -> DecoderConfig:
-    """``cfg`` with Llama 4's router (see :func:`routing`)."""
-    return dataclasses.replace(cfg, moe=routing(cfg.moe))

@@ -191,15 +191,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         # gemma-style: norms before and after each half; OLMo 2: after each half only
         post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")
         if post and "post_attention_norm.weight" in t:
-            a = self.node(
-                f"{s}/attn_post_norm",
-                norm_op,
-                [a],
-                f"{s}.attn_post_norm",
-                [t["post_attention_norm.weight"]],
-                "norm",
-                f"Normalization: {norm_op} of the mixer output (from tensor names).",
-            )
+            a = self._post_norm(s, "attn", a, t["post_attention_norm.weight"], norm_op, "mixer")
         x = self.node(
             s,
             "Add",
@@ -248,15 +240,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         routed, ffn = self._router(s, t, h, ffn)
         f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
-            f = self.node(
-                f"{s}/ffn_post_norm",
-                norm_op,
-                [f],
-                f"{s}.ffn_post_norm",
-                [t["post_ffw_norm.weight"]],
-                "norm",
-                f"Normalization: {norm_op} of the feed-forward output (from tensor names).",
-            )
+            f = self._post_norm(s, "ffn", f, t["post_ffw_norm.weight"], norm_op, "feed-forward")
         post_ln = "layer_output_norm.weight" in t
         y = self.node(
             s,
@@ -349,6 +333,18 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             [],
             "residual",
             "Residual connection: input + attention + feed-forward (parallel block).",
+        )
+
+    def _post_norm(self, s: str, part: str, x: str, weight: str, op: str, what: str) -> str:
+        """Gemma-style norm of a half's output (``part``: attn or ffn)."""
+        return self.node(
+            f"{s}/{part}_post_norm",
+            op,
+            [x],
+            f"{s}.{part}_post_norm",
+            [weight],
+            "norm",
+            f"Normalization: {op} of the {what} output (from tensor names).",
         )
 
     def _mixer(

@@ -28,7 +28,7 @@ from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.checkpoint_gemma4 import full_layers, producers
-from nneditor.semantic.checkpoint_names import with_weight_suffix
+from nneditor.semantic.checkpoint_names import llama4_gguf_nope, with_weight_suffix
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -132,8 +132,9 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     vocab = _head_rows(doc, top)
     parallel = bool(meta.get(f"{arch}.use_parallel_residual", arch == "gptneox"))
     unrotated: frozenset[int] = frozenset()
-    if arch == "llama4" and _meta_int(meta, "llama4.attention.sliding_window") != 0:
-        unrotated = frozenset(i for i in blocks if (i + 1) % 4 == 0)  # as llama.cpp fixes them
+    if arch == "llama4":  # its NoPE layers read no frequency factors
+        nope = llama4_gguf_nope(meta, max(blocks) + 1)
+        unrotated = frozenset(i for i, n in enumerate(nope) if n)
     g = _decoder_graph(
         title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel, unrotated
     )

@@ -148,6 +148,17 @@ def ffn_norm_value(arch: str, block: str) -> str:
     return f"{block}.ffn_normed" if arch == "falcon-h1" else f"{block}.ffn_norm"
 
 
+def llama4_gguf_nope(metadata: Mapping[str, Any], n_layers: int) -> tuple[bool, ...]:
+    """The layers of a Llama 4 GGUF that attend without RoPE, as llama.cpp's loader fixes them
+    (its files do not list them): every fourth, unless the file states
+    ``attention.sliding_window`` = 0, which means RoPE and full attention in every layer
+    (MobileLLM-R1's files); then none (empty)."""
+    key = "llama4.attention.sliding_window"
+    if key in metadata and not int(metadata[key] or 0):
+        return ()
+    return tuple((i + 1) % 4 == 0 for i in range(n_layers))
+
+
 def layer_count(config: Mapping[str, Any]) -> int:
     """The number of decoder layers a config.json states (0 when it states none);
     transformers 5 writes Nemotron-H's as the length of its layers_block_type only."""
