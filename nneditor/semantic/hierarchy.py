@@ -24,7 +24,7 @@ from nneditor.semantic.calls import CallInfo, call_paths, weight_roots
 from nneditor.semantic.graph_index import GraphIndex
 from nneditor.semantic.patterns import Pattern, detect_all
 from nneditor.semantic.repetition import IGNORED_OPS, find_repeated_blocks, segment_signature
-from nneditor.semantic.scopes import ScopeNode, build_trie, node_scope, scope_of, stack_children
+from nneditor.semantic.scopes import ScopeNode, build_trie, node_scope, scopes_of, stack_children
 
 LEVELS = ("architecture", "blocks", "layers", "operators")
 LAYER_PRIORITY = ("attention", "recurrent", "ffn", "conv", "embedding", "norm")
@@ -209,7 +209,7 @@ def _scopes(graph: Graph) -> list[tuple[str, ...]]:
     nodes = graph.nodes
     if any(n.metadata for n in nodes[:64]):
         return [node_scope(n.name, n.metadata) for n in nodes]
-    return [scope_of(n.name) for n in nodes]
+    return scopes_of([n.name for n in nodes])
 
 
 def _nested_patterns(

@@ -32,6 +32,23 @@ def scope_of(name: str) -> tuple[str, ...]:
     return tuple(parts[:-1])
 
 
+def scopes_of(names: list[str]) -> list[tuple[str, ...]]:
+    """:func:`scope_of` of every name, computed once per distinct module path (a 50k-node
+    export has a few hundred): a name's scope depends only on what precedes its last ``/``,
+    unless its last component is empty or holds a ``;``."""
+    cache: dict[str, tuple[str, ...]] = {}
+    out: list[tuple[str, ...]] = []
+    for name in names:
+        head, _, tail = name.rpartition("/")
+        scope = cache.get(head) if tail and ";" not in tail else None
+        if scope is None:
+            scope = scope_of(name)
+            if tail and ";" not in tail:
+                cache[head] = scope
+        out.append(scope)
+    return out
+
+
 #: the dynamo ONNX exporter's node metadata: the module path as cumulative qualified names,
 #: ending with the node's own name: "['', 'transformer', 'transformer.h.0', 'view_3']"
 TORCH_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
