@@ -659,6 +659,28 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # EXAONE 3.0 / 3.5 (exaone): Llama's blocks under GPT-2-like names (transformer.h.N.attn.
+    # attention.q_proj, mlp.c_fc_0/1) and config keys (num_layers, layer_norm_epsilon for its
+    # RMSNorm), a tied head and Llama 3 RoPE scaling as 3.5 has (its release config below)
+    "exaone": (
+        "ExaoneConfig",
+        "LlamaForCausalLM",
+        {
+            **_COMMON,
+            "tie_word_embeddings": True,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+            "rms_norm_eps": 1e-3,  # not the decoder's default: the key is read, not assumed
+            "rope_scaling": {
+                "rope_type": "llama3",
+                "factor": 8.0,
+                "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0,
+                "original_max_position_embeddings": 64,
+            },
+        },
+        _SMOL,
+    ),
     # Arcee (AFM-4.5B): Llama with an ungated ReLU² feed-forward (up, ReLU², down)
     "arcee": ("ArceeConfig", "ArceeForCausalLM", {**_COMMON, "hidden_act": "relu2"}, _SMOL),
     # Jais 2 (Inception): Llama's blocks with LayerNorms (weight and bias), biased q/k/v/o and
@@ -1414,6 +1436,22 @@ _CONFIG_AS_RELEASED = {
     "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     # MiniMax-M2's release states its rotated width and router (llama.cpp's converter reads them)
     "minimax_m2": {"rotary_dim": 8, "scoring_func": "sigmoid", "use_routing_bias": True},
+    # LG's EXAONE 3.5 releases (remote code then; transformers reads them as Llama since) spell
+    # the sizes GPT-2's way and RoPE the transformers 4 way
+    "exaone": {
+        "architectures": ["ExaoneForCausalLM"],
+        "num_layers": 2,
+        "activation_function": "silu",
+        "layer_norm_epsilon": 1e-3,
+        "rope_theta": 1_000_000.0,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 64,
+        },
+    },
 }
 #: keys transformers writes with their defaults that a family's release does not have: the
 #: dense Nemotron-H's config.json states no experts (llama.cpp's converter takes any
@@ -1423,6 +1461,7 @@ _NOT_IN_RELEASE = {
     # equal to the head count; llama.cpp's converter would then read every head as a key/value
     # head)
     "falcon": ("num_kv_heads",),
+    "exaone": ("num_hidden_layers", "hidden_act", "rms_norm_eps", "rope_parameters"),
     "nemotron_h": (
         *("n_routed_experts", "n_shared_experts", "moe_intermediate_size"),
         *("moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap"),
@@ -1479,6 +1518,10 @@ _PLAIN_TOKENIZER = _RAW_CONFIG.replace(
     "plain = transformers.PreTrainedTokenizerFast.from_pretrained\n"
     "transformers.AutoTokenizer.from_pretrained = lambda path, *a, **k: plain(path)\n",
 )
+
+#: families whose release config transformers no longer reads as the converter expects (EXAONE
+#: 3.5's activation_function), converted with _PLAIN_TOKENIZER
+_PLAIN_TOKENIZER_FAMILIES = {"exaone"}
 
 
 def convert(
@@ -1890,7 +1933,9 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
 
         def gguf(path: Path, snap: str = name, f: str = family) -> None:
             flags = _CONVERT_FLAGS.get(f, [])
-            raw = f in _RAW_CONFIG_FAMILIES
+            raw: bool | str = f in _RAW_CONFIG_FAMILIES
+            if f in _PLAIN_TOKENIZER_FAMILIES:
+                raw = "tokenizer"
             convert(generate(snap, path.parents[2]), path, "f32", flags, raw_config=raw)
 
         generator(

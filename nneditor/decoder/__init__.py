@@ -100,7 +100,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
-    from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part
+    from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part, with_aliases
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -140,7 +140,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "this snapshot has no weights the decoder reads (safetensors or PyTorch "
                 "pytorch_model*.bin shards, the latter through the restricted pickle reader)"
             )
-        config = doc.metadata.get("config") or {}
+        config = with_aliases(doc.metadata.get("config") or {})
         config, names = _dequantized(config, names, doc)
         multimodal = str(config.get("model_type") or "")
         part = text_part(config, names)  # Gemma 4: its text decoder without the towers

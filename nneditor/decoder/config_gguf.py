@@ -214,7 +214,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         )
     if arch in LAYER_NORM_FAMILIES:
         return _gguf_layer_norm_family(metadata, common)
-    eps = float(num("attention.layer_norm_rms_epsilon", 1e-5))
+    eps = float(num("attention.layer_norm_rms_epsilon", _rms_eps_fallback(metadata, arch)))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
     theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
     rope = "normal" if arch in ROPE_NORMAL else "neox"
@@ -465,3 +465,11 @@ def _vocab(metadata: Mapping[str, Any], arch: str) -> int:
     if vocab is None:
         raise DecoderUnsupported("the GGUF states no vocabulary size (no tokenizer.ggml.tokens)")
     return int(vocab)
+
+
+def _rms_eps_fallback(metadata: Mapping[str, Any], arch: str) -> float:
+    """The RMSNorm epsilon where layer_norm_rms_epsilon is absent: llama.cpp's converter writes
+    EXAONE 3.x's (config.json's layer_norm_epsilon, which is its RMSNorm's) as
+    layer_norm_epsilon; else llama.cpp's default."""
+    value = metadata.get(f"{arch}.attention.layer_norm_epsilon") if arch == "exaone" else None
+    return float(value) if value is not None else 1e-5

@@ -28,7 +28,7 @@ from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.checkpoint_gemma4 import full_layers, producers
-from nneditor.semantic.checkpoint_names import llama4_gguf_nope, with_weight_suffix
+from nneditor.semantic.checkpoint_names import llama4_gguf_nope, with_aliases, with_weight_suffix
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -270,7 +270,7 @@ _HF_MAP = [
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
         return None, doc.graph_unavailable_reason
-    config = doc.metadata.get("config") or {}
+    config = with_aliases(doc.metadata.get("config") or {})
     from nneditor.semantic.family_graphs import family_graph
 
     family = family_graph(doc, config)

@@ -50,6 +50,7 @@ HF_ARCH = {
     "cohere2": "cohere2",
     "glm4": "glm4",
     "arcee": "arcee",
+    "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -174,6 +175,30 @@ def nemotron_experts(config: Mapping[str, Any]) -> bool:
     releases' hybrid_override_pattern)."""
     kinds = config.get("layers_block_type") or config.get("hybrid_override_pattern") or []
     return any(str(k) in ("moe", "E") for k in kinds)
+
+
+#: config.json keys some releases spell their own way (transformers' attribute_map for them)
+_CONFIG_ALIASES = {
+    # EXAONE 3.0 / 3.5: GPT-2's names; layer_norm_epsilon is its RMSNorm's
+    "exaone": {
+        "num_layers": "num_hidden_layers",
+        "layer_norm_epsilon": "rms_norm_eps",
+        "activation_function": "hidden_act",
+    },
+}
+
+
+def with_aliases(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``config`` with a release's own key names also under the names the decoder and the
+    graph read (unchanged for every other model_type)."""
+    aliases = _CONFIG_ALIASES.get(str(config.get("model_type") or ""))
+    if not aliases:
+        return config
+    out = dict(config)
+    for own, usual in aliases.items():
+        if own in out and usual not in out:
+            out[usual] = out[own]
+    return out
 
 
 #: multimodal releases whose text decoder runs alone: model_type -> the text model's model_type
