@@ -337,7 +337,14 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 5, "embedding": 3, "head": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
+    "decoder-qwen3-vl-moe": {
+        "format": "huggingface",
+        "blocks": 3,
+        "patterns": {"attention": 5, "embedding": 3, "head": 1},
+        "trace": "tracer plugin nneditor.modalities can run it",
+    },
     "decoder-qwen2.5-vl.gguf": {"format": "gguf", **_lm(2)},
+    "decoder-qwen3-vl-moe.gguf": {"format": "gguf", **_lm(2)},
     "decoder-qwen3-vl.gguf": {"format": "gguf", **_lm(2)},
     "llava-tiny": {
         "format": "huggingface",

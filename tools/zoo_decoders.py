@@ -1677,7 +1677,11 @@ _CHANNEL_CONFIG = {
 
 
 #: vision-language snapshots whose text models llama.cpp converts as qwen2vl / qwen3vl
-VL_TEXT = {"decoder-qwen2.5-vl": "qwen2_5_vl", "decoder-qwen3-vl": "qwen3_vl"}
+VL_TEXT = {
+    "decoder-qwen2.5-vl": "qwen2_5_vl",
+    "decoder-qwen3-vl": "qwen3_vl",
+    "decoder-qwen3-vl-moe": "qwen3_vl_moe",  # llama.cpp: qwen3vlmoe
+}
 
 
 def _vl_snapshot(model_type: str, path: Path) -> None:

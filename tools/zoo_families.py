@@ -157,8 +157,8 @@ def _qwen_vl(model_type: str, path: Path, vocab: int = 300) -> None:
     if model_type == "qwen2_vl":
         vision |= {"embed_dim": 32, "hidden_size": 64, "mlp_ratio": 2}
         cls, config_cls = tf.Qwen2VLForConditionalGeneration, tf.Qwen2VLConfig
-    elif model_type == "qwen3_vl":  # 16-pixel patches, learned positions, DeepStack mergers
-        text |= {"head_dim": 16}
+    elif model_type in ("qwen3_vl", "qwen3_vl_moe"):  # 16-pixel patches, learned positions,
+        text |= {"head_dim": 16}  # DeepStack mergers
         text["rope_scaling"] = {
             "rope_type": "default",
             "mrope_section": [2, 3, 3],
@@ -176,6 +176,10 @@ def _qwen_vl(model_type: str, path: Path, vocab: int = 300) -> None:
             "deepstack_visual_indexes": [0, 1],
         }
         cls, config_cls = tf.Qwen3VLForConditionalGeneration, tf.Qwen3VLConfig
+        if model_type == "qwen3_vl_moe":  # Qwen3-VL-30B-A3B's text model: 8 experts, 2 a token
+            # (an expert width whose double is not the hidden size: the layouts stay apart)
+            text |= {"moe_intermediate_size": 48, "num_experts": 8, "num_experts_per_tok": 2}
+            cls, config_cls = tf.Qwen3VLMoeForConditionalGeneration, tf.Qwen3VLMoeConfig
     else:  # Qwen2.5-VL: windowed attention except in the listed blocks, a SwiGLU MLP
         vision |= {
             "hidden_size": 32,
@@ -196,6 +200,22 @@ def _qwen_vl(model_type: str, path: Path, vocab: int = 300) -> None:
     model = cls(config).eval()
     _perturb(model)
     model.save_pretrained(str(path))
+    if model_type == "qwen3_vl_moe":
+        _experts_as_released(path / "model.safetensors")
+
+
+def _experts_as_released(file: Path) -> None:
+    """Qwen3-VL-MoE's releases store each layer's experts as [expert, in, out] (gate_up_proj
+    [E, hidden, 2 x width], down_proj [E, width, hidden]); transformers 5 holds and saves them
+    [expert, out, in] and transposes a release's on loading, and llama.cpp's converter expects
+    the release's."""
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(file))
+    for name, value in tensors.items():
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            tensors[name] = value.transpose(1, 2).contiguous()
+    save_file(tensors, str(file), metadata={"format": "pt"})
 
 
 def register(generator: Callable[..., Any]) -> None:

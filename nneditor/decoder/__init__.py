@@ -29,7 +29,7 @@ __all__ = ["DecoderConfig", "DecoderUnsupported", "decoder_config", "run_forward
 #: vision-language models whose text model llama.cpp converts under its own architecture name
 #: (the vision tower goes to a separate mmproj file). With a text-only prompt M-RoPE's three
 #: position rows are equal, which is exactly the plain (NeoX) rotation of the base family.
-TEXT_OF_VL = {"qwen2vl": "qwen2", "qwen3vl": "qwen3"}
+TEXT_OF_VL = {"qwen2vl": "qwen2", "qwen3vl": "qwen3", "qwen3vlmoe": "qwen3moe"}
 
 
 def text_metadata(metadata: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -105,7 +105,7 @@ def apply_patch_profile(
 #: (semantic/modality_graphs.py): one image of 4 x 4 patches (56 px at 14-pixel patches, 64 px
 #: at 16), 2 frames: 16 patch rows, merged 2 x 2 into 4 image tokens
 QWEN_VL_GRID = (1, 4, 4)
-QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
+QWEN_VL_TYPES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe")
 
 
 def qwen_vl_image_tokens(config: Mapping[str, Any]) -> int:

@@ -345,6 +345,7 @@ _QWEN_VL = {
     "qwen2_vl": ("Qwen2-VL", 14),
     "qwen2_5_vl": ("Qwen2.5-VL", 14),
     "qwen3_vl": ("Qwen3-VL", 16),
+    "qwen3_vl_moe": ("Qwen3-VL-MoE", 16),  # Qwen3-VL-30B-A3B, 235B-A22B
 }
 
 
@@ -439,6 +440,12 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
             f"DeepStack: vision features of block {stack[i]} added at the image positions.",
         )
 
+    experts = text.get("num_experts") if model_type == "qwen3_vl_moe" else None
+    ffn = (
+        f"a feed-forward of {experts} experts, {text.get('num_experts_per_tok')} per token"
+        if experts
+        else "a feed-forward"
+    )
     _language_model(
         b,
         doc,
@@ -446,7 +453,7 @@ def qwen_vl_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         (dt, t_layers, vocab),
         "The merged image features replace the image placeholder tokens' embeddings.",
         f"Language-model block ({kind}): self-attention with multimodal RoPE (time, height and "
-        "width positions for image tokens) and a feed-forward.",
+        f"width positions for image tokens) and {ffn}.",
         deepstack,
     )
     return b.finish(doc, "logits"), ""

@@ -228,6 +228,7 @@ def _qwen_vl(context: TraceContext, folder: Path) -> str:
         "qwen2_vl": "Qwen2VLForConditionalGeneration",
         "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
         "qwen3_vl": "Qwen3VLForConditionalGeneration",
+        "qwen3_vl_moe": "Qwen3VLMoeForConditionalGeneration",
     }[str(context.document.metadata["config"]["model_type"])]
     model = load_pretrained_exactly(getattr(tf, name), folder)
     inner = model.model
@@ -296,6 +297,7 @@ def trace(context: TraceContext) -> TraceOutcome:
             "qwen2_vl": _qwen_vl,
             "qwen2_5_vl": _qwen_vl,
             "qwen3_vl": _qwen_vl,
+            "qwen3_vl_moe": _qwen_vl,
         }
         if model_type not in runners:
             raise TracePluginError(

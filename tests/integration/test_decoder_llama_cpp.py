@@ -25,6 +25,7 @@ GGUFS = [
     "decoder-gemma3-mm.gguf",
     "decoder-mistral3-mm.gguf",
     "decoder-bamba.gguf",
+    "decoder-qwen3-vl-moe.gguf",  # qwen3vlmoe: its text path with DeepStack left at zero
 ]
 
 

@@ -167,9 +167,10 @@ def test_longrope_within_the_original_context_uses_the_short_factors(
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("name", ["decoder-qwen2.5-vl", "decoder-qwen3-vl"])
+@pytest.mark.parametrize("name", ["decoder-qwen2.5-vl", "decoder-qwen3-vl", "decoder-qwen3-vl-moe"])
 def test_vision_language_text_models_equal_transformers_on_text(name: str, zoo_artifact) -> None:  # noqa: ANN001
-    """llama.cpp converts Qwen2.5-VL's and Qwen3-VL's text models as qwen2vl / qwen3vl: every
+    """llama.cpp converts Qwen2.5-VL's, Qwen3-VL's and Qwen3-VL-MoE's text models as qwen2vl /
+    qwen3vl / qwen3vlmoe (its experts renormalised, as Qwen3-MoE's): every
     block and the logits equal the transformers vision-language model's forward of a text-only
     prompt (M-RoPE with three equal position rows)."""
     snap = zoo_artifact(name)

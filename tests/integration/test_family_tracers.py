@@ -419,7 +419,12 @@ def _qwen_vl_native(folder: Path, feeds: dict[str, np.ndarray]) -> dict[str, np.
 @pytest.mark.realdata
 @pytest.mark.parametrize(
     ("name", "row", "values"),
-    [("qwen2-vl-tiny", 1176, 10), ("qwen2.5-vl-tiny", 1176, 10), ("qwen3-vl-tiny", 1536, 15)],
+    [
+        ("qwen2-vl-tiny", 1176, 10),
+        ("qwen2.5-vl-tiny", 1176, 10),
+        ("qwen3-vl-tiny", 1536, 15),
+        ("decoder-qwen3-vl-moe", 1536, 15),  # Qwen3-VL-30B-A3B's kind: experts in the text model
+    ],
 )
 def test_qwen_vl_tracer_equals_the_native_forward(
     name: str,
