@@ -212,6 +212,7 @@ EXPECT: dict[str, E] = {
     # tower (Qwen3.5's also with its multi-token-prediction module, not drawn in the stack)
     **_both(("gemma3-mm",), 7, attention=7, ffn=7),
     **_both(("mistral3-mm",), 2, attention=2, ffn=2),
+    **_both(("glm4v-mm",), 2, attention=2, ffn=2),
     **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
     # LLaVA-NeXT, LLaVA-OneVision and SmolVLM as released (snapshots: llama.cpp converts their
     # towers only)

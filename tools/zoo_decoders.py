@@ -1826,6 +1826,14 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "qwen35",
         {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
     ),
+    # GLM-4.1V / GLM-4.6V-Flash: GLM-4's text model with M-RoPE over its rotated half, whose
+    # adjacent pairs llama.cpp's converter permutes into halves for its M-RoPE kernel
+    "decoder-glm4v-mm": (
+        "Glm4vConfig",
+        "Glm4vForConditionalGeneration",
+        "glm4",
+        {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
+    ),
 }
 #: the releases llama.cpp's converter makes no text GGUF of (it converts their towers only)
 MM_SNAPSHOT_ONLY = ("decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm")
@@ -1835,6 +1843,24 @@ _MM_EXTRA = {
     "decoder-smolvlm-mm": {"scale_factor": 1},
     "decoder-gemma3-mm": {"mm_tokens_per_image": 4},
     "decoder-mistral3-mm": {"tie_word_embeddings": False},  # its head apart, as the release's
+    # (the image and video markers inside the test vocabulary)
+    "decoder-glm4v-mm": {
+        **dict(zip(("image_token_id", "video_token_id"), (299, 298), strict=True)),
+        **dict(zip(("image_start_token_id", "image_end_token_id"), (297, 296), strict=True)),
+        **dict(zip(("video_start_token_id", "video_end_token_id"), (295, 294), strict=True)),
+    },
+}
+#: what a release's text config adds to its family's: GLM-4V's M-RoPE sections over the 8
+#: rotated dimensions of its 16-wide heads (the 9B: [8, 12, 12] over 64 of 128)
+_MM_TEXT_EXTRA = {
+    "decoder-glm4v-mm": {
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [2, 1, 1],
+            "partial_rotary_factor": 0.5,
+        },
+    },
 }
 
 
@@ -1844,10 +1870,12 @@ def _mm_release(name: str, path: Path) -> None:
 
     config_cls, model_cls, family, vision = MM_RELEASES[name]
     text, fast = _random_model(family)
-    if family == "qwen35":
+    if family in ("qwen35", "glm4"):
         vision = {**vision, "out_hidden_size": text.config.hidden_size}
     config = getattr(tf, config_cls)(
-        text_config=text.config.to_dict(), vision_config=vision, **_MM_EXTRA.get(name, {})
+        text_config={**text.config.to_dict(), **_MM_TEXT_EXTRA.get(name, {})},
+        vision_config=vision,
+        **_MM_EXTRA.get(name, {}),
     )
     torch.manual_seed(1)
     model = getattr(tf, model_cls)(config).eval()

@@ -217,7 +217,7 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     eps = float(num("attention.layer_norm_rms_epsilon", _rms_eps_fallback(metadata, arch)))
     rope_dim = int(metadata.get(f"{arch}.rope.dimension_count") or head_dim)
     theta = float(metadata.get(f"{arch}.rope.freq_base") or 10000.0)
-    rope = "normal" if arch in ROPE_NORMAL else "neox"
+    rope = "normal" if arch in ROPE_NORMAL and not _mrope(metadata, arch) else "neox"
     if arch in GEMMAS:  # Gemma (1) has no window and no caps: those read as absent
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         # llama.cpp: Gemma 3 has every sixth layer global, Gemma 2 every other one; the 27B
@@ -255,6 +255,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = exaone4_layers(window, list(pattern) if pattern is not None else None, n_layers)
     if arch == "glm4":  # GLM-4: one gate/up matrix (its norms after attention and the
         extra = {"fused_gate_up": True}  # feed-forward are found by name)
+        if _mrope(metadata, arch):
+            extra["text_of"] = "GLM-4V"
     if arch == "arcee":  # Arcee (AFM): Llama with an ungated ReLU² feed-forward
         extra = {"gated": False, "activation": "relu2"}
     if arch == "hunyuan-dense":  # llama.cpp's converter folds NTK alpha into freq_base
@@ -473,3 +475,12 @@ def _rms_eps_fallback(metadata: Mapping[str, Any], arch: str) -> float:
     layer_norm_epsilon; else llama.cpp's default."""
     value = metadata.get(f"{arch}.attention.layer_norm_epsilon") if arch == "exaone" else None
     return float(value) if value is not None else 1e-5
+
+
+def _mrope(metadata: Mapping[str, Any], arch: str) -> bool:
+    """Whether the file states M-RoPE sections: GLM-4.1V / GLM-4.6V-Flash convert as glm4 with
+    them, and llama.cpp's converter permutes their rotated adjacent pairs into halves for its
+    M-RoPE kernel. A text prompt's three position rows are equal, so that kernel is the plain
+    NeoX rotation of those halves."""
+    sections = metadata.get(f"{arch}.rope.dimension_sections")
+    return isinstance(sections, list | tuple) and any(int(s) for s in sections)

@@ -49,6 +49,7 @@ HF_ARCH = {
     "cohere": "command-r",
     "cohere2": "cohere2",
     "glm4": "glm4",
+    "glm4v_text": "glm4",  # GLM-4.1V's and GLM-4.6V-Flash's text model
     "arcee": "arcee",
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "seed_oss": "seed_oss",
@@ -215,6 +216,7 @@ TEXT_PARTS = {
     "llava_onevision": "qwen2",
     "smolvlm": "llama",  # SmolVLM, SmolVLM2
     "idefics3": "llama",
+    "glm4v": "glm4v_text",  # GLM-4.1V, GLM-4.6V-Flash
 }
 #: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
 #: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;

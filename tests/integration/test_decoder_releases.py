@@ -20,7 +20,13 @@ tf = pytest.importorskip("transformers")
 
 #: 12 positions: past Gemma 3's sliding window of 4
 IDS = np.array([[1, 5, 17, 300, 42, 42, 8, 61, 999, 3, 12345, 77]], dtype=np.int64)
-RELEASES = ["decoder-gemma3-mm", "decoder-mistral3-mm", "decoder-qwen35-mm", "decoder-llama4-mm"]
+RELEASES = [
+    "decoder-gemma3-mm",
+    "decoder-mistral3-mm",
+    "decoder-qwen35-mm",
+    "decoder-llama4-mm",
+    "decoder-glm4v-mm",
+]
 #: releases llama.cpp converts the towers of, not the text model: snapshots only
 SNAPSHOT_RELEASES = ["decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm"]
 
