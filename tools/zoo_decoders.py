@@ -681,6 +681,23 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # MiniCPM (1/2/4; remote code, so no transformers class): Llama scaled muP-style, its
+    # embeddings by scale_emb, each residual branch by scale_depth / sqrt(layers), the logits by
+    # dim_model_base / hidden. Made as transformers' Granite with those multipliers (the tests'
+    # reference) and saved with the release's config (_CONFIG_AS_RELEASED) and tokenizer.model
+    "minicpm": (
+        "GraniteConfig",
+        "GraniteForCausalLM",
+        {
+            **_COMMON,
+            "embedding_multiplier": 12.0,
+            "residual_multiplier": 1.4 / 2**0.5,
+            "logits_scaling": 64 / 256,
+            "attention_multiplier": 1 / 16**0.5,
+            "tie_word_embeddings": True,
+        },
+        "sentencepiece",
+    ),
     # Arcee (AFM-4.5B): Llama with an ungated ReLU² feed-forward (up, ReLU², down)
     "arcee": ("ArceeConfig", "ArceeForCausalLM", {**_COMMON, "hidden_act": "relu2"}, _SMOL),
     # Jais 2 (Inception): Llama's blocks with LayerNorms (weight and bias), biased q/k/v/o and
@@ -1436,6 +1453,15 @@ _CONFIG_AS_RELEASED = {
     "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     # MiniMax-M2's release states its rotated width and router (llama.cpp's converter reads them)
     "minimax_m2": {"rotary_dim": 8, "scoring_func": "sigmoid", "use_routing_bias": True},
+    # openbmb's MiniCPM releases: their own class and scales (see FAMILIES)
+    "minicpm": {
+        "architectures": ["MiniCPMForCausalLM"],
+        "model_type": "minicpm",
+        "scale_emb": 12,
+        "scale_depth": 1.4,
+        "dim_model_base": 256,
+        "rope_theta": 10000.0,
+    },
     # LG's EXAONE 3.5 releases (remote code then; transformers reads them as Llama since) spell
     # the sizes GPT-2's way and RoPE the transformers 4 way
     "exaone": {
@@ -1462,6 +1488,10 @@ _NOT_IN_RELEASE = {
     # head)
     "falcon": ("num_kv_heads",),
     "exaone": ("num_hidden_layers", "hidden_act", "rms_norm_eps", "rope_parameters"),
+    "minicpm": (
+        *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
+        *("attention_multiplier", "rope_parameters"),
+    ),
     "nemotron_h": (
         *("n_routed_experts", "n_shared_experts", "moe_intermediate_size"),
         *("moe_shared_expert_intermediate_size", "moe_latent_size", "moe_shared_expert_overlap"),

@@ -50,6 +50,7 @@ ARCHES = (
     "llama4",  # Llama 4: NoPE layers, chunked attention, experts weighted on input (llama4.py)
     "exaone4",
     "exaone",  # EXAONE 3.0 / 3.5: Llama under other names
+    "minicpm",  # MiniCPM 1/2/4: Llama with scaled embeddings, residual branches and logits
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward

@@ -47,7 +47,7 @@ ROPE_NORMAL = {
         "ernie4_5-moe",
         "mistral3",
     ),
-    *("glm4", "arcee", "granitehybrid", "olmo"),
+    *("glm4", "arcee", "granitehybrid", "olmo", "minicpm"),
 }
 
 
@@ -301,6 +301,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         }
         if metadata.get(f"{arch}.attention.scale"):
             extra["attn_scale"] = float(metadata[f"{arch}.attention.scale"])
+    if arch == "minicpm":
+        extra = _minicpm_scales(metadata, n_layers, hidden)
     return DecoderConfig(
         **common,
         norm_eps=eps,
@@ -484,3 +486,22 @@ def _mrope(metadata: Mapping[str, Any], arch: str) -> bool:
     NeoX rotation of those halves."""
     sections = metadata.get(f"{arch}.rope.dimension_sections")
     return isinstance(sections, list | tuple) and any(int(s) for s in sections)
+
+
+def _minicpm_scales(metadata: Mapping[str, Any], n_layers: int, hidden: int) -> dict[str, Any]:
+    """MiniCPM's embedding, residual and logit scales as llama.cpp's loader reads them: from
+    the file, else the values it assumes for older files (MiniCPM-2B's 12, 1.4 and 256)."""
+    if metadata.get("minicpm.expert_count"):
+        raise DecoderUnsupported(
+            "this MiniCPM routes experts (MiniCPM-MoE), which the NumPy decoder does not run"
+        )
+
+    def scale(key: str, default: float) -> float:
+        value = metadata.get(f"minicpm.{key}")
+        return float(value) if value is not None else default
+
+    return {
+        "embed_scale": scale("embedding_scale", 12.0),
+        "residual_scale": scale("residual_scale", 1.4 / math.sqrt(n_layers)),
+        "logit_scale": scale("logit_scale", hidden / 256 if hidden else 1.0),
+    }

@@ -346,6 +346,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             extra["fused_gate_up"] = True
             if config.get("position_embedding_type") != "rope":
                 extra["nope_layers"] = (True,) * n_layers
+    if arch == "minicpm":  # its modeling code: embeddings x scale_emb, each residual branch
+        extra.update(  # x scale_depth / sqrt(layers), the final states / (hidden / base)
+            embed_scale=float(config.get("scale_emb") or 1.0),
+            residual_scale=float(config.get("scale_depth") or 1.0) / math.sqrt(n_layers),
+            logit_scale=hidden / float(config.get("dim_model_base") or hidden),
+        )
     return DecoderConfig(
         **common,
         norm_eps=eps,

@@ -52,6 +52,7 @@ HF_ARCH = {
     "glm4v_text": "glm4",  # GLM-4.1V's and GLM-4.6V-Flash's text model
     "arcee": "arcee",
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
+    "minicpm": "minicpm",  # MiniCPM 1/2/4 (remote code): Llama scaled muP-style
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B

@@ -6,6 +6,7 @@ same weights dequantized by gguf-py; SmolLM2 Q4_1 against llama.cpp itself."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -603,3 +604,31 @@ def test_a_gemma3n_release_layout_runs_its_text_decoder(zoo_artifact, tmp_path) 
     with nneditor.open(mm) as doc:
         assert any("image (or audio) side (1) are listed" in n for n in doc.notes), doc.notes
         assert decoder_config(doc).text_of == "gemma3n"
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", ["snapshot", "gguf"])
+def test_minicpm_equals_llama_with_its_scales(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """MiniCPM's modeling code is the release's own (remote code; transformers has no class):
+    Llama with the embeddings times scale_emb, each residual branch times scale_depth /
+    sqrt(layers), the final states divided by hidden / dim_model_base. transformers' Granite
+    with those multipliers, loading the same weights, is the reference; its snapshot and its
+    llama.cpp conversion (the scales in the metadata) equal it."""
+    snap = zoo_artifact("decoder-minicpm")
+    path = snap if form == "snapshot" else zoo_artifact("decoder-minicpm.gguf")
+    released = json.loads((snap / "config.json").read_text())
+    own = ("architectures", "model_type", "scale_emb", "scale_depth", "dim_model_base")
+    hidden, layers = released["hidden_size"], released["num_hidden_layers"]
+    head_dim = hidden // released["num_attention_heads"]
+    config = tf.GraniteConfig(
+        **{k: v for k, v in released.items() if k not in own and k != "transformers_version"},
+        embedding_multiplier=released["scale_emb"],
+        residual_multiplier=released["scale_depth"] / math.sqrt(layers),
+        logits_scaling=hidden / released["dim_model_base"],
+        attention_multiplier=1 / math.sqrt(head_dim),
+    )
+    model = tf.GraniteForCausalLM.from_pretrained(str(snap), config=config, dtype=torch.float32)
+    blocks, logits = _theirs(model.eval())
+    assert len(blocks) == layers
+    _assert_matches(_ours(path), blocks, logits)
+    assert (_ours(path)["result_output"].argmax(-1) == logits.argmax(-1)).all()
