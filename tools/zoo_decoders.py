@@ -145,6 +145,16 @@ _HUNYUAN = {
     },
     "tie_word_embeddings": True,
 }
+#: MiniCPM4's LongRoPE as its releases state it (rope_scaling) over 16-wide heads: the original
+#: context is the whole context (32768 both), so prompts within it take the short factors and
+#: no attention factor
+_MINICPM4_ROPE = {
+    "rope_type": "longrope",
+    "rope_theta": 10000.0,
+    "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.0, 3.5],
+    "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 8.0, 10.0, 12.0],
+    "original_max_position_embeddings": 64,
+}
 FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {**_COMMON, "tie_word_embeddings": True}, _SMOL),
     "llama3-rope": (
@@ -695,6 +705,23 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "logits_scaling": 64 / 256,
             "attention_multiplier": 1 / 16**0.5,
             "tie_word_embeddings": True,
+        },
+        "sentencepiece",
+    ),
+    # MiniCPM4 (0.5B, 8B): the same with LongRoPE (per-pair factors, the long ones beyond the
+    # original context, which is the whole context)
+    "minicpm4": (
+        "GraniteConfig",
+        "GraniteForCausalLM",
+        {
+            **_COMMON,
+            "embedding_multiplier": 12.0,
+            "residual_multiplier": 1.4 / 2**0.5,
+            "logits_scaling": 64 / 256,
+            "attention_multiplier": 1 / 16**0.5,
+            "tie_word_embeddings": True,
+            "max_position_embeddings": 64,
+            "rope_parameters": _MINICPM4_ROPE,
         },
         "sentencepiece",
     ),
@@ -1462,6 +1489,15 @@ _CONFIG_AS_RELEASED = {
         "dim_model_base": 256,
         "rope_theta": 10000.0,
     },
+    "minicpm4": {
+        "architectures": ["MiniCPMForCausalLM"],
+        "model_type": "minicpm",
+        "scale_emb": 12,
+        "scale_depth": 1.4,
+        "dim_model_base": 256,
+        "rope_theta": 10000.0,
+        "rope_scaling": {k: v for k, v in _MINICPM4_ROPE.items() if k != "rope_theta"},
+    },
     # LG's EXAONE 3.5 releases (remote code then; transformers reads them as Llama since) spell
     # the sizes GPT-2's way and RoPE the transformers 4 way
     "exaone": {
@@ -1489,6 +1525,10 @@ _NOT_IN_RELEASE = {
     "falcon": ("num_kv_heads",),
     "exaone": ("num_hidden_layers", "hidden_act", "rms_norm_eps", "rope_parameters"),
     "minicpm": (
+        *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
+        *("attention_multiplier", "rope_parameters"),
+    ),
+    "minicpm4": (
         *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
         *("attention_multiplier", "rope_parameters"),
     ),

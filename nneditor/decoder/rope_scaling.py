@@ -51,9 +51,13 @@ def gguf_scaling(
     metadata: Mapping[str, Any], arch: str, names: Collection[str] = ()
 ) -> RopeScaling:
     factor_sets = {"rope_factors_short.weight", "rope_factors_long.weight"} & set(names)
-    if factor_sets:  # LongRoPE (llama.cpp's Phi-3 conversion)
-        key = f"{arch}.rope.scaling."
-        original = int(metadata.get(key + "original_context_length") or 0)
+    if factor_sets:  # LongRoPE (llama.cpp's Phi-3 and MiniCPM4 conversions; the latter state no
+        key = f"{arch}.rope.scaling."  # original context: llama.cpp takes the trained one)
+        original = int(
+            metadata.get(key + "original_context_length")
+            or metadata.get(f"{arch}.context_length")
+            or 0
+        )
         if not original or len(factor_sets) < 2:
             raise DecoderUnsupported(
                 "this checkpoint extends its context with LongRoPE but lacks its short or long "

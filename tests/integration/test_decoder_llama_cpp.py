@@ -28,6 +28,7 @@ GGUFS = [
     "decoder-qwen3-vl-moe.gguf",  # qwen3vlmoe: its text path with DeepStack left at zero
     "decoder-glm4v-mm.gguf",  # glm4 with M-RoPE sections: llama.cpp's rope_multi
     "decoder-minicpm.gguf",  # its scales (transformers has no MiniCPM class)
+    "decoder-minicpm4.gguf",  # and LongRoPE without a stated original context
 ]
 
 

@@ -608,14 +608,15 @@ def test_a_gemma3n_release_layout_runs_its_text_decoder(zoo_artifact, tmp_path) 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("form", ["snapshot", "gguf"])
-def test_minicpm_equals_llama_with_its_scales(form: str, zoo_artifact) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("family", ["minicpm", "minicpm4"])
+def test_minicpm_equals_llama_with_its_scales(family: str, form: str, zoo_artifact) -> None:  # noqa: ANN001
     """MiniCPM's modeling code is the release's own (remote code; transformers has no class):
     Llama with the embeddings times scale_emb, each residual branch times scale_depth /
     sqrt(layers), the final states divided by hidden / dim_model_base. transformers' Granite
     with those multipliers, loading the same weights, is the reference; its snapshot and its
-    llama.cpp conversion (the scales in the metadata) equal it."""
-    snap = zoo_artifact("decoder-minicpm")
-    path = snap if form == "snapshot" else zoo_artifact("decoder-minicpm.gguf")
+    llama.cpp conversion (the scales in the metadata) equal it; MiniCPM4's with LongRoPE."""
+    snap = zoo_artifact(f"decoder-{family}")
+    path = snap if form == "snapshot" else zoo_artifact(f"decoder-{family}.gguf")
     released = json.loads((snap / "config.json").read_text())
     own = ("architectures", "model_type", "scale_emb", "scale_depth", "dim_model_base")
     hidden, layers = released["hidden_size"], released["num_hidden_layers"]
