@@ -2,7 +2,8 @@
 ``transformers`` uses for its fast tokenizers).
 
 ``tokenizer.json`` is read as is; a folder with ``vocab.json`` + ``merges.txt`` (GPT-2 style),
-or either file of that pair, becomes a byte-level BPE. The file's post-processor adds what the
+or either file of that pair, becomes a byte-level BPE; a folder with only a SentencePiece
+``tokenizer.model`` (or that file) is read by :mod:`.spm_model`. The file's post-processor adds what the
 model expects (BOS/EOS); special-token text in the input is plain text unless ``special`` is
 asked for.
 """
@@ -14,13 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from nneditor.tokenize.base import EXACT_HF, TextTokenizer, TokenizerError
+from nneditor.tokenize.spm_model import SPM_FILE, spm_tokenizer
 
 #: the two files of a GPT-2 style tokenizer; picking either one means the pair in its folder
 BPE_PAIR = ("vocab.json", "merges.txt")
 
 
 def is_tokenizer_file(path: Path) -> bool:
-    return path.is_file() and path.suffix == ".json" and path.name.endswith("tokenizer.json")
+    """A tokenizer.json (any prefix) or a SentencePiece tokenizer.model."""
+    if not path.is_file():
+        return False
+    return path.name == SPM_FILE or (
+        path.suffix == ".json" and path.name.endswith("tokenizer.json")
+    )
 
 
 def hf_tokenizer(path: Path) -> TextTokenizer:
@@ -29,6 +36,11 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
     from tokenizers import Tokenizer
 
     folder = path if path.is_dir() else path.parent
+    spm = path if path.is_file() and path.suffix == ".model" else folder / SPM_FILE
+    if (path.is_file() and path.suffix == ".model") or (
+        path.is_dir() and not (folder / "tokenizer.json").is_file() and spm.is_file()
+    ):  # a SentencePiece model (older Llama-family releases ship no tokenizer.json)
+        return spm_tokenizer(spm)
     # a picked half of the pair is only usable with its other half beside it
     pair = not path.is_dir() and path.name in BPE_PAIR
     if pair:
@@ -48,8 +60,9 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
             tok = _bpe_pair(folder)
         else:
             raise TokenizerError(
-                f"{folder} has no tokenizer.json (nor vocab.json + merges.txt); give a tokenizer "
-                "file with --tokenizer, or choose a smoke-test --codebook"
+                f"{folder} has no tokenizer.json (nor vocab.json + merges.txt, nor "
+                "tokenizer.model); give a tokenizer file with --tokenizer, or choose a smoke-test "
+                "--codebook"
             )
     except TokenizerError:
         raise
