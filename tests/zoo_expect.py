@@ -213,6 +213,7 @@ EXPECT: dict[str, E] = {
     **_both(("gemma3-mm",), 7, attention=7, ffn=7),
     **_both(("mistral3-mm",), 2, attention=2, ffn=2),
     **_both(("glm4v-mm",), 2, attention=2, ffn=2),
+    **_both(("glm4v_moe-mm",), 3, attention=3, ffn=3),
     # MiniCPM (remote code as released; tests/integration/test_decoder_numerics.py)
     **_both(("minicpm", "minicpm4"), 2, attention=2, ffn=2),
     **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
@@ -234,6 +235,8 @@ EXPECT: dict[str, E] = {
     # GLM-4.5: a dense first block, then two routed ones
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},
+    "decoder-glm4_moe_air": {"format": "huggingface", **_lm(3)},
+    "decoder-glm4_moe_air.gguf": {"format": "gguf", **_lm(3)},
     "decoder-deepseek_v3-yarn": {"format": "huggingface", **_lm(2)},
     "decoder-deepseek_v3-yarn.gguf": {"format": "gguf", **_lm(2)},
     # DeepSeek-V3 and V2: latent attention, a dense first block, then two routed ones

@@ -527,6 +527,23 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # GLM-4.5-Air: the same without the q/k norms (GLM-4.5V's text model is this one)
+    "glm4_moe_air": (
+        "Glm4MoeConfig",
+        "Glm4MoeForCausalLM",
+        {
+            **_ROUTED,
+            "n_group": 2,
+            "topk_group": 1,
+            "routed_scaling_factor": 2.5,
+            "norm_topk_prob": True,
+            "first_k_dense_replace": 1,
+            "attention_bias": True,
+            "use_qk_norm": False,
+            "num_nextn_predict_layers": 0,
+        },
+        _SMOL,
+    ),
     # DeepSeek-V3 (deepseek2: also Kimi K2, GLM-4.7-Flash): latent attention with a query
     # bottleneck, values narrower than keys; a dense first layer, then GLM-4.5's sigmoid routing
     "deepseek_v3": (
@@ -1544,6 +1561,7 @@ _NOT_IN_RELEASE = {
 _SPECIAL_TOKENS = {
     "glm4": ["<|endoftext|>", "<|user|>"],
     "glm4_moe": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
+    "glm4_moe_air": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
     "glm4_moe_lite": ["<|endoftext|>", "[gMASK]", "<|user|>", "<|observation|>"],
 }
 
@@ -1904,6 +1922,13 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "glm4",
         {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
     ),
+    # GLM-4.5V / GLM-4.6V: GLM-4.5-Air's text model with M-RoPE (NeoX halves: nothing to permute)
+    "decoder-glm4v_moe-mm": (
+        "Glm4vMoeConfig",
+        "Glm4vMoeForConditionalGeneration",
+        "glm4_moe_air",
+        {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
+    ),
 }
 #: the releases llama.cpp's converter makes no text GGUF of (it converts their towers only)
 MM_SNAPSHOT_ONLY = ("decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm")
@@ -1914,6 +1939,11 @@ _MM_EXTRA = {
     "decoder-gemma3-mm": {"mm_tokens_per_image": 4},
     "decoder-mistral3-mm": {"tie_word_embeddings": False},  # its head apart, as the release's
     # (the image and video markers inside the test vocabulary)
+    "decoder-glm4v_moe-mm": {
+        **dict(zip(("image_token_id", "video_token_id"), (299, 298), strict=True)),
+        **dict(zip(("image_start_token_id", "image_end_token_id"), (297, 296), strict=True)),
+        **dict(zip(("video_start_token_id", "video_end_token_id"), (295, 294), strict=True)),
+    },
     "decoder-glm4v-mm": {
         **dict(zip(("image_token_id", "video_token_id"), (299, 298), strict=True)),
         **dict(zip(("image_start_token_id", "image_end_token_id"), (297, 296), strict=True)),
@@ -1922,8 +1952,16 @@ _MM_EXTRA = {
 }
 #: what a release's text config adds to its family's: GLM-4V's M-RoPE sections over the 8
 #: rotated dimensions of its 16-wide heads (the 9B: [8, 12, 12] over 64 of 128)
-_MM_TEXT_EXTRA = {
+_MM_TEXT_EXTRA: dict[str, dict[str, Any]] = {
     "decoder-glm4v-mm": {
+        "rope_parameters": {
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [2, 1, 1],
+            "partial_rotary_factor": 0.5,
+        },
+    },
+    "decoder-glm4v_moe-mm": {
         "rope_parameters": {
             "rope_type": "default",
             "rope_theta": 10000.0,
@@ -1940,7 +1978,7 @@ def _mm_release(name: str, path: Path) -> None:
 
     config_cls, model_cls, family, vision = MM_RELEASES[name]
     text, fast = _random_model(family)
-    if family in ("qwen35", "glm4"):
+    if family in ("qwen35", "glm4", "glm4_moe_air"):
         vision = {**vision, "out_hidden_size": text.config.hidden_size}
     config = getattr(tf, config_cls)(
         text_config={**text.config.to_dict(), **_MM_TEXT_EXTRA.get(name, {})},

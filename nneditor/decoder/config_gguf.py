@@ -280,6 +280,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
         common, extra = drop_nextn(metadata, common)
+        if _mrope(metadata, arch):  # GLM-4.5V / 4.6V: their M-RoPE rotates halves already
+            extra = {**extra, "text_of": "GLM-4.5V"}
     if arch == "deepseek2":  # (GLM-4.7-Flash's files keep multi-token-prediction layers)
         common, extra = drop_nextn(metadata, common)
         return _gguf_deepseek2(metadata, common, eps, extra.get("notes", ()))

@@ -50,6 +50,7 @@ HF_ARCH = {
     "cohere2": "cohere2",
     "glm4": "glm4",
     "glm4v_text": "glm4",  # GLM-4.1V's and GLM-4.6V-Flash's text model
+    "glm4v_moe_text": "glm4moe",  # GLM-4.5V's and GLM-4.6V's
     "arcee": "arcee",
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "minicpm": "minicpm",  # MiniCPM 1/2/4 (remote code): Llama scaled muP-style
@@ -218,6 +219,7 @@ TEXT_PARTS = {
     "smolvlm": "llama",  # SmolVLM, SmolVLM2
     "idefics3": "llama",
     "glm4v": "glm4v_text",  # GLM-4.1V, GLM-4.6V-Flash
+    "glm4v_moe": "glm4v_moe_text",  # GLM-4.5V, GLM-4.6V
 }
 #: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
 #: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;

@@ -27,6 +27,7 @@ GGUFS = [
     "decoder-bamba.gguf",
     "decoder-qwen3-vl-moe.gguf",  # qwen3vlmoe: its text path with DeepStack left at zero
     "decoder-glm4v-mm.gguf",  # glm4 with M-RoPE sections: llama.cpp's rope_multi
+    "decoder-glm4v_moe-mm.gguf",  # glm4moe with them
     "decoder-minicpm.gguf",  # its scales (transformers has no MiniCPM class)
     "decoder-minicpm4.gguf",  # and LongRoPE without a stated original context
 ]

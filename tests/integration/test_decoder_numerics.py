@@ -26,6 +26,7 @@ FAMILIES = [
     *DENSE_DECODERS,
     *MOE_DECODERS,
     "glm4_moe",
+    "glm4_moe_air",
     "deepseek_v3",
     "deepseek_v3-yarn",
     "deepseek_v2",

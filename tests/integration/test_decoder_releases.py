@@ -26,6 +26,7 @@ RELEASES = [
     "decoder-qwen35-mm",
     "decoder-llama4-mm",
     "decoder-glm4v-mm",
+    "decoder-glm4v_moe-mm",
 ]
 #: releases llama.cpp converts the towers of, not the text model: snapshots only
 SNAPSHOT_RELEASES = ["decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm"]
