@@ -277,6 +277,8 @@ EXPECT: dict[str, E] = {
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3.gguf": {"format": "gguf", **_lm(4)},
+    "decoder-olmo3-yarn": {"format": "huggingface", **_lm(4)},
+    "decoder-olmo3-yarn.gguf": {"format": "gguf", **_lm(4)},
     # diffusers UNets (the bundled diffusion tracer runs them; test_family_tracers.py)
     **{
         name: {

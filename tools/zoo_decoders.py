@@ -641,6 +641,27 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {**_COMMON, "num_hidden_layers": 4, "sliding_window": 4},
         _SMOL,
     ),
+    # OLMo 3 7B/32B as released: YaRN on the full-attention layers only (the sliding ones rotate
+    # plainly, in transformers and in llama.cpp)
+    "olmo3-yarn": (
+        "Olmo3Config",
+        "Olmo3ForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "sliding_window": 4,
+            "max_position_embeddings": 256,
+            "rope_scaling": {
+                "rope_type": "yarn",
+                "factor": 8.0,
+                "original_max_position_embeddings": 32,
+                "attention_factor": 1.2079,
+                "beta_fast": 32.0,
+                "beta_slow": 1.0,
+            },
+        },
+        _SMOL,
+    ),
     # Phi-3 / Phi-4-mini: fused qkv and gate/up projections, partial RoPE (Phi-4-mini rotates
     # three quarters), a GPT-2 BPE tokenizer as Phi-4 has (llama.cpp's converter reads it)
     "phi3": (
@@ -1497,6 +1518,19 @@ _CONFIG_AS_RELEASED = {
     "glm4_moe_lite": {"scoring_func": "sigmoid", "topk_method": "noaux_tc"},
     # MiniMax-M2's release states its rotated width and router (llama.cpp's converter reads them)
     "minimax_m2": {"rotary_dim": 8, "scoring_func": "sigmoid", "use_routing_bias": True},
+    # allenai's OLMo 3 releases state RoPE the transformers 4 way (one base; YaRN for the
+    # full-attention layers)
+    "olmo3-yarn": {
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "rope_type": "yarn",
+            "factor": 8.0,
+            "original_max_position_embeddings": 32,
+            "attention_factor": 1.2079,
+            "beta_fast": 32.0,
+            "beta_slow": 1.0,
+        },
+    },
     # openbmb's MiniCPM releases: their own class and scales (see FAMILIES)
     "minicpm": {
         "architectures": ["MiniCPMForCausalLM"],
@@ -1545,6 +1579,7 @@ _NOT_IN_RELEASE = {
         *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
         *("attention_multiplier", "rope_parameters"),
     ),
+    "olmo3-yarn": ("rope_parameters",),
     "minicpm4": (
         *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
         *("attention_multiplier", "rope_parameters"),

@@ -249,6 +249,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
         if window:
             local = list(pattern) if pattern is not None else [True] * n_layers
             extra = {"sliding_window": window, "local_layers": tuple(bool(v) for v in local)}
+            if common["rope_scaling"].kind != "none":  # llama.cpp rotates the sliding layers
+                extra["rope_theta_local"] = theta  # plainly (at freq_base, not freq_base_swa)
     if arch == "exaone4":  # windowed layers rotate, the others attend globally without RoPE
         window = int(metadata.get(f"{arch}.attention.sliding_window") or 0)
         pattern = metadata.get(f"{arch}.attention.sliding_window_pattern")

@@ -289,9 +289,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     types = list(config.get("layer_types") or [])
     if arch == "olmo2" and types:  # OLMo 3: sliding layers as listed, the rest full
         params = config.get("rope_parameters")
-        if isinstance(params, Mapping) and "sliding_attention" in params:
-            local = rope["local"][0]
-            extra.update(rope_theta_local=0.0 if local == rope["full"][0] else local)
+        full = rope["full"][0]
+        per_kind = isinstance(params, Mapping) and "sliding_attention" in params
+        local = rope["local"][0] if per_kind else full
+        # the sliding layers rotate plainly: a scaling (the releases' YaRN) is the full ones'
+        if local != full or rope["full"][1].kind != "none":
+            extra.update(rope_theta_local=local)
         extra.update(
             sliding_window=window,
             local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),

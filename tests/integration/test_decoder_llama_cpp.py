@@ -30,6 +30,7 @@ GGUFS = [
     "decoder-glm4v_moe-mm.gguf",  # glm4moe with them
     "decoder-minicpm.gguf",  # its scales (transformers has no MiniCPM class)
     "decoder-minicpm4.gguf",  # and LongRoPE without a stated original context
+    "decoder-olmo3-yarn.gguf",  # YaRN on the full-attention layers only
 ]
 
 

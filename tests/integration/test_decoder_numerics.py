@@ -37,6 +37,7 @@ FAMILIES = [
     "qwen35moe",
     "qwen3_next",
     "olmo3",
+    "olmo3-yarn",
     "gemma2",
     "lfm2",
     "lfm2_moe",
