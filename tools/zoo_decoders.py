@@ -1986,7 +1986,8 @@ _MM_EXTRA = {
     },
 }
 #: what a release's text config adds to its family's: GLM-4V's M-RoPE sections over the 8
-#: rotated dimensions of its 16-wide heads (the 9B: [8, 12, 12] over 64 of 128)
+#: rotated dimensions of its 16-wide heads (the 9B: [8, 12, 12] over 64 of 128); Gemma 3's
+#: RoPE scaling
 _MM_TEXT_EXTRA: dict[str, dict[str, Any]] = {
     "decoder-glm4v-mm": {
         "rope_parameters": {
@@ -2002,6 +2003,13 @@ _MM_TEXT_EXTRA: dict[str, dict[str, Any]] = {
             "rope_theta": 10000.0,
             "mrope_section": [2, 1, 1],
             "partial_rotary_factor": 0.5,
+        },
+    },
+    # Gemma 3 4B/12B/27B: linear RoPE scaling by 8 on the global layers (the local ones plain)
+    "decoder-gemma3-mm": {
+        "rope_parameters": {
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
         },
     },
 }
