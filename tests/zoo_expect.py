@@ -223,6 +223,11 @@ EXPECT: dict[str, E] = {
         f"decoder-{name}-mm": {"format": "huggingface", **_lm(2)}
         for name in ("llava_next", "llava_onevision", "smolvlm")
     },
+    "decoder-lfm2_vl-mm": {  # LFM2's convolution and attention layers
+        "format": "huggingface",
+        "blocks": 4,
+        "patterns": {"attention": 1, "ffn": 4},
+    },
     # HunYuan-A13B's mixture: routed and shared experts in each of 2 blocks (no conversion:
     # llama.cpp's converter needs the release's own vocabulary)
     "decoder-hunyuan_moe": {"format": "huggingface", **_lm(2, ffn=4)},

@@ -1957,6 +1957,13 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         "glm4",
         {"hidden_size": 16, "intermediate_size": 32, "depth": 1, "num_heads": 2},
     ),
+    # LFM2-VL (450M, 1.6B, 3B): LFM2's text model beside a SigLIP 2 tower
+    "decoder-lfm2_vl-mm": (
+        "Lfm2VlConfig",
+        "Lfm2VlForConditionalGeneration",
+        "lfm2",
+        {**_TOWER, "model_type": "siglip2_vision_model", "num_patches": 4},
+    ),
     # GLM-4.5V / GLM-4.6V: GLM-4.5-Air's text model with M-RoPE (NeoX halves: nothing to permute)
     "decoder-glm4v_moe-mm": (
         "Glm4vMoeConfig",
@@ -1966,7 +1973,10 @@ MM_RELEASES: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     ),
 }
 #: the releases llama.cpp's converter makes no text GGUF of (it converts their towers only)
-MM_SNAPSHOT_ONLY = ("decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm")
+MM_SNAPSHOT_ONLY = (
+    *("decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm"),
+    "decoder-lfm2_vl-mm",
+)
 _MM_EXTRA = {
     "decoder-llava_next-mm": {"image_grid_pinpoints": [[28, 28]]},
     "decoder-llava_onevision-mm": {"image_grid_pinpoints": [[28, 28]]},
@@ -1974,6 +1984,7 @@ _MM_EXTRA = {
     "decoder-gemma3-mm": {"mm_tokens_per_image": 4},
     "decoder-mistral3-mm": {"tie_word_embeddings": False},  # its head apart, as the release's
     # (the image and video markers inside the test vocabulary)
+    "decoder-lfm2_vl-mm": {"image_token_id": 299, "projector_hidden_size": 32},
     "decoder-glm4v_moe-mm": {
         **dict(zip(("image_token_id", "video_token_id"), (299, 298), strict=True)),
         **dict(zip(("image_start_token_id", "image_end_token_id"), (297, 296), strict=True)),

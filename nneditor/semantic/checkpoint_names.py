@@ -220,6 +220,7 @@ TEXT_PARTS = {
     "idefics3": "llama",
     "glm4v": "glm4v_text",  # GLM-4.1V, GLM-4.6V-Flash
     "glm4v_moe": "glm4v_moe_text",  # GLM-4.5V, GLM-4.6V
+    "lfm2_vl": "lfm2",  # LFM2-VL
 }
 #: where a release keeps its text model and head: (stored prefix, the text-only snapshot's),
 #: tried in order. transformers 5 writes Gemma 4, Gemma 3n and Qwen3.5 in the first layout;

@@ -29,7 +29,12 @@ RELEASES = [
     "decoder-glm4v_moe-mm",
 ]
 #: releases llama.cpp converts the towers of, not the text model: snapshots only
-SNAPSHOT_RELEASES = ["decoder-llava_next-mm", "decoder-llava_onevision-mm", "decoder-smolvlm-mm"]
+SNAPSHOT_RELEASES = [
+    "decoder-llava_next-mm",
+    "decoder-llava_onevision-mm",
+    "decoder-smolvlm-mm",
+    "decoder-lfm2_vl-mm",
+]
 
 
 def _theirs(path: Path) -> tuple[list[np.ndarray], np.ndarray]:
