@@ -215,7 +215,7 @@ EXPECT: dict[str, E] = {
     **_both(("glm4v-mm",), 2, attention=2, ffn=2),
     **_both(("glm4v_moe-mm",), 3, attention=3, ffn=3),
     # MiniCPM (remote code as released; tests/integration/test_decoder_numerics.py)
-    **_both(("minicpm", "minicpm4"), 2, attention=2, ffn=2),
+    **_both(("minicpm", "minicpm4", "internlm2"), 2, attention=2, ffn=2),
     **_both(("qwen35-mm",), 4, attention=4, ffn=4, recurrent=2),
     # LLaVA-NeXT, LLaVA-OneVision and SmolVLM as released (snapshots: llama.cpp converts their
     # towers only)

@@ -495,6 +495,10 @@ import zoo_decoders  # noqa: E402 - the decoder families, written by transformer
 
 zoo_decoders.register(generator, generate)
 
+import zoo_remote_code  # noqa: E402 - decoders released with remote code (InternLM2)
+
+zoo_remote_code.register(generator, generate, zoo_decoders.convert, zoo_decoders._spm_model)
+
 import zoo_encoders  # noqa: E402 - embedding encoders, written by transformers and llama.cpp
 
 zoo_encoders.register(generator, generate)

@@ -51,6 +51,7 @@ ARCHES = (
     "exaone4",
     "exaone",  # EXAONE 3.0 / 3.5: Llama under other names
     "minicpm",  # MiniCPM 1/2/4: Llama with scaled embeddings, residual branches and logits
+    "internlm2",  # InternLM2 / 2.5: Llama with each key/value head's q, k, v packed together
     "gpt2",
     "starcoder",  # StarCoder, SantaCoder (gpt_bigcode): GPT-2 with multi-query attention
     "falcon",  # Falcon 7B/40B/180B, Falcon 2: parallel attention and GELU feed-forward

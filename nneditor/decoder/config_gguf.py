@@ -47,7 +47,7 @@ ROPE_NORMAL = {
         "ernie4_5-moe",
         "mistral3",
     ),
-    *("glm4", "arcee", "granitehybrid", "olmo", "minicpm"),
+    *("glm4", "arcee", "granitehybrid", "olmo", "minicpm", "internlm2"),
 }
 
 

@@ -349,6 +349,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             extra["fused_gate_up"] = True
             if config.get("position_embedding_type") != "rope":
                 extra["nope_layers"] = (True,) * n_layers
+    if arch == "internlm2":  # wqkv: per key/value head its queries, key and value (as Falcon)
+        extra.update(qkv_per_head=True)
     if arch == "minicpm":  # its modeling code: embeddings x scale_emb, each residual branch
         extra.update(  # x scale_depth / sqrt(layers), the final states / (hidden / base)
             embed_scale=float(config.get("scale_emb") or 1.0),

@@ -16,6 +16,7 @@ import numpy as np
 
 from nneditor.decoder import gemma3n, gemma4, hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
+from nneditor.decoder.rope_scaling import RopeScaling, dynamic_theta
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
 from nneditor.semantic.checkpoint_names import ffn_norm_value
@@ -112,7 +113,11 @@ def _forward(
     freq_full = freq_local = np.zeros(0, F32)
     if cfg.rope != "none" and cfg.gemma4 is None:
         dim = cfg.rope_dim or cfg.head_dim
-        freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
+        if cfg.rope_scaling.kind == "dynamic":  # the base stretched past the original context
+            theta = dynamic_theta(cfg.rope_scaling, cfg.rope_theta, dim, seq)
+            freq_full = ops.inv_freq(dim, theta, RopeScaling(), factors)
+        else:
+            freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
         freq_local = (
             ops.inv_freq(dim, cfg.rope_theta_local, type(cfg.rope_scaling)())
             if cfg.rope_theta_local

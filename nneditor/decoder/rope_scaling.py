@@ -14,7 +14,7 @@ from nneditor.decoder.unsupported import DecoderUnsupported
 
 @dataclass(frozen=True)
 class RopeScaling:
-    kind: str = "none"  # none | linear | llama3 | yarn | longrope
+    kind: str = "none"  # none | linear | llama3 | yarn | longrope | dynamic
     factor: float = 1.0
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
@@ -40,6 +40,16 @@ class RopeScaling:
         original uses the long factors even for a short prompt)."""
         long = seq_len > self.original_context
         return "rope_factors_long.weight" if long else "rope_factors_short.weight"
+
+
+def dynamic_theta(scaling: RopeScaling, theta: float, dim: int, seq_len: int) -> float:
+    """The RoPE base of dynamic NTK scaling (transformers' "dynamic", InternLM2's own code): the
+    base itself within the original context, beyond it stretched for the prompt's length
+    (llama.cpp does not implement it: a GGUF rotates with the base)."""
+    if scaling.kind != "dynamic" or seq_len <= scaling.original_context or dim <= 2:
+        return theta
+    stretch = scaling.factor * seq_len / scaling.original_context - (scaling.factor - 1)
+    return float(theta * stretch ** (dim / (dim - 2)))
 
 
 def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
@@ -174,6 +184,13 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
         )
     if kind in ("longrope", "su"):  # transformers' longrope ("su": its former name)
         return _longrope(p, config)
+    if kind == "dynamic":  # dynamic NTK (InternLM2's releases): see dynamic_theta
+        context = p.get("original_max_position_embeddings") or config.get(
+            "max_position_embeddings"
+        )
+        if not context:
+            raise DecoderUnsupported("dynamic NTK scaling without max_position_embeddings")
+        return RopeScaling("dynamic", factor, original_context=int(context))
     if kind == "llama3":
         return RopeScaling(
             "llama3",
@@ -183,8 +200,8 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
             int(p.get("original_max_position_embeddings") or 8192),
         )
     raise DecoderUnsupported(
-        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3, yarn "
-        "and longrope are)"
+        f"RoPE scaling {kind!r} is not implemented in the NumPy decoder (linear, llama3, yarn, "
+        "longrope and dynamic are)"
     )
 
 

@@ -174,9 +174,10 @@ def check_tensors(cfg: DecoderConfig) -> None:
         return
     need = []
     for i in range(cfg.n_layers):
-        qkv = (
+        fused = cfg.arch in FUSED_QKV_ARCHES or f"blk.{i}.attn_qkv.weight" in cfg.names
+        qkv = (  # (InternLM2: fused in its snapshots, apart in llama.cpp's conversions)
             [f"blk.{i}.attn_qkv.weight"]
-            if cfg.arch in FUSED_QKV_ARCHES
+            if fused
             else [
                 f"blk.{i}.attn_q.weight",
                 f"blk.{i}.attn_k.weight",

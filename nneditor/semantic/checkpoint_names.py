@@ -54,6 +54,7 @@ HF_ARCH = {
     "arcee": "arcee",
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "minicpm": "minicpm",  # MiniCPM 1/2/4 (remote code): Llama scaled muP-style
+    "internlm2": "internlm2",  # InternLM2 / 2.5 (remote code): Llama with a packed wqkv
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -92,6 +93,8 @@ _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
 _SHARED_MLP_NAME = re.compile(r"^model\.layers\.(\d+)\.shared_mlp\.(input|output)_linear\.weight$")
 #: Apertus' xIELU parameters per layer (llama.cpp keeps them as metadata, not tensors)
 _XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)$")
+#: InternLM2's packed queries, keys and values (llama.cpp's converter unpacks them itself)
+_INTERNLM2_QKV = re.compile(r"^model\.layers\.(\d+)\.attention\.wqkv\.(weight|bias)$")
 #: one expert's matrix in a snapshot that stores each apart (Mixtral: w1 gate, w3 up, w2 down);
 #: llama.cpp's converter stacks them into ffn_{gate,up,down}_exps
 _EXPERT = re.compile(r"^(.+\.experts)\.(\d+)\.(\w+)\.weight$")
@@ -412,6 +415,10 @@ def canonical_names(
         if router:  # the 26B-A4B's router scale and per-expert scales, as llama.cpp names them
             part = "ffn_gate_inp.scale" if router[2] == "scale" else "ffn_down_exps.scale"
             mapped[f"blk.{router[1]}.{part}"] = name
+            continue
+        packed = _INTERNLM2_QKV.match(name) if arch == "internlm2" else None
+        if packed:
+            mapped[f"blk.{packed[1]}.attn_qkv.{packed[2]}"] = name
             continue
         xielu = _XIELU.match(name) if arch == "apertus" else None
         if xielu:

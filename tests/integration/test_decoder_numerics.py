@@ -635,3 +635,60 @@ def test_minicpm_equals_llama_with_its_scales(family: str, form: str, zoo_artifa
     assert len(blocks) == layers
     _assert_matches(_ours(path), blocks, logits)
     assert (_ours(path)["result_output"].argmax(-1) == logits.argmax(-1)).all()
+
+
+#: InternLM2's names -> transformers' Llama's (within a layer)
+_INTERNLM2_NAMES = {
+    "attention.wo": "self_attn.o_proj",
+    "feed_forward.w1": "mlp.gate_proj",
+    "feed_forward.w3": "mlp.up_proj",
+    "feed_forward.w2": "mlp.down_proj",
+    "attention_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+}
+
+
+def _internlm2_as_llama(snap: Path) -> object:
+    """transformers' Llama holding an InternLM2 snapshot's weights, unpacked as InternLM2's own
+    modeling code reads its wqkv (per key/value head: its queries, its key, its value)."""
+    from safetensors.numpy import load_file
+    from zoo_remote_code import llama_config  # tools/: the config keys, renamed
+
+    released = json.loads((snap / "config.json").read_text())
+    config = tf.LlamaConfig(**llama_config(released))
+    heads, kv = config.num_attention_heads, config.num_key_value_heads
+    hd, width = config.hidden_size // heads, config.hidden_size
+    state: dict[str, np.ndarray] = {}
+    for name, value in load_file(str(snap / "model.safetensors")).items():
+        if name.endswith("attention.wqkv.weight"):
+            p = name.removesuffix("attention.wqkv.weight")
+            packed = value.reshape(kv, heads // kv + 2, hd, width)
+            state[p + "self_attn.q_proj.weight"] = packed[:, :-2].reshape(-1, width)
+            state[p + "self_attn.k_proj.weight"] = packed[:, -2].reshape(-1, width)
+            state[p + "self_attn.v_proj.weight"] = packed[:, -1].reshape(-1, width)
+            continue
+        for own, llama in _INTERNLM2_NAMES.items():
+            name = name.replace(f".{own}.", f".{llama}.")
+        name = name.replace("model.tok_embeddings.", "model.embed_tokens.")
+        state[name.replace("output.weight", "lm_head.weight")] = value
+    model = tf.LlamaForCausalLM(config).eval()
+    model.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()}, strict=True)
+    return model
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(("form", "length"), [("snapshot", 12), ("gguf", 12), ("snapshot", 80)])
+def test_internlm2_equals_llama_on_its_unpacked_weights(
+    form: str, length: int, zoo_artifact
+) -> None:  # noqa: ANN001
+    """InternLM2's modeling code is the release's own: Llama's blocks under its names, each key/
+    value head's queries, key and value packed into attention.wqkv, dynamic NTK RoPE. The
+    reference is transformers' Llama with the unpacked weights and the same scaling. The
+    snapshot equals it within its 64-position context and past it (the base stretched); the
+    GGUF (llama.cpp unpacks at conversion and does not stretch) within it."""
+    snap = zoo_artifact("decoder-internlm2")
+    path = snap if form == "snapshot" else zoo_artifact("decoder-internlm2.gguf")
+    model = _internlm2_as_llama(snap)
+    ids = ((np.arange(length) * 37 + 3) % 300 + 4)[None].astype(np.int64)
+    blocks, logits = _theirs(model, ids)
+    _assert_matches(_ours(path, ids), blocks, logits)
