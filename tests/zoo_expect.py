@@ -241,6 +241,8 @@ EXPECT: dict[str, E] = {
     "decoder-glm4_moe": {"format": "huggingface", **_lm(3)},
     "decoder-glm4_moe.gguf": {"format": "gguf", **_lm(3)},
     "decoder-glm4_moe_air": {"format": "huggingface", **_lm(3)},
+    "decoder-afmoe": {"format": "huggingface", **_lm(4)},
+    "decoder-afmoe.gguf": {"format": "gguf", **_lm(4)},
     "decoder-glm4_moe_air.gguf": {"format": "gguf", **_lm(3)},
     "decoder-deepseek_v3-yarn": {"format": "huggingface", **_lm(2)},
     "decoder-deepseek_v3-yarn.gguf": {"format": "gguf", **_lm(2)},

@@ -527,6 +527,29 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         },
         _SMOL,
     ),
+    # Arcee's Trinity (afmoe): a dense first layer, then sigmoid-routed experts (a selection
+    # bias, renormalised, scaled) beside a shared one; attention gated by a sigmoid of its own
+    # projection, q/k norms, norms after attention and feed-forward too, windowed layers with
+    # RoPE and every fourth layer global without it; embeddings scaled by sqrt(hidden) (muP)
+    "afmoe": (
+        "AfmoeConfig",
+        "AfmoeForCausalLM",
+        {
+            **_COMMON,
+            "num_hidden_layers": 4,
+            "num_dense_layers": 1,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 1,
+            "route_scale": 2.5,
+            "global_attn_every_n_layers": 4,
+            "sliding_window": 4,
+            "mup_enabled": True,
+        },
+        _SMOL,
+    ),
     # GLM-4.5-Air: the same without the q/k norms (GLM-4.5V's text model is this one)
     "glm4_moe_air": (
         "Glm4MoeConfig",
@@ -1531,6 +1554,9 @@ _CONFIG_AS_RELEASED = {
             "beta_slow": 1.0,
         },
     },
+    # Arcee's Trinity releases state that the chosen experts' weights are renormalised
+    # (transformers always does; llama.cpp's converter writes it from this key)
+    "afmoe": {"route_norm": True},
     # openbmb's MiniCPM releases: their own class and scales (see FAMILIES)
     "minicpm": {
         "architectures": ["MiniCPMForCausalLM"],

@@ -86,6 +86,7 @@ ARCHES = (
     "granitemoe",
     "gpt-oss",
     "glm4moe",
+    "afmoe",  # Arcee Trinity: gated attention, NoPE global layers, sigmoid-routed experts
     # DeepSeek-V2/V3, Kimi K2, GLM-4.7-Flash: latent attention (mla.py) and routed experts
     "deepseek2",
     "dots1",  # dots.llm1: DeepSeek-V3's routing with per-head q/k norms
@@ -140,6 +141,7 @@ GGUF_MOE_NORM = {
     "olmoe": False,
     "jamba": False,  # a softmax over every expert, the chosen ones' weights kept as they are
     "qwen2moe": False,
+    "afmoe": False,  # llama.cpp's default: its files state expert_weights_norm (route_norm)
 }
 
 
@@ -590,7 +592,7 @@ def refuse_common(arch: str, names: Mapping[str, str]) -> None:
             f"this {arch} mixture of experts has shared experts ({shared[0]}, ...); the NumPy "
             "decoder runs them for Qwen2-MoE, Qwen3.5 MoE, Qwen3-Next, GLM-4.5, DeepSeek, "
             "ERNIE 4.5, dots.llm1, Llama 4, HunYuan-A13B, Granite MoE and Granite 4.0-H, "
-            "Nemotron 3 only"
+            "Nemotron 3 and Arcee Trinity only"
         )
 
 
@@ -608,6 +610,7 @@ _SHARED_EXPERT_ARCHES = (
     "ernie4_5-moe",
     "granitehybrid",
     "nemotron_h_moe",
+    "afmoe",
 )
 
 

@@ -106,7 +106,10 @@ _SOFTMAX_GATING = 1
 _SIGMOID_GATING = 2
 _SOFTMAX_WEIGHT_GATING = 3
 #: files whose sigmoid router the decoder runs (GLM-4.5's, with its selection bias)
-_SIGMOID_ARCHES = ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe", "lfm2moe")
+_SIGMOID_ARCHES = (
+    *("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe", "lfm2moe"),
+    "afmoe",
+)
 
 
 def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
@@ -122,7 +125,7 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
             f"OLMoE files; this {arch} file's routing is not implemented"
         )
     gating = metadata.get(f"{arch}.expert_gating_func")
-    if gating is None and arch in ("glm4moe", "dots1", "minimax-m2", "nemotron_h_moe"):  # sigmoid
+    if gating is None and arch in ("glm4moe", "dots1", "minimax-m2", "nemotron_h_moe", "afmoe"):
         gating = _SIGMOID_GATING
     sigmoid = gating is not None and int(gating) == _SIGMOID_GATING and arch in _SIGMOID_ARCHES
     if (
@@ -278,6 +281,8 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == llama4.ARCH:  # NoPE layers, chunked attention, its router (llama4.py)
         extra = llama4.gguf_fields(metadata, common)
         common = {**common, "moe": llama4.routing(common.get("moe"))}
+    if arch == "afmoe":  # Arcee Trinity, as llama.cpp's loader fixes it (see _afmoe_layers)
+        extra = _afmoe_layers(metadata, n_layers, hidden)
     if arch == "smollm3":  # llama.cpp fixes SmolLM3's NoPE layers: every fourth
         extra = {"nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers))}
     if arch == "glm4moe":  # llama.cpp keeps the multi-token-prediction layers at the end
@@ -508,4 +513,24 @@ def _minicpm_scales(metadata: Mapping[str, Any], n_layers: int, hidden: int) -> 
         "embed_scale": scale("embedding_scale", 12.0),
         "residual_scale": scale("residual_scale", 1.4 / math.sqrt(n_layers)),
         "logit_scale": scale("logit_scale", hidden / 256 if hidden else 1.0),
+    }
+
+
+def _afmoe_layers(metadata: Mapping[str, Any], n_layers: int, hidden: int) -> dict[str, Any]:
+    """Arcee Trinity as llama.cpp runs its files: embeddings times sqrt(hidden) (always), with
+    a window every layer but every fourth (unless the file lists them), and RoPE on all but
+    every fourth layer (llama.cpp's fixed step); the attention gate and the norms after
+    attention and feed-forward are found by name."""
+    window = int(metadata.get("afmoe.attention.sliding_window") or 0)
+    pattern = metadata.get("afmoe.attention.sliding_window_pattern")
+    local = (
+        tuple(bool(v) for v in pattern)
+        if pattern is not None
+        else tuple((i + 1) % 4 != 0 for i in range(n_layers))
+    )
+    return {
+        "embed_scale": math.sqrt(hidden),
+        "sliding_window": window,
+        "local_layers": local if window else (),
+        "nope_layers": tuple((i + 1) % 4 == 0 for i in range(n_layers)),
     }

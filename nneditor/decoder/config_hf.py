@@ -141,6 +141,7 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
         *("mixtral", "granitemoe", "granitemoeshared", "gpt_oss", "qwen3_5_moe_text"),
         *("ernie4_5_moe", "minimax_m2"),
         "granitemoehybrid",
+        "afmoe",
     )
     norm = True if always else bool(config.get("norm_topk_prob", False))
     moe = moe_config(arch, int(n_experts), int(n_used), norm)
@@ -152,6 +153,8 @@ def _hf_moe(config: Mapping[str, Any], arch: str) -> Moe | None:
                 "NumPy decoder does not implement (greedy routing is)"
             )
         moe = dataclasses.replace(moe, scale=float(config.get("routed_scaling_factor") or 1.0))
+    elif arch == "afmoe":  # sigmoid scores, a selection bias, one group, times route_scale
+        moe = group_routing(moe, arch, 1, 1, float(config.get("route_scale") or 1.0))
     elif arch in ("glm4moe", "deepseek2", "dots1", "minimax-m2", "nemotron_h_moe"):  # sigmoid
         moe = group_routing(
             moe,
@@ -299,6 +302,19 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             sliding_window=window,
             local_layers=tuple(window > 0 and t == "sliding_attention" for t in types),
         )
+    elif arch == "afmoe":  # Arcee Trinity: windowed layers rotate, the global ones do not
+        trinity_window = int(config.get("sliding_window") or 0)
+        sliding = [t == "sliding_attention" for t in types] or [
+            (i + 1) % int(config.get("global_attn_every_n_layers") or 4) != 0
+            for i in range(n_layers)
+        ]
+        extra.update(
+            sliding_window=trinity_window,
+            local_layers=tuple(trinity_window > 0 and s for s in sliding),
+            nope_layers=tuple(not s for s in sliding),
+        )
+        if config.get("mup_enabled"):
+            extra["embed_scale"] = math.sqrt(hidden)
     elif arch == "gpt-oss":  # sliding layers as layer_types lists them
         oss_window = int(config.get("sliding_window") or 0)
         extra.update(

@@ -322,6 +322,8 @@ def _attention(
     if cfg.attn_gate:  # qwen35: each head's query is followed by its output gate
         q, gate = np.split(q.reshape(seq, heads, 2 * hd), 2, axis=-1)
         gate = gate.reshape(seq, heads * hd)
+    elif w.has(f"{p}.attn_gate.weight"):  # Arcee Trinity: the gate's own projection
+        gate = _linear(w, p, "attn_gate", h)
     # q/k norms are per head (Qwen 3, Gemma 3) or over the whole projection (OLMo 2)
     # HunYuan normalises the rotated queries and keys, the others normalise before rotating
     norm_first = not cfg.qk_norm_after_rope

@@ -185,9 +185,7 @@ def _hf_scaling(p: Mapping[str, Any], config: Mapping[str, Any]) -> RopeScaling:
     if kind in ("longrope", "su"):  # transformers' longrope ("su": its former name)
         return _longrope(p, config)
     if kind == "dynamic":  # dynamic NTK (InternLM2's releases): see dynamic_theta
-        context = p.get("original_max_position_embeddings") or config.get(
-            "max_position_embeddings"
-        )
+        context = p.get("original_max_position_embeddings") or config.get("max_position_embeddings")
         if not context:
             raise DecoderUnsupported("dynamic NTK scaling without max_position_embeddings")
         return RopeScaling("dynamic", factor, original_context=int(context))

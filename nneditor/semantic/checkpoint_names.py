@@ -52,6 +52,7 @@ HF_ARCH = {
     "glm4v_text": "glm4",  # GLM-4.1V's and GLM-4.6V-Flash's text model
     "glm4v_moe_text": "glm4moe",  # GLM-4.5V's and GLM-4.6V's
     "arcee": "arcee",
+    "afmoe": "afmoe",  # Arcee Trinity
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "minicpm": "minicpm",  # MiniCPM 1/2/4 (remote code): Llama scaled muP-style
     "internlm2": "internlm2",  # InternLM2 / 2.5 (remote code): Llama with a packed wqkv
@@ -93,6 +94,7 @@ _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
 _SHARED_MLP_NAME = re.compile(r"^model\.layers\.(\d+)\.shared_mlp\.(input|output)_linear\.weight$")
 #: Apertus' xIELU parameters per layer (llama.cpp keeps them as metadata, not tensors)
 _XIELU = re.compile(r"^model\.layers\.(\d+)\.mlp\.act_fn\.(alpha_p|alpha_n|beta|eps)$")
+_AFMOE_BIAS = re.compile(r"^model\.layers\.(\d+)\.mlp\.expert_bias$")
 #: InternLM2's packed queries, keys and values (llama.cpp's converter unpacks them itself)
 _INTERNLM2_QKV = re.compile(r"^model\.layers\.(\d+)\.attention\.wqkv\.(weight|bias)$")
 #: one expert's matrix in a snapshot that stores each apart (Mixtral: w1 gate, w3 up, w2 down);
@@ -415,6 +417,10 @@ def canonical_names(
         if router:  # the 26B-A4B's router scale and per-expert scales, as llama.cpp names them
             part = "ffn_gate_inp.scale" if router[2] == "scale" else "ffn_down_exps.scale"
             mapped[f"blk.{router[1]}.{part}"] = name
+            continue
+        bias = _AFMOE_BIAS.match(name) if arch == "afmoe" else None
+        if bias:  # Arcee Trinity's expert-selection bias
+            mapped[f"blk.{bias[1]}.exp_probs_b.bias"] = name
             continue
         packed = _INTERNLM2_QKV.match(name) if arch == "internlm2" else None
         if packed:

@@ -32,6 +32,7 @@ GGUFS = [
     "decoder-minicpm4.gguf",  # and LongRoPE without a stated original context
     "decoder-olmo3-yarn.gguf",  # YaRN on the full-attention layers only
     "decoder-internlm2.gguf",  # (transformers has no InternLM2 class)
+    "decoder-afmoe.gguf",  # its loader's fixed layer pattern and unconditional muP scale
 ]
 
 

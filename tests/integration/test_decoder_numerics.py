@@ -27,6 +27,7 @@ FAMILIES = [
     *MOE_DECODERS,
     "glm4_moe",
     "glm4_moe_air",
+    "afmoe",
     "deepseek_v3",
     "deepseek_v3-yarn",
     "deepseek_v2",
