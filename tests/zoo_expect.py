@@ -280,6 +280,9 @@ EXPECT: dict[str, E] = {
     "encoder-xlm-roberta.gguf": {"format": "gguf", **_lm(2)},
     "encoder-modernbert": {"format": "huggingface", **_lm(6)},
     "encoder-modernbert.gguf": {"format": "gguf", **_lm(6)},
+    # a T5 v1.1 encoder (FLUX's and SD3's text encoder) and its t5encoder conversion
+    "encoder-t5": {"format": "huggingface", **_lm(2)},
+    "encoder-t5.gguf": {"format": "gguf", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

@@ -245,8 +245,75 @@ def _modernbert_snapshot(path: Path) -> None:
     meta.write_text(json.dumps(released, indent=1))
 
 
+#: a T5 v1.1 encoder (T5EncoderModel: the text encoder FLUX and SD3 read), gated GELU, 32
+#: relative-position buckets, a SentencePiece unigram vocabulary with T5's ids and 100
+#: sentinel tokens
+T5 = "encoder-t5"
+
+
+def _t5_snapshot(path: Path) -> None:
+    import io
+    import random
+
+    import sentencepiece as spm
+    import torch
+    import transformers as tf
+
+    rng = random.Random(2)
+    words = ["a", "photo", "of", "the", "cat", "on", "red", "mountain", "under", "sky", "écrit"]
+    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
+    out = io.BytesIO()
+    spm.SentencePieceTrainer.train(  # T5's spiece.model: <pad> 0, </s> 1, <unk> 2, no <s>
+        sentence_iterator=iter(lines),
+        model_writer=out,
+        vocab_size=32,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "spiece.model").write_bytes(out.getvalue())
+    tok = tf.T5TokenizerFast.from_pretrained(str(path))  # (+100 sentinels <extra_id_N>)
+    config = tf.T5Config(
+        vocab_size=len(tok),
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_heads=4,
+        feed_forward_proj="gated-gelu",
+        relative_attention_num_buckets=32,
+        relative_attention_max_distance=128,
+    )
+    torch.manual_seed(0)
+    model = tf.T5EncoderModel(config).eval()
+    with torch.no_grad():  # unit norms would hide a missing one; a table wide enough to matter
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+            if "relative_attention_bias" in name:
+                p.mul_(20.0)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoders (each a snapshot and its llama.cpp conversion) to the zoo."""
+    generator(
+        T5,
+        "transformers save_pretrained (T5EncoderModel) + sentencepiece unigram",
+        "T5 v1.1 encoder (as FLUX's and SD3's text encoder), tiny random weights",
+    )(_t5_snapshot)
+    generator(
+        f"{T5}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the T5 encoder as llama.cpp converts it (t5encoder)",
+    )(lambda path: convert(generate(T5, path.parents[2]), path, "f32"))
     generator(
         EMBEDDING_GEMMA,
         "transformers save_pretrained (Gemma3TextModel, use_bidirectional_attention)",

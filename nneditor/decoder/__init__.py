@@ -97,6 +97,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         mamba2,
         modern_bert,
         qwen35,
+        t5,
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
@@ -125,6 +126,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gemma4.ARCH: gemma4.from_gguf,
             gemma3n.ARCH: gemma3n.from_gguf,
             modern_bert.ARCH: modern_bert.from_gguf,
+            t5.ARCH: t5.from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -143,6 +145,12 @@ def decoder_config(doc: Document) -> DecoderConfig:
         config = with_aliases(doc.metadata.get("config") or {})
         config, names = _dequantized(config, names, doc)
         multimodal = str(config.get("model_type") or "")
+        if multimodal in ("t5", "mt5") and any(n.startswith("decoder.") for n in names):
+            raise DecoderUnsupported(
+                f"this {multimodal} snapshot is an encoder-decoder model: the NumPy decoder runs "
+                "T5 encoders (T5EncoderModel, the text encoders of diffusion models), not the "
+                "generating decoder"
+            )
         part = text_part(config, names)  # Gemma 4: its text decoder without the towers
         if part is not None:
             config, stored = part
@@ -161,6 +169,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gemma4.ARCH: gemma4.from_hf,
             gemma3n.ARCH: gemma3n.from_hf,
             modern_bert.ARCH: modern_bert.from_hf,
+            t5.ARCH: t5.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

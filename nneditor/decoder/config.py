@@ -102,6 +102,7 @@ ARCHES = (
     "bert",
     "nomic-bert",  # nomic-embed-text v1/v1.5: BERT's post-norm blocks with RoPE and SwiGLU
     "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
+    "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -394,6 +395,9 @@ class DecoderConfig:
     causal: bool = True
     #: an encoder has no vocabulary head: its output is the last block's hidden state
     head: bool = True
+    #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
+    rel_buckets: int = 0
+    rel_max_distance: int = 128
     #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
     #: dense
     moe: Moe | None = None

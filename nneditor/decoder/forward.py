@@ -14,7 +14,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from nneditor.decoder import gemma3n, gemma4, hybrid, lfm2, mamba1, mamba2, mla, moe, ops, prefetch
+from nneditor.decoder import (
+    gemma3n,
+    gemma4,
+    hybrid,
+    lfm2,
+    mamba1,
+    mamba2,
+    mla,
+    moe,
+    ops,
+    prefetch,
+    t5,
+)
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.rope_scaling import RopeScaling, dynamic_theta
 from nneditor.decoder.weights import Weights
@@ -123,13 +135,19 @@ def _forward(
             if cfg.rope_theta_local
             else freq_full
         )
+    shared_bias = None  # T5: the first layer's relative-position table, for every layer
+    if cfg.rel_buckets:
+        shared_bias = t5.position_bias(w.get("blk.0.attn_rel_b.weight"), seq, cfg)
     for i in range(cfg.n_layers if cfg.gemma4 is None else 0):
         local = cfg.is_local(i)
         freq = freq_local if local else freq_full
         if cfg.is_nope(i):  # SmolLM3's NoPE layers attend without positions
             freq = np.zeros(0, F32)
         w.read_ahead(i + 1)
-        x = _block(w, cfg, i, x, positions, freq, local, emit)
+        bias = shared_bias
+        if cfg.rel_buckets and i and w.has(f"blk.{i}.attn_rel_b.weight"):  # UMT5: its own
+            bias = t5.position_bias(w.get(f"blk.{i}.attn_rel_b.weight"), seq, cfg)
+        x = _block(w, cfg, i, x, positions, freq, local, emit, bias)
         w.done_with(i)
         step()
     if not cfg.head:  # an encoder: the last hidden state is the output
@@ -180,6 +198,7 @@ def _block(
     freq: np.ndarray,
     local: bool,
     emit: Emit,
+    bias: np.ndarray | None = None,
 ) -> np.ndarray:
     p = f"blk.{i}"
     h = x  # OLMo 2 has no norm before the mixer (it normalises the mixer's output)
@@ -220,7 +239,7 @@ def _block(
         emit(f"{p}.output", x[None])
         return x
     else:
-        a = _attention(w, cfg, p, h, positions, freq, local, emit)
+        a = _attention(w, cfg, p, h, positions, freq, local, emit, bias)
     emit(f"{p}.attn_output", a[None])
     ffn_norm = "post_attention_norm" if cfg.arch in FFN_NORM_AFTER_ATTENTION else "ffn_norm"
     if ffn_norm != "post_attention_norm" and w.has(f"{p}.post_attention_norm.weight"):
@@ -292,6 +311,7 @@ def _attention(
     freq: np.ndarray,
     local: bool,
     emit: Emit,
+    bias: np.ndarray | None = None,
 ) -> np.ndarray:
     seq = h.shape[0]
     hd, heads, kv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
@@ -361,6 +381,7 @@ def _attention(
         causal=cfg.causal,
         alibi=ops.alibi_slopes(heads, cfg.alibi_bias) if cfg.alibi_bias else None,
         chunk=cfg.attn_chunk if local else 0,
+        bias=bias,
     )
     if gate is not None:
         out = (out * ops.sigmoid(gate)).astype(F32)

@@ -89,7 +89,11 @@ def xielu(x: np.ndarray, alpha_p: float, alpha_n: float, beta: float, eps: float
     return np.where(x > 0, ap * x * x + b * x, neg).astype(F32)
 
 
-ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu, "relu2": relu2}
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, F32(0)).astype(F32)
+
+
+ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu, "relu2": relu2, "relu": relu}
 
 
 def inv_freq(
@@ -178,12 +182,14 @@ def attention(
     causal: bool = True,
     alibi: np.ndarray | None = None,
     chunk: int = 0,
+    bias: np.ndarray | None = None,
 ) -> np.ndarray:
     """Causal (optionally sliding-window; bidirectional for an encoder) grouped-query attention; ``softcap`` bounds the
     scores by ``tanh(s / cap) * cap`` (Gemma 2); ``sinks`` [heads] are logits that join each
     head's softmax without a value (gpt-oss), so the weights may sum to less than 1; ``alibi``
     [heads] are ALiBi slopes (BLOOM); with ``chunk`` a position sees only its own aligned
-    chunk of that many positions (Llama 4's chunked attention).
+    chunk of that many positions (Llama 4's chunked attention); ``bias`` [heads, seq, seq] is
+    added to the scores (T5's relative-position bias).
 
     ``q`` [seq, heads, d], ``k``/``v`` [seq, kv_heads, d] -> [seq, heads * d]."""
     seq, heads, d = q.shape
@@ -193,6 +199,8 @@ def attention(
     scores = (qh @ k.transpose(1, 2, 0)).reshape(kv, group, seq, seq) * F32(scale)
     if softcap:
         scores = (np.tanh(scores / F32(softcap)) * F32(softcap)).astype(F32)
+    if bias is not None:
+        scores += bias.reshape(kv, group, seq, seq).astype(F32)
     if alibi is not None:  # [heads] slopes times the key's position (the softmax ignores the
         # query's own shift, so this equals the slope times the distance)
         scores += alibi.reshape(kv, group, 1, 1) * np.arange(seq, dtype=F32)

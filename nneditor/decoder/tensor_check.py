@@ -51,6 +51,7 @@ _BLOCK_KEYS = {
     "ffn_gate_up_exps.bias",
     "attn_sinks.weight",
     "exp_probs_b.bias",  # GLM-4.5: the router's expert-selection bias
+    "attn_rel_b.weight",  # T5: the relative-position bias table (the first layer's)
     # DeepSeek's latent attention
     "attn_q_a.weight",
     "attn_q_a_norm.weight",

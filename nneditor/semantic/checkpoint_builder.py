@@ -456,8 +456,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
-        if arch in ("gemma-embedding", "modern-bert"):  # embedding models: the final norm's
-            return  # output is their output
+        if arch in ("gemma-embedding", "modern-bert", "t5encoder"):  # embedding models and
+            return  # text encoders: the final norm's output is their output
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def finish(self) -> Graph:

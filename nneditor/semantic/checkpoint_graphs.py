@@ -28,7 +28,12 @@ from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.checkpoint_gemma4 import full_layers, producers
-from nneditor.semantic.checkpoint_names import llama4_gguf_nope, with_aliases, with_weight_suffix
+from nneditor.semantic.checkpoint_names import (
+    encoder_key,
+    llama4_gguf_nope,
+    with_aliases,
+    with_weight_suffix,
+)
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -100,11 +105,12 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     blocks: dict[int, dict[str, str]] = {}
     top: dict[str, str] = {}
     for name in names:
-        m = _BLK.match(name)
+        key = encoder_key(name) if arch == "t5encoder" else name
+        m = _BLK.match(key)
         if m:
             blocks.setdefault(int(m.group(1)), {})[m.group(2)] = name
         else:
-            top[name] = name
+            top[key] = name
     if not blocks:
         return None, (
             f"this GGUF ({arch or 'unknown architecture'}) has no blk.N.* tensors, so NNEditor "
@@ -384,7 +390,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         mapped, unplaced = canonical_names(arch, stored.keys(), layers)
     except Exception:  # gguf-py missing or its table for the arch broken: the generic path
         return None
-    mapped = {key: stored[name] for key, name in mapped.items()}
+    mapped = {encoder_key(key): stored[name] for key, name in mapped.items()}
     blocks: dict[int, dict[str, str]] = {}
     top: dict[str, str] = {}
     for key, name in mapped.items():

@@ -56,6 +56,8 @@ HF_ARCH = {
     "exaone": "exaone",  # EXAONE 3.0 / 3.5 (transformers runs them as Llama)
     "minicpm": "minicpm",  # MiniCPM 1/2/4 (remote code): Llama scaled muP-style
     "internlm2": "internlm2",  # InternLM2 / 2.5 (remote code): Llama with a packed wqkv
+    "t5": "t5encoder",  # T5EncoderModel (T5 v1.1: FLUX and SD3 text encoders)
+    "mt5": "t5encoder",
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -186,7 +188,16 @@ def nemotron_experts(config: Mapping[str, Any]) -> bool:
 
 
 #: config.json keys some releases spell their own way (transformers' attribute_map for them)
+_T5_ALIASES = {
+    "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads",
+    "d_kv": "head_dim",
+    "d_model": "hidden_size",
+    "d_ff": "intermediate_size",
+}
 _CONFIG_ALIASES = {
+    "t5": _T5_ALIASES,
+    "mt5": _T5_ALIASES,
     # EXAONE 3.0 / 3.5: GPT-2's names; layer_norm_epsilon is its RMSNorm's
     "exaone": {
         "num_layers": "num_hidden_layers",
@@ -194,6 +205,13 @@ _CONFIG_ALIASES = {
         "activation_function": "hidden_act",
     },
 }
+
+
+def encoder_key(key: str) -> str:
+    """llama.cpp's T5 encoder keys (``enc.blk.N.attn_o.weight``, ``enc.output_norm.weight``)
+    as a decoder stack's (``blk.N.attn_output.weight``, ``output_norm.weight``); other keys
+    unchanged."""
+    return key.removeprefix("enc.").replace(".attn_o.", ".attn_output.")
 
 
 def with_aliases(config: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -132,3 +132,47 @@ def test_a_modernbert_encoder_equals_transformers(form: str, zoo_artifact) -> No
     assert "blk.0.attn_norm" not in values and "blk.1.attn_norm" in values
     assert changed["global_everywhere"] > 0.1 and changed["swapped_bases"] > 0.01
     assert changed["tanh_gelu"] > 1e-5  # the exact GELU, not llama.cpp's approximation
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("form", FORMS)
+def test_a_t5_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+    """T5 v1.1's encoder (FLUX's and SD3's text encoder): RMS norms, attention without the
+    1/sqrt(d) scale whose scores add the first layer's relative-position table (logarithmic
+    buckets past 8 positions each way: the 80-token prompt reaches them), gated GELU-tanh; the
+    snapshot and llama.cpp's t5encoder conversion. NNEditor's tokenizer gives the snapshot's
+    ids (its SentencePiece unigram through llama.cpp's rules, EOS at the end)."""
+    snap, path = _paths(zoo_artifact, "encoder-t5", form)
+    model = tf.T5EncoderModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    text = "a photo of the red cat on the mountain under the sky " * 6
+    ids = np.array([load_tokenizer(path).encode(text)], dtype=np.int64)
+    theirs = tf.AutoTokenizer.from_pretrained(str(snap))(text).input_ids
+    assert ids[0].tolist() == theirs and ids.shape[1] > 64
+    cfg, values, _out, changed = _compare(
+        model,
+        path,
+        ids,
+        1,  # (transformers' last hidden state is after the final norm)
+        no_position_bias={"rel_buckets": 0},
+        scaled={"attn_scale": 0.25},
+    )
+    assert cfg.rel_buckets == 32 and cfg.attn_scale == 1.0
+    assert changed["no_position_bias"] > 0.01 and changed["scaled"] > 0.01
+
+
+@pytest.mark.realdata
+def test_an_encoder_decoder_t5_is_refused_by_name(zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    """A T5ForConditionalGeneration snapshot (flan-t5) holds a generating decoder the NumPy
+    decoder does not run: refused with that sentence, not as tensors without a place."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    from nneditor.decoder import DecoderUnsupported
+
+    snap = shutil.copytree(zoo_artifact("encoder-t5"), tmp_path / "t5")
+    weights = load_file(snap / "model.safetensors")
+    weights["decoder.final_layer_norm.weight"] = np.ones(64, np.float32)
+    save_file(weights, snap / "model.safetensors")
+    with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match="encoder-decoder"):
+        decoder_config(doc)
