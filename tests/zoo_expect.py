@@ -283,6 +283,7 @@ EXPECT: dict[str, E] = {
     # a T5 v1.1 encoder (FLUX's and SD3's text encoder) and its t5encoder conversion
     "encoder-t5": {"format": "huggingface", **_lm(2)},
     "encoder-t5.gguf": {"format": "gguf", **_lm(2)},
+    "encoder-umt5": {"format": "huggingface", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

@@ -249,9 +249,11 @@ def _modernbert_snapshot(path: Path) -> None:
 #: relative-position buckets, a SentencePiece unigram vocabulary with T5's ids and 100
 #: sentinel tokens
 T5 = "encoder-t5"
+#: the same as UMT5 (UMT5EncoderModel: Wan 2.x's text encoder), each layer with its own table
+UMT5 = "encoder-umt5"
 
 
-def _t5_snapshot(path: Path) -> None:
+def _t5_snapshot(path: Path, umt5: bool = False) -> None:
     import io
     import random
 
@@ -279,7 +281,7 @@ def _t5_snapshot(path: Path) -> None:
     path.mkdir(parents=True, exist_ok=True)
     (path / "spiece.model").write_bytes(out.getvalue())
     tok = tf.T5TokenizerFast.from_pretrained(str(path))  # (+100 sentinels <extra_id_N>)
-    config = tf.T5Config(
+    config = (tf.UMT5Config if umt5 else tf.T5Config)(
         vocab_size=len(tok),
         d_model=64,
         d_kv=16,
@@ -291,7 +293,7 @@ def _t5_snapshot(path: Path) -> None:
         relative_attention_max_distance=128,
     )
     torch.manual_seed(0)
-    model = tf.T5EncoderModel(config).eval()
+    model = (tf.UMT5EncoderModel if umt5 else tf.T5EncoderModel)(config).eval()
     with torch.no_grad():  # unit norms would hide a missing one; a table wide enough to matter
         for name, p in model.named_parameters():
             if "layer_norm" in name:
@@ -314,6 +316,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "llama.cpp convert_hf_to_gguf.py",
         "the T5 encoder as llama.cpp converts it (t5encoder)",
     )(lambda path: convert(generate(T5, path.parents[2]), path, "f32"))
+    generator(
+        UMT5,
+        "transformers save_pretrained (UMT5EncoderModel) + sentencepiece unigram",
+        "UMT5 encoder (as Wan's text encoder: a relative-position table in every layer), tiny "
+        "random weights (snapshot only: llama.cpp's converter takes T5 encoders)",
+    )(lambda path: _t5_snapshot(path, umt5=True))
     generator(
         EMBEDDING_GEMMA,
         "transformers save_pretrained (Gemma3TextModel, use_bidirectional_attention)",

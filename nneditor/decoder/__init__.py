@@ -145,7 +145,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         config = with_aliases(doc.metadata.get("config") or {})
         config, names = _dequantized(config, names, doc)
         multimodal = str(config.get("model_type") or "")
-        if multimodal in ("t5", "mt5") and any(n.startswith("decoder.") for n in names):
+        if multimodal in ("t5", "mt5", "umt5") and any(n.startswith("decoder.") for n in names):
             raise DecoderUnsupported(
                 f"this {multimodal} snapshot is an encoder-decoder model: the NumPy decoder runs "
                 "T5 encoders (T5EncoderModel, the text encoders of diffusion models), not the "

@@ -1,5 +1,5 @@
 """T5 encoders: T5EncoderModel snapshots (t5 / mt5, as diffusion models' text encoders ship:
-T5 v1.1 XXL for FLUX and SD3) and llama.cpp's ``t5encoder`` GGUFs.
+T5 v1.1 XXL for FLUX and SD3; UMT5EncoderModel, Wan's) and ``t5encoder`` GGUFs.
 
 Pre-norm blocks of RMS norm (T5's LayerNorm: no mean, no bias), attention without the
 1/sqrt(d) scale whose scores get a learned bias per head and relative-position bucket (the

@@ -58,6 +58,7 @@ HF_ARCH = {
     "internlm2": "internlm2",  # InternLM2 / 2.5 (remote code): Llama with a packed wqkv
     "t5": "t5encoder",  # T5EncoderModel (T5 v1.1: FLUX and SD3 text encoders)
     "mt5": "t5encoder",
+    "umt5": "t5encoder",  # UMT5EncoderModel (Wan's text encoder): a table in every layer
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -198,6 +199,7 @@ _T5_ALIASES = {
 _CONFIG_ALIASES = {
     "t5": _T5_ALIASES,
     "mt5": _T5_ALIASES,
+    "umt5": _T5_ALIASES,
     # EXAONE 3.0 / 3.5: GPT-2's names; layer_norm_epsilon is its RMSNorm's
     "exaone": {
         "num_layers": "num_hidden_layers",

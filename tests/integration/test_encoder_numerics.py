@@ -135,15 +135,19 @@ def test_a_modernbert_encoder_equals_transformers(form: str, zoo_artifact) -> No
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("form", FORMS)
-def test_a_t5_encoder_equals_transformers(form: str, zoo_artifact) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    ("name", "form"), [("encoder-t5", f) for f in FORMS] + [("encoder-umt5", "snapshot")]
+)
+def test_a_t5_encoder_equals_transformers(name: str, form: str, zoo_artifact) -> None:  # noqa: ANN001
     """T5 v1.1's encoder (FLUX's and SD3's text encoder): RMS norms, attention without the
     1/sqrt(d) scale whose scores add the first layer's relative-position table (logarithmic
     buckets past 8 positions each way: the 80-token prompt reaches them), gated GELU-tanh; the
     snapshot and llama.cpp's t5encoder conversion. NNEditor's tokenizer gives the snapshot's
-    ids (its SentencePiece unigram through llama.cpp's rules, EOS at the end)."""
-    snap, path = _paths(zoo_artifact, "encoder-t5", form)
-    model = tf.T5EncoderModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids (its SentencePiece unigram through llama.cpp's rules, EOS at the end). UMT5 (Wan's
+    text encoder) has a table in every layer."""
+    snap, path = _paths(zoo_artifact, name, form)
+    cls = tf.UMT5EncoderModel if name == "encoder-umt5" else tf.T5EncoderModel
+    model = cls.from_pretrained(str(snap), dtype=torch.float32).eval()
     text = "a photo of the red cat on the mountain under the sky " * 6
     ids = np.array([load_tokenizer(path).encode(text)], dtype=np.int64)
     theirs = tf.AutoTokenizer.from_pretrained(str(snap))(text).input_ids
