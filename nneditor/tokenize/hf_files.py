@@ -102,9 +102,25 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
     )
 
 
+#: tokenizer classes whose vocab.json + merges.txt are GPT-2's byte-level BPE as read here
+#: (no framing tokens, GPT-2's word split); others split, mark or frame words their own way
+_GPT2_PAIR_CLASSES = ("GPT2Tokenizer", "GPT2TokenizerFast", "CodeGenTokenizer")
+
+
 def _bpe_pair(folder: Path) -> Any:
-    """GPT-2's byte-level BPE from the vocab.json + merges.txt in ``folder``."""
+    """GPT-2's byte-level BPE from the vocab.json + merges.txt in ``folder``; refused where
+    tokenizer_config.json names another tokenizer (CLIP's words end in ``</w>`` and are
+    lowercased, Qwen2's split digits apart, RoBERTa's frame texts: the ids would differ)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    named = _config(folder).get("tokenizer_class")
+    if isinstance(named, str) and named and named not in _GPT2_PAIR_CLASSES:
+        raise TokenizerError(
+            f"{folder}'s vocab.json + merges.txt belong to a {named}, which splits or frames "
+            "text differently from GPT-2's byte-level BPE that NNEditor builds from the pair; "
+            "give the model's tokenizer.json with --tokenizer (transformers writes one with "
+            "save_pretrained of its fast tokenizer)"
+        )
 
     bpe = models.BPE.from_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
     tok = Tokenizer(bpe)

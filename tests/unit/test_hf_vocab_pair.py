@@ -83,3 +83,15 @@ def test_a_picked_tokenizer_json_still_wins(pair: Path, tmp_path: Path) -> None:
     words.save(str(pair / "tokenizer.json"))
     assert hf_tokenizer(pair / "tokenizer.json").encode("lazy fox cat") == [1, 2, 0]
     assert hf_tokenizer(pair / "vocab.json").encode(TEXT) == _reference_ids(pair, TEXT)
+
+
+def test_a_pair_of_another_tokenizer_class_is_refused(pair: Path) -> None:
+    """A diffusers pipeline's CLIP tokenizer folder holds vocab.json + merges.txt too, but CLIP
+    lowercases words and ends them in </w>: read as GPT-2's BPE its ids would be wrong, so it
+    is refused by name; GPT-2's own class still reads."""
+    config = pair / "tokenizer_config.json"
+    config.write_text('{"tokenizer_class": "CLIPTokenizer"}')
+    with pytest.raises(TokenizerError, match="belong to a CLIPTokenizer"):
+        hf_tokenizer(pair)
+    config.write_text('{"tokenizer_class": "GPT2Tokenizer"}')
+    assert hf_tokenizer(pair).encode(TEXT) == _reference_ids(pair, TEXT)
