@@ -284,6 +284,7 @@ EXPECT: dict[str, E] = {
     "encoder-t5": {"format": "huggingface", **_lm(2)},
     "encoder-t5.gguf": {"format": "gguf", **_lm(2)},
     "encoder-umt5": {"format": "huggingface", **_lm(2)},
+    "encoder-clip-text": {"format": "huggingface", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

@@ -304,8 +304,94 @@ def _t5_snapshot(path: Path, umt5: bool = False) -> None:
     tok.save_pretrained(str(path))
 
 
+#: CLIP's text encoder (CLIPTextModel: Stable Diffusion's and FLUX's clip_l), QuickGELU, with a
+#: CLIP-style tokenizer.json (lowercased words ending in </w>, framed by start and end tokens)
+CLIP_TEXT = "encoder-clip-text"
+
+
+def _clip_tokenizer(path: Path) -> int:
+    """A small byte-level BPE trained the way CLIP's tokenizer is built; returns its size."""
+    import random
+
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
+
+    rng = random.Random(4)
+    words = ["a", "photo", "of", "the", "cat", "on", "red", "mountain", "dog's", "2024", "Sky!"]
+    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(400)]
+    tok = Tokenizer(models.BPE(end_of_word_suffix="</w>", unk_token="<|endoftext|>"))
+    tok.normalizer = normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Lowercase()]
+    )
+    words_re = r"""'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"""
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(words_re), behavior="removed", invert=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<|startoftext|>", "<|endoftext|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=specials,
+        end_of_word_suffix="</w>",
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator(lines, trainer)
+    start, end = (tok.token_to_id(s) for s in specials)
+    tok.post_processor = processors.RobertaProcessing(
+        (specials[1], end), (specials[0], start), trim_offsets=False, add_prefix_space=False
+    )
+    tok.save(str(path / "tokenizer.json"))
+    config = {"bos_token": specials[0], "eos_token": specials[1], "pad_token": specials[1]}
+    (path / "tokenizer_config.json").write_text(json.dumps(config))
+    return int(tok.get_vocab_size())
+
+
+def _clip_text_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = _clip_tokenizer(path)
+    config = tf.CLIPTextConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=77,
+        hidden_act="quick_gelu",
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=1,
+    )
+    torch.manual_seed(0)
+    model = tf.CLIPTextModel(config).eval()
+    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
+        for name, p in model.named_parameters():
+            if "layer_norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoders (each a snapshot and its llama.cpp conversion) to the zoo."""
+    generator(
+        CLIP_TEXT,
+        "transformers save_pretrained (CLIPTextModel) + a CLIP-style tokenizers BPE",
+        "CLIP text encoder (as Stable Diffusion's and FLUX's clip_l), tiny random weights "
+        "(snapshot only: llama.cpp does not convert CLIP's text side)",
+    )(_clip_text_snapshot)
     generator(
         T5,
         "transformers save_pretrained (T5EncoderModel) + sentencepiece unigram",

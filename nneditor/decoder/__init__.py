@@ -89,6 +89,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import (
+        clip_text,
         falcon_h1,
         gemma3n,
         gemma4,
@@ -151,6 +152,9 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "T5 encoders (T5EncoderModel, the text encoders of diffusion models), not the "
                 "generating decoder"
             )
+        projection = multimodal == "clip_text_model" and clip_text.PROJECTION in names
+        if projection:  # SDXL's second encoder: the pooled projection is not run (clip_text)
+            names = [n for n in names if n != clip_text.PROJECTION]
         part = text_part(config, names)  # Gemma 4: its text decoder without the towers
         if part is not None:
             config, stored = part
@@ -170,6 +174,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gemma3n.ARCH: gemma3n.from_hf,
             modern_bert.ARCH: modern_bert.from_hf,
             t5.ARCH: t5.from_hf,
+            clip_text.ARCH: clip_text.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
@@ -183,6 +188,9 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 f"the multi-token-prediction module ({mtp} tensors under mtp.) drafts later "
                 "tokens and is not run: the next-token logits do not depend on it"
             )
+            cfg = dataclasses.replace(cfg, notes=(*cfg.notes, note))
+        if projection:
+            note = "the pooled output's projection (text_projection) is not run"
             cfg = dataclasses.replace(cfg, notes=(*cfg.notes, note))
         if cfg.activation == "xielu":
             cfg = dataclasses.replace(cfg, xielu=_xielu_tensors(cfg, doc))

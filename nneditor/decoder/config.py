@@ -103,6 +103,7 @@ ARCHES = (
     "nomic-bert",  # nomic-embed-text v1/v1.5: BERT's post-norm blocks with RoPE and SwiGLU
     "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
+    "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -487,6 +488,9 @@ class DecoderConfig:
         if not self.causal:
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("bidirectional attention, ends at the last hidden state (no pooling)")
+        elif not self.head:  # CLIP's text encoder: causal, yet its output is a hidden state
+            bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
+            bits.append("causal attention, ends at the last hidden state (no pooling)")
         return ", ".join(bits)
 
     @property

@@ -93,7 +93,19 @@ def relu(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, F32(0)).astype(F32)
 
 
-ACTIVATIONS = {"silu": silu, "gelu_tanh": gelu_tanh, "gelu": gelu, "relu2": relu2, "relu": relu}
+def quick_gelu(x: np.ndarray) -> np.ndarray:
+    """CLIP's QuickGELU: x * sigmoid(1.702 x)."""
+    return (x * sigmoid(x * F32(1.702))).astype(F32)
+
+
+ACTIVATIONS = {
+    "silu": silu,
+    "gelu_tanh": gelu_tanh,
+    "gelu": gelu,
+    "relu2": relu2,
+    "relu": relu,
+    "quick_gelu": quick_gelu,
+}
 
 
 def inv_freq(

@@ -456,7 +456,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
-        if arch in ("gemma-embedding", "modern-bert", "t5encoder"):  # embedding models and
+        if arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):  # embedders and
             return  # text encoders: the final norm's output is their output
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 

@@ -59,6 +59,7 @@ HF_ARCH = {
     "t5": "t5encoder",  # T5EncoderModel (T5 v1.1: FLUX and SD3 text encoders)
     "mt5": "t5encoder",
     "umt5": "t5encoder",  # UMT5EncoderModel (Wan's text encoder): a table in every layer
+    "clip_text_model": "clip-text",  # CLIPTextModel (Stable Diffusion's and FLUX's clip_l)
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -401,10 +402,49 @@ _GEMMA3N_STREAMS = re.compile(
 _GEMMA4_ROUTER = re.compile(r"^model\.layers\.(\d+)\.router\.(scale|per_expert_scale)$")
 
 
+#: CLIP's text transformer (CLIPTextModel: the text encoders of Stable Diffusion and FLUX),
+#: which llama.cpp does not convert: its names as a decoder stack's (``text_model.`` dropped)
+_CLIP_TEXT_TOP = {
+    "embeddings.token_embedding.weight": "token_embd.weight",
+    "embeddings.position_embedding.weight": "position_embd.weight",
+    "final_layer_norm.weight": "output_norm.weight",
+    "final_layer_norm.bias": "output_norm.bias",
+}
+_CLIP_TEXT_PARTS = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.out_proj": "attn_output",
+    "layer_norm1": "attn_norm",
+    "layer_norm2": "ffn_norm",
+    "mlp.fc1": "ffn_up",
+    "mlp.fc2": "ffn_down",
+}
+_CLIP_TEXT_LAYER = re.compile(r"^encoder\.layers\.(\d+)\.(.+)\.(weight|bias)$")
+
+
+def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        inner = name.removeprefix("text_model.")
+        layer = _CLIP_TEXT_LAYER.match(inner)
+        part = _CLIP_TEXT_PARTS.get(layer[2]) if layer else None
+        if layer and part:
+            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
+        elif inner in _CLIP_TEXT_TOP:
+            mapped[_CLIP_TEXT_TOP[inner]] = name
+        elif not name.endswith("position_ids"):  # (a buffer some checkpoints keep)
+            unplaced.append(name)
+    return mapped, unplaced
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
     """({llama.cpp name: snapshot name}, snapshot names without a place) for ``arch``."""
+    if arch == "clip-text":
+        return _clip_text_names(list(names))
     table = _table(arch, n_layers)
     mapped: dict[str, str] = {}
     unplaced: list[str] = []

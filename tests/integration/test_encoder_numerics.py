@@ -47,7 +47,7 @@ def _compare(model: Any, path: Path, ids: np.ndarray, blocks: int, **variants: d
         for name, change in variants.items():
             other = dataclasses.replace(cfg, **change)
             others[name] = run_forward(doc, other, ids, lambda n, v: None)
-    assert not cfg.causal and not cfg.head
+    assert not cfg.head and cfg.causal == (cfg.arch == "clip-text")  # (CLIP's text is causal)
     for i in range(blocks):
         assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
     assert _rel(result, want) < 1e-5
@@ -180,3 +180,36 @@ def test_an_encoder_decoder_t5_is_refused_by_name(zoo_artifact, tmp_path: Path) 
     save_file(weights, snap / "model.safetensors")
     with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match="encoder-decoder"):
         decoder_config(doc)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("projection", [False, True])
+def test_a_clip_text_encoder_equals_transformers(
+    projection: bool, zoo_artifact, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """CLIP's text encoder (Stable Diffusion's and FLUX's clip_l): GPT-2's pre-norm blocks
+    with a causal mask and QuickGELU, ending at the final norm's hidden states. SDXL's second
+    encoder (CLIPTextModelWithProjection) also stores the pooled output's projection: it is
+    left out with a note, the hidden states the same."""
+    import shutil
+
+    from safetensors.numpy import load_file, save_file
+
+    snap = zoo_artifact("encoder-clip-text")
+    if projection:
+        snap = shutil.copytree(snap, tmp_path / "with-projection")
+        weights = load_file(snap / "model.safetensors")
+        weights["text_projection.weight"] = np.eye(64, dtype=np.float32)
+        save_file(weights, snap / "model.safetensors")
+    model = tf.CLIPTextModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([load_tokenizer(snap).encode("A photo of the red cat on the mountain!")])
+    assert ids[0, 0] == 0 and ids[0, -1] == 1  # framed by the start and end tokens
+    cfg, _values, _out, changed = _compare(
+        model, snap, ids, 1, bidirectional={"causal": False}, exact_gelu={"activation": "gelu"}
+    )
+    assert changed["bidirectional"] > 0.01 and changed["exact_gelu"] > 1e-4
+    assert "causal attention" in cfg.describe()
+    assert (
+        any("pooled output" in n for n in cfg.notes)
+        and any("text_projection" in n for n in cfg.notes) == projection
+    )
