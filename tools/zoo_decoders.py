@@ -110,6 +110,17 @@ _ROUTED = {
     "num_experts_per_tok": 2,
     "n_shared_experts": 1,
 }
+#: GLM-4.5's mixture: 2 expert groups (the best one eligible), weights renormalised and scaled
+_GLM45 = {
+    **_ROUTED,
+    "n_group": 2,
+    "topk_group": 1,
+    "routed_scaling_factor": 2.5,
+    "norm_topk_prob": True,
+    "first_k_dense_replace": 1,
+    "attention_bias": True,
+    "num_nextn_predict_layers": 0,
+}
 #: DeepSeek's latent attention, tiny: a query bottleneck of 24, a latent of 16, 8 + 8 query/key
 #: features per head (not rotated + rotated) and 12 value features
 _MLA = {
@@ -145,6 +156,45 @@ _HUNYUAN = {
     },
     "tie_word_embeddings": True,
 }
+#: OLMo 3's YaRN (on its full-attention layers), its original context shrunk to 32 positions
+_OLMO3_YARN = {
+    "rope_type": "yarn",
+    "factor": 8.0,
+    "original_max_position_embeddings": 32,
+    "attention_factor": 1.2079,
+    "beta_fast": 32.0,
+    "beta_slow": 1.0,
+}
+#: Llama 3's RoPE scaling, its original context shrunk to 64 positions
+_LLAMA3_ROPE = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 64,
+}
+#: MiniCPM's scales as transformers' Granite multipliers (hidden 64, 2 layers, heads of 16)
+_MINICPM = {
+    **_COMMON,
+    "embedding_multiplier": 12.0,
+    "residual_multiplier": 1.4 / 2**0.5,
+    "logits_scaling": 64 / 256,
+    "attention_multiplier": 1 / 16**0.5,
+    "tie_word_embeddings": True,
+}
+#: ... and as MiniCPM's releases state them (config.json); the Granite keys they lack
+_MINICPM_RELEASE = {
+    "architectures": ["MiniCPMForCausalLM"],
+    "model_type": "minicpm",
+    "scale_emb": 12,
+    "scale_depth": 1.4,
+    "dim_model_base": 256,
+    "rope_theta": 10000.0,
+}
+_MINICPM_NOT_RELEASED = (
+    *("embedding_multiplier", "residual_multiplier", "logits_scaling"),
+    *("attention_multiplier", "rope_parameters"),
+)
 #: MiniCPM4's LongRoPE as its releases state it (rope_scaling) over 16-wide heads: the original
 #: context is the whole context (32768 both), so prompts within it take the short factors and
 #: no attention factor
@@ -162,13 +212,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "LlamaForCausalLM",
         {
             **_COMMON,
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 64,
-            },
+            "rope_scaling": _LLAMA3_ROPE,
         },
         _SMOL,
     ),
@@ -511,22 +555,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     # GLM-4.5 (glm4moe): a dense first layer, then sigmoid routing with a selection bias among
     # the best of 2 expert groups, weights renormalised and scaled by 2.5, a shared expert,
     # biased q/k/v, per-head q/k norms and half of each head rotated
-    "glm4_moe": (
-        "Glm4MoeConfig",
-        "Glm4MoeForCausalLM",
-        {
-            **_ROUTED,
-            "n_group": 2,
-            "topk_group": 1,
-            "routed_scaling_factor": 2.5,
-            "norm_topk_prob": True,
-            "first_k_dense_replace": 1,
-            "attention_bias": True,
-            "use_qk_norm": True,
-            "num_nextn_predict_layers": 0,
-        },
-        _SMOL,
-    ),
+    "glm4_moe": ("Glm4MoeConfig", "Glm4MoeForCausalLM", {**_GLM45, "use_qk_norm": True}, _SMOL),
     # Arcee's Trinity (afmoe): a dense first layer, then sigmoid-routed experts (a selection
     # bias, renormalised, scaled) beside a shared one; attention gated by a sigmoid of its own
     # projection, q/k norms, norms after attention and feed-forward too, windowed layers with
@@ -554,17 +583,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
     "glm4_moe_air": (
         "Glm4MoeConfig",
         "Glm4MoeForCausalLM",
-        {
-            **_ROUTED,
-            "n_group": 2,
-            "topk_group": 1,
-            "routed_scaling_factor": 2.5,
-            "norm_topk_prob": True,
-            "first_k_dense_replace": 1,
-            "attention_bias": True,
-            "use_qk_norm": False,
-            "num_nextn_predict_layers": 0,
-        },
+        {**_GLM45, "use_qk_norm": False},
         _SMOL,
     ),
     # DeepSeek-V3 (deepseek2: also Kimi K2, GLM-4.7-Flash): latent attention with a query
@@ -674,14 +693,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "num_hidden_layers": 4,
             "sliding_window": 4,
             "max_position_embeddings": 256,
-            "rope_scaling": {
-                "rope_type": "yarn",
-                "factor": 8.0,
-                "original_max_position_embeddings": 32,
-                "attention_factor": 1.2079,
-                "beta_fast": 32.0,
-                "beta_slow": 1.0,
-            },
+            "rope_scaling": _OLMO3_YARN,
         },
         _SMOL,
     ),
@@ -742,13 +754,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "bos_token_id": 1,
             "eos_token_id": 2,
             "rms_norm_eps": 1e-3,  # not the decoder's default: the key is read, not assumed
-            "rope_scaling": {
-                "rope_type": "llama3",
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 64,
-            },
+            "rope_scaling": _LLAMA3_ROPE,
         },
         _SMOL,
     ),
@@ -760,12 +766,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "GraniteConfig",
         "GraniteForCausalLM",
         {
-            **_COMMON,
-            "embedding_multiplier": 12.0,
-            "residual_multiplier": 1.4 / 2**0.5,
-            "logits_scaling": 64 / 256,
-            "attention_multiplier": 1 / 16**0.5,
-            "tie_word_embeddings": True,
+            **_MINICPM,
         },
         "sentencepiece",
     ),
@@ -775,12 +776,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "GraniteConfig",
         "GraniteForCausalLM",
         {
-            **_COMMON,
-            "embedding_multiplier": 12.0,
-            "residual_multiplier": 1.4 / 2**0.5,
-            "logits_scaling": 64 / 256,
-            "attention_multiplier": 1 / 16**0.5,
-            "tie_word_embeddings": True,
+            **_MINICPM,
             "max_position_embeddings": 64,
             "rope_parameters": _MINICPM4_ROPE,
         },
@@ -1545,34 +1541,15 @@ _CONFIG_AS_RELEASED = {
     # full-attention layers)
     "olmo3-yarn": {
         "rope_theta": 500000.0,
-        "rope_scaling": {
-            "rope_type": "yarn",
-            "factor": 8.0,
-            "original_max_position_embeddings": 32,
-            "attention_factor": 1.2079,
-            "beta_fast": 32.0,
-            "beta_slow": 1.0,
-        },
+        "rope_scaling": _OLMO3_YARN,
     },
     # Arcee's Trinity releases state that the chosen experts' weights are renormalised
     # (transformers always does; llama.cpp's converter writes it from this key)
     "afmoe": {"route_norm": True},
     # openbmb's MiniCPM releases: their own class and scales (see FAMILIES)
-    "minicpm": {
-        "architectures": ["MiniCPMForCausalLM"],
-        "model_type": "minicpm",
-        "scale_emb": 12,
-        "scale_depth": 1.4,
-        "dim_model_base": 256,
-        "rope_theta": 10000.0,
-    },
+    "minicpm": _MINICPM_RELEASE,
     "minicpm4": {
-        "architectures": ["MiniCPMForCausalLM"],
-        "model_type": "minicpm",
-        "scale_emb": 12,
-        "scale_depth": 1.4,
-        "dim_model_base": 256,
-        "rope_theta": 10000.0,
+        **_MINICPM_RELEASE,
         "rope_scaling": {k: v for k, v in _MINICPM4_ROPE.items() if k != "rope_theta"},
     },
     # LG's EXAONE 3.5 releases (remote code then; transformers reads them as Llama since) spell
@@ -1583,13 +1560,7 @@ _CONFIG_AS_RELEASED = {
         "activation_function": "silu",
         "layer_norm_epsilon": 1e-3,
         "rope_theta": 1_000_000.0,
-        "rope_scaling": {
-            "rope_type": "llama3",
-            "factor": 8.0,
-            "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0,
-            "original_max_position_embeddings": 64,
-        },
+        "rope_scaling": _LLAMA3_ROPE,
     },
 }
 #: keys transformers writes with their defaults that a family's release does not have: the
