@@ -12,6 +12,7 @@ Registered into zoo_generated's table by :func:`register`.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -1423,7 +1424,9 @@ def _random_model(family: str) -> tuple[Any, Any]:
         vocab = len(fast)
     if "hidden_size_per_layer_input" in kwargs:  # Gemma 4's per-layer embeddings: every token
         kwargs = {**kwargs, "vocab_size_per_layer_input": vocab}
-    config = getattr(tf, config_cls)(vocab_size=vocab, **kwargs)
+    # (a copy: transformers' configs complete nested RoPE dicts in place, and several families
+    # share them)
+    config = getattr(tf, config_cls)(vocab_size=vocab, **copy.deepcopy(kwargs))
     torch.manual_seed(0)
     model = getattr(tf, model_cls)(config).eval()
     with torch.no_grad():  # unit norms and zero biases would hide a missing weight
