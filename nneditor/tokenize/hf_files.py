@@ -86,6 +86,10 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
         bos = _token_id(tok, config.get("cls_token"))
     if eos is None and frame:
         eos = _token_id(tok, config.get("sep_token"))
+    if bos is None and frame and frame[0] in specials:  # (CLIP's pair: no names stated)
+        bos = frame[0]
+    if eos is None and frame and frame[-1] in specials:
+        eos = frame[-1]
     return TextTokenizer(
         "tokenizer.json",
         EXACT_HF,
@@ -108,12 +112,15 @@ _GPT2_PAIR_CLASSES = ("GPT2Tokenizer", "GPT2TokenizerFast", "CodeGenTokenizer")
 
 
 def _bpe_pair(folder: Path) -> Any:
-    """GPT-2's byte-level BPE from the vocab.json + merges.txt in ``folder``; refused where
-    tokenizer_config.json names another tokenizer (CLIP's words end in ``</w>`` and are
-    lowercased, Qwen2's split digits apart, RoBERTa's frame texts: the ids would differ)."""
+    """GPT-2's byte-level BPE from the vocab.json + merges.txt in ``folder`` (CLIP's where
+    tokenizer_config.json names CLIPTokenizer: :func:`_clip_pair`); refused where it names
+    another tokenizer (Qwen2's split digits apart, RoBERTa's frame texts: the ids would
+    differ)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
     named = _config(folder).get("tokenizer_class")
+    if isinstance(named, str) and named.startswith("CLIPTokenizer"):
+        return _clip_pair(folder)
     if isinstance(named, str) and named and named not in _GPT2_PAIR_CLASSES:
         raise TokenizerError(
             f"{folder}'s vocab.json + merges.txt belong to a {named}, which splits or frames "
@@ -127,6 +134,62 @@ def _bpe_pair(folder: Path) -> Any:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens(_declared_specials(folder, tok))
+    return tok
+
+
+def _clip_pair(folder: Path) -> Any:
+    """CLIP's tokenizer from its vocab.json + merges.txt (a diffusers pipeline's tokenizer
+    folder), built as transformers builds it on the tokenizers library: NFC, whitespace runs
+    as one space, lowercase; CLIP's word split; byte-level BPE whose word-final pieces end in
+    ``</w>``; texts framed by the start and end tokens."""
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
+
+    config = _config(folder)
+    start = _content(config.get("bos_token")) or "<|startoftext|>"
+    end = _content(config.get("eos_token")) or "<|endoftext|>"
+    unk = _content(config.get("unk_token")) or end
+    vocab, merges = models.BPE.read_file(str(folder / "vocab.json"), str(folder / "merges.txt"))
+    missing = [t for t in (start, end, unk) if t not in vocab]
+    if missing:
+        raise TokenizerError(f"{folder}'s CLIP vocabulary lacks its special token {missing[0]!r}")
+    tok = Tokenizer(
+        models.BPE(
+            vocab,
+            merges,
+            continuing_subword_prefix="",
+            end_of_word_suffix="</w>",
+            fuse_unk=False,
+            unk_token=unk,
+        )
+    )
+    tok.normalizer = normalizers.Sequence(
+        [normalizers.NFC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Lowercase()]
+    )
+    words = (
+        r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|"
+        r"[^\s\p{L}\p{N}]+"
+    )
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(words), behavior="removed", invert=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    tok.decoder = decoders.Sequence(
+        [decoders.ByteLevel(), decoders.Replace("</w>", " "), decoders.Strip(" ", 0, 1)]
+    )
+    tok.add_special_tokens([start, end])
+    tok.post_processor = processors.RobertaProcessing(
+        (end, vocab[end]), (start, vocab[start]), trim_offsets=False, add_prefix_space=False
+    )
     return tok
 
 

@@ -86,12 +86,62 @@ def test_a_picked_tokenizer_json_still_wins(pair: Path, tmp_path: Path) -> None:
 
 
 def test_a_pair_of_another_tokenizer_class_is_refused(pair: Path) -> None:
-    """A diffusers pipeline's CLIP tokenizer folder holds vocab.json + merges.txt too, but CLIP
-    lowercases words and ends them in </w>: read as GPT-2's BPE its ids would be wrong, so it
-    is refused by name; GPT-2's own class still reads."""
+    """Qwen2's vocab.json + merges.txt split digits apart, RoBERTa's frame texts: read as
+    GPT-2's BPE their ids would be wrong, so such a pair is refused by name; GPT-2's own class
+    still reads."""
     config = pair / "tokenizer_config.json"
-    config.write_text('{"tokenizer_class": "CLIPTokenizer"}')
-    with pytest.raises(TokenizerError, match="belong to a CLIPTokenizer"):
+    config.write_text('{"tokenizer_class": "Qwen2Tokenizer"}')
+    with pytest.raises(TokenizerError, match="belong to a Qwen2Tokenizer"):
         hf_tokenizer(pair)
     config.write_text('{"tokenizer_class": "GPT2Tokenizer"}')
     assert hf_tokenizer(pair).encode(TEXT) == _reference_ids(pair, TEXT)
+
+
+CLIP_TEXTS = [
+    "A photo of the red Cat on the MOUNTAIN!",
+    "dog's   2024 sky,  under   trees",
+    "café crème brûlée",
+    "<|startoftext|>photo<|endoftext|>",
+]
+
+
+def test_a_clip_pair_gives_transformers_ids(tmp_path: Path) -> None:
+    """A diffusers pipeline's CLIP tokenizer folder (vocab.json + merges.txt, CLIPTokenizer
+    named): lowercased words whose last piece ends in </w>, framed by start and end tokens; the
+    ids equal transformers' CLIPTokenizer on the same files."""
+    import random
+
+    from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+    tf = pytest.importorskip("transformers")
+    rng = random.Random(4)
+    words = ["a", "photo", "of", "the", "cat", "on", "red", "mountain", "dog's", "2024", "sky!"]
+    tok = Tokenizer(models.BPE(end_of_word_suffix="</w>", unk_token="<|endoftext|>"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(r"[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"), "removed", True),
+            pre_tokenizers.ByteLevel(add_prefix_space=False),
+        ]
+    )
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    trainer = trainers.BpeTrainer(
+        vocab_size=800,
+        special_tokens=["<|startoftext|>", "<|endoftext|>"],
+        end_of_word_suffix="</w>",
+        initial_alphabet=alphabet + [c + "</w>" for c in alphabet],
+    )
+    tok.train_from_iterator(
+        [" ".join(rng.choice(words) for _ in range(9)) for _ in range(300)], trainer
+    )
+    tok.model.save(str(tmp_path))
+    (tmp_path / "tokenizer_config.json").write_text('{"tokenizer_class": "CLIPTokenizer"}')
+    theirs = tf.CLIPTokenizer.from_pretrained(str(tmp_path))
+    ours = hf_tokenizer(tmp_path)
+    for text in CLIP_TEXTS:
+        want = theirs(text).input_ids  # (special-token text is special there: asked for here)
+        assert ours.encode(text, special="<|" in text) == want, text
+        assert want[0] == ours.bos_id and want[-1] == ours.eos_id
+    assert (
+        ours.decode(ours.encode("A photo of the cat", special=False)[1:-1]) == "a photo of the cat"
+    )
