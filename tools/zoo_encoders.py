@@ -13,24 +13,19 @@ from typing import Any
 
 from zoo_decoders import _COMMON, _SMOL, _spm_model, _wheel, convert
 
-#: an XLM-RoBERTa encoder (bge-m3, multilingual-e5): positions after the padding id, a
-#: SentencePiece unigram vocabulary
-XLMR = "encoder-xlm-roberta"
 
-
-def _xlmr_snapshot(path: Path) -> None:
+def _unigram(words: list[str], seed: int, **ids: int) -> bytes:
+    """A 32-piece SentencePiece unigram model trained on seeded 10-word lines of ``words``
+    (``ids``: the special pieces' ids, sentencepiece's defaults otherwise)."""
     import io
     import random
 
     import sentencepiece as spm
-    import torch
-    import transformers as tf
 
-    rng = random.Random(1)
-    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
+    rng = random.Random(seed)
     lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
     out = io.BytesIO()
-    spm.SentencePieceTrainer.train(  # XLM-R's sentencepiece.bpe.model: <unk> 0, <s> 1, </s> 2
+    spm.SentencePieceTrainer.train(
         sentence_iterator=iter(lines),
         model_writer=out,
         vocab_size=32,
@@ -38,10 +33,24 @@ def _xlmr_snapshot(path: Path) -> None:
         character_coverage=1.0,
         num_threads=1,
         minloglevel=2,
+        **ids,
     )
+    return out.getvalue()
+
+
+#: an XLM-RoBERTa encoder (bge-m3, multilingual-e5): positions after the padding id, a
+#: SentencePiece unigram vocabulary
+XLMR = "encoder-xlm-roberta"
+
+
+def _xlmr_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
     path.mkdir(parents=True, exist_ok=True)
-    model_file = path / "sentencepiece.bpe.model"
-    model_file.write_bytes(out.getvalue())
+    model_file = path / "sentencepiece.bpe.model"  # XLM-R's: <unk> 0, <s> 1, </s> 2
+    model_file.write_bytes(_unigram(words, 1))
     tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))  # fairseq ids: spm's + 1, <mask>
     config = tf.XLMRobertaConfig(
         vocab_size=len(tok),
@@ -254,32 +263,13 @@ UMT5 = "encoder-umt5"
 
 
 def _t5_snapshot(path: Path, umt5: bool = False) -> None:
-    import io
-    import random
-
-    import sentencepiece as spm
     import torch
     import transformers as tf
 
-    rng = random.Random(2)
     words = ["a", "photo", "of", "the", "cat", "on", "red", "mountain", "under", "sky", "écrit"]
-    lines = [" ".join(rng.choice(words) for _ in range(10)) for _ in range(300)]
-    out = io.BytesIO()
-    spm.SentencePieceTrainer.train(  # T5's spiece.model: <pad> 0, </s> 1, <unk> 2, no <s>
-        sentence_iterator=iter(lines),
-        model_writer=out,
-        vocab_size=32,
-        model_type="unigram",
-        pad_id=0,
-        eos_id=1,
-        unk_id=2,
-        bos_id=-1,
-        character_coverage=1.0,
-        num_threads=1,
-        minloglevel=2,
-    )
     path.mkdir(parents=True, exist_ok=True)
-    (path / "spiece.model").write_bytes(out.getvalue())
+    # T5's spiece.model: <pad> 0, </s> 1, <unk> 2, no <s>
+    (path / "spiece.model").write_bytes(_unigram(words, 2, pad_id=0, eos_id=1, unk_id=2, bos_id=-1))
     tok = tf.T5TokenizerFast.from_pretrained(str(path))  # (+100 sentinels <extra_id_N>)
     config = (tf.UMT5Config if umt5 else tf.T5Config)(
         vocab_size=len(tok),

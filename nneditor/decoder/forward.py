@@ -28,7 +28,7 @@ from nneditor.decoder import (
     t5,
 )
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
-from nneditor.decoder.rope_scaling import RopeScaling, dynamic_theta
+from nneditor.decoder.rope_scaling import dynamic_theta
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
 from nneditor.semantic.checkpoint_names import ffn_norm_value
@@ -125,11 +125,9 @@ def _forward(
     freq_full = freq_local = np.zeros(0, F32)
     if cfg.rope != "none" and cfg.gemma4 is None:
         dim = cfg.rope_dim or cfg.head_dim
-        if cfg.rope_scaling.kind == "dynamic":  # the base stretched past the original context
-            theta = dynamic_theta(cfg.rope_scaling, cfg.rope_theta, dim, seq)
-            freq_full = ops.inv_freq(dim, theta, RopeScaling(), factors)
-        else:
-            freq_full = ops.inv_freq(dim, cfg.rope_theta, cfg.rope_scaling, factors)
+        # (dynamic NTK: the base stretched past the original context; any other: the base)
+        theta = dynamic_theta(cfg.rope_scaling, cfg.rope_theta, dim, seq)
+        freq_full = ops.inv_freq(dim, theta, cfg.rope_scaling, factors)
         freq_local = (
             ops.inv_freq(dim, cfg.rope_theta_local, type(cfg.rope_scaling)())
             if cfg.rope_theta_local
