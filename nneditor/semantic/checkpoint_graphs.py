@@ -260,15 +260,17 @@ _HF_STACK = re.compile(
 _HF_MAP = [
     # (regex on the in-block rest, gguf-style key)
     (
-        r"(input_layernorm|ln_1|layernorm_before|self_attn_layer_norm|norm)\.(weight|bias)$",
+        r"(input_layernorm|ln_1|layernorm_before|self_attn_layer_norm|sa_layer_norm|norm)"
+        r"\.(weight|bias)$",
         "attn_norm.{1}",
     ),
     (
-        r"(post_attention_layernorm|ln_2|layernorm_after|final_layer_norm)\.(weight|bias)$",
+        r"(post_attention_layernorm|ln_2|layernorm_after|final_layer_norm|output_layer_norm)"
+        r"\.(weight|bias)$",
         "ffn_norm.{1}",
     ),
     (r"(self_attn|attn|attention|mixer|linear_attn|encoder_attn)\.(.+)$", "attn_{1}"),
-    (r"(mlp|feed_forward|intermediate|output|fc1|fc2)\.(.+)$", "ffn_{0}_{1}"),
+    (r"(mlp|feed_forward|ffn|intermediate|output|fc1|fc2)\.(.+)$", "ffn_{0}_{1}"),
     (r"(fc1|fc2)\.(weight|bias)$", "ffn_{0}_{1}"),
 ]
 
@@ -311,14 +313,7 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     heads = config.get("num_attention_heads") or config.get("n_head")
     kv = config.get("num_key_value_heads") or heads
     b = CheckpointBuilder(f"{model_type or 'model'} (from config.json and tensor names)")
-    emb = next(
-        (
-            n
-            for n in top
-            if re.search(r"(embed_tokens|word_embeddings|wte|embeddings?)\.weight$", n)
-        ),
-        "",
-    )
+    emb = _token_embedding(top)
     b.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
     x = b.node(
         "embeddings",
@@ -340,24 +335,27 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
         (n for n in rest if re.search(r"(lm_head|proj_out|classifier|output)\.weight$", n)), ""
     )
     norm_w = [n for n in rest if re.search(r"(norm|ln_f|layernorm|layer_norm)\.(weight|bias)$", n)]
-    x = b.node(
-        "output_norm",
-        "RMSNorm" if not any(n.endswith("bias") for n in norm_w) else "LayerNorm",
-        [x],
-        "result_norm",
-        norm_w,
-        "norm",
-        "Final normalization (from tensor names).",
-    )
-    b.node(
-        "output",
-        "LMHead",
-        [x],
-        "result_output",
-        [head_w or emb],
-        "head",
-        "Output head (from tensor names)" + ("" if head_w else "; tied to the embedding") + ".",
-    )
+    if norm_w:
+        x = b.node(
+            "output_norm",
+            "RMSNorm" if not any(n.endswith("bias") for n in norm_w) else "LayerNorm",
+            [x],
+            "result_norm",
+            norm_w,
+            "norm",
+            "Final normalization (from tensor names).",
+        )
+    tied = not head_w and emb and _ties_head(config)
+    if head_w or tied:
+        b.node(
+            "output",
+            "LMHead",
+            [x],
+            "result_output",
+            [head_w or emb],
+            "head",
+            "Output head (from tensor names)" + ("; tied to the embedding" if tied else "") + ".",
+        )
     g = b.finish()
     other = [n for n in doc.tensors if n not in set(g.initializers)]
     if other:
@@ -425,6 +423,41 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             "listed with the weights"
         )
     return g
+
+
+#: a token embedding's name (position, token-type and patch embeddings are not one)
+_TOKEN_EMBEDDING = re.compile(
+    r"(embed_tokens|word_embeddings|wte|tok_embeddings|token_embedding|embed_in|shared)\.weight$"
+)
+_OTHER_EMBEDDING = re.compile(r"(position|pos_|token_type|patch|segment|wpe)")
+#: model classes with a language-model head, which transformers ties to the token embedding
+#: unless the config says otherwise
+_LM_HEAD_CLASSES = ("ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForConditionalGeneration")
+
+
+def _token_embedding(top: Mapping[str, str]) -> str:
+    """The token embedding among the top-level tensors ("" when none is recognisable)."""
+    named = next((n for n in top if _TOKEN_EMBEDDING.search(n)), "")
+    if named:
+        return named
+    return next(
+        (
+            n
+            for n in top
+            if re.search(r"embeddings?\.weight$", n) and not _OTHER_EMBEDDING.search(n)
+        ),
+        "",
+    )
+
+
+def _ties_head(config: Mapping[str, Any]) -> bool:
+    """Whether a snapshot without a head tensor has a head tied to its token embedding: its
+    class has a language-model head (a base model such as ``BertModel``, ``OPTModel`` or
+    ``ViTModel`` has none) and the config does not untie it."""
+    classes = config.get("architectures") or []
+    if not isinstance(classes, list) or not any(str(c).endswith(_LM_HEAD_CLASSES) for c in classes):
+        return False
+    return config.get("tie_word_embeddings", True) is not False
 
 
 def _order(prefix: str) -> tuple[int, str]:
