@@ -285,6 +285,11 @@ EXPECT: dict[str, E] = {
     "encoder-t5.gguf": {"format": "gguf", **_lm(2)},
     "encoder-umt5": {"format": "huggingface", **_lm(2)},
     "encoder-clip-text": {"format": "huggingface", **_lm(2)},
+    # BERT, DistilBERT and RoBERTa with their masked-LM heads, in their releases' layouts
+    "encoder-bert-mlm": {"format": "huggingface", **_lm(2)},
+    "encoder-distilbert-mlm": {"format": "huggingface", **_lm(2)},
+    "encoder-roberta-mlm": {"format": "huggingface", **_lm(2)},
+    "encoder-mpnet": {"format": "huggingface", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

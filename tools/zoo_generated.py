@@ -503,6 +503,10 @@ import zoo_encoders  # noqa: E402 - embedding encoders, written by transformers 
 
 zoo_encoders.register(generator, generate)
 
+import zoo_mlm  # noqa: E402 - BERT, DistilBERT and RoBERTa with their masked-LM heads
+
+zoo_mlm.register(generator)
+
 import zoo_families  # noqa: E402 - the bundled tracer plugins' families (diffusers UNets)
 
 zoo_families.register(generator)

@@ -487,7 +487,14 @@ class DecoderConfig:
                 bits.append(f"per-layer embeddings of {g.ple}")
         if not self.causal:
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
-            bits.append("bidirectional attention, ends at the last hidden state (no pooling)")
+            bits.append(
+                "bidirectional attention, "
+                + (
+                    "ends at its masked-language-model head's logits"
+                    if self.head
+                    else "ends at the last hidden state (no pooling)"
+                )
+            )
         elif not self.head:  # CLIP's text encoder: causal, yet its output is a hidden state
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("causal attention, ends at the last hidden state (no pooling)")
@@ -526,6 +533,18 @@ BERT: dict[str, Any] = {
     "notes": (
         "the trace ends at the last hidden state: a pooler and the pooled sentence embedding "
         "are not computed",
+    ),
+}
+
+#: BERT, RoBERTa and DistilBERT saved with their masked-language-model head (bert-base-uncased,
+#: roberta-base, distilbert-base-uncased as released): the head's vocabulary logits follow the
+#: last hidden state (every position's prediction of its token, [MASK] ones included)
+BERT_MLM: dict[str, Any] = {
+    **BERT,
+    "head": True,
+    "notes": (
+        "the masked-language-model head's logits are the output; a pooler and a "
+        "next-sentence head, where stored, are not computed",
     ),
 }
 

@@ -12,6 +12,7 @@ from typing import Any
 from nneditor.decoder import llama4
 from nneditor.decoder.config import (
     BERT,
+    BERT_MLM,
     BLOOM,
     GEMMA_EMBEDDING,
     GEMMAS,
@@ -32,8 +33,10 @@ from nneditor.decoder.config import (
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import (
+    BERT_SIDE_HEADS,
     HF_ARCH,
     MTP_PREFIXES,
+    bert_inner,
     canonical_names,
     granite4_layers,
     layer_count,
@@ -229,12 +232,14 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
                 f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
             )
         roberta = config.get("model_type") in ("roberta", "xlm-roberta")
+        mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
         return DecoderConfig(
             **common,
-            **BERT,
+            **(BERT_MLM if "mlm_dense.weight" in common["names"] else BERT),
+            **(_mpnet(config) if mpnet else {}),
             norm_eps=float(config.get("layer_norm_eps") or 1e-12),
             attn_scale=1 / math.sqrt(head_dim),
-            position_pad=_pad_id(config) if roberta else -1,
+            position_pad=_pad_id(config) if roberta else 1 if mpnet else -1,
         )
     rope = hf_rope(config)
     if arch in LAYER_NORM_FAMILIES:
@@ -522,6 +527,18 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
     return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
 
 
+def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:
+    """MPNet's relative positions: transformers' MPNetEncoder buckets distances with 32
+    buckets up to 128 whatever the config says (T5's bucketing), and counts positions from its
+    padding id, 1, as RoBERTa does."""
+    buckets = int(config.get("relative_attention_num_buckets") or 32)
+    if buckets != 32:
+        raise DecoderUnsupported(
+            f"this MPNet's relative-position table has {buckets} buckets; MPNet computes 32"
+        )
+    return {"rel_buckets": 32, "rel_max_distance": 128}
+
+
 def _hf_names(
     arch: str, tensor_names: Sequence[str], n_layers: int
 ) -> tuple[dict[str, str], frozenset[str]]:
@@ -530,8 +547,8 @@ def _hf_names(
         tensor_names = [n for n in tensor_names if _layer_of(n) < n_layers]
     tensor_names = [n for n in tensor_names if not n.startswith(MTP_PREFIXES)]  # Qwen3.5's
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
-    if arch == "bert":  # the pooler's head is off the hidden states' path (the trace ends there)
-        unplaced = [n for n in unplaced if not n.startswith("pooler.")]
+    if arch == "bert":  # the pooler and the next-sentence head are off the traced path
+        unplaced = [n for n in unplaced if not bert_inner(n).startswith(BERT_SIDE_HEADS)]
     if unplaced:
         raise DecoderUnsupported(
             f"the snapshot's tensor {unplaced[0]!r} has no place in a {arch} decoder block; the "

@@ -155,7 +155,13 @@ def _forward(
         w.close()
         step()
         return x[None]
-    h = _norm(w, cfg, "output_norm", x)
+    if w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
+        dense_bias = "mlm_dense.bias" if w.has("mlm_dense.bias") else None
+        h = ops.gelu(w.linear("mlm_dense.weight", x, dense_bias))
+        emit("mlm_dense", h[None])
+        h = _norm(w, cfg, "mlm_norm", h)
+    else:
+        h = _norm(w, cfg, "output_norm", x)
     emit("result_norm", h[None])
     # the head is product-bound (64 FLOPs per weight at 32 tokens): its chunks decode on the
     # ggml pool and multiply on every BLAS thread, as without the read-ahead (measured 3%
@@ -167,7 +173,7 @@ def _forward(
     for start, block in w.row_chunks(head):
         logits[:, start : start + block.shape[0]] = hf @ block.T
         del block
-    if head == "output.weight" and w.has("output.bias"):  # Phi-2's head has a bias
+    if w.has("output.bias"):  # Phi-2's head has a bias, so has BERT's tied one
         logits += w.get("output.bias")
     if cfg.logit_scale != 1.0:
         logits /= F32(cfg.logit_scale)

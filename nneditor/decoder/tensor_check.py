@@ -121,6 +121,11 @@ _TOP_KEYS = {
     "token_types.weight",  # BERT: segment embeddings (row 0) and the embedding LayerNorm
     "token_embd_norm.weight",
     "token_embd_norm.bias",
+    # BERT-family masked-LM heads: dense + GELU, LayerNorm, then the tied projection's bias
+    "mlm_dense.weight",
+    "mlm_dense.bias",
+    "mlm_norm.weight",
+    "mlm_norm.bias",
     # Gemma 4's per-layer embeddings: a table, a projection of the embedding, its norm
     "per_layer_token_embd.weight",
     # Gemma 3n: AltUp's stream projections, stacked (GGUF) or one per stream (snapshots)
@@ -163,8 +168,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
     if "token_embd.weight" not in cfg.names:
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
     if cfg.arch == "bert":  # its embeddings: words, positions, segment 0, then a LayerNorm
-        for key in ("position_embd.weight", "token_types.weight", "token_embd_norm.weight"):
-            if key not in cfg.names:
+        for key in ("position_embd.weight", "token_embd_norm.weight"):  # (DistilBERT has no
+            if key not in cfg.names:  # token types: none are added, as transformers does)
                 raise DecoderUnsupported(f"the checkpoint lacks {key} that a bert encoder needs")
     if cfg.moe is None and is_moe(cfg.names):
         raise DecoderUnsupported(

@@ -436,6 +436,9 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         return new
 
     def head(self, top: dict[str, str], x: str, arch: str) -> None:
+        if "mlm_dense.weight" in top:
+            self._mlm_head(top, x)
+            return
         if "output_norm.weight" not in top and "output.weight" not in top:
             return  # an encoder (BERT): the last block's output is the model's output
         norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
@@ -459,6 +462,33 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         if arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):  # embedders and
             return  # text encoders: the final norm's output is their output
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
+
+    def _mlm_head(self, top: dict[str, str], x: str) -> None:
+        """BERT's, RoBERTa's and DistilBERT's masked-language-model head."""
+        x = self.node(
+            "mlm_dense",
+            "Linear",
+            [x],
+            "mlm_dense",
+            [top["mlm_dense.weight"], top.get("mlm_dense.bias", "")],
+            "head",
+            "Masked-LM head: a dense layer and GELU over every position (from tensor names).",
+        )
+        x = self.layer_norm(
+            "mlm_norm", x, "result_norm", top, "Masked-LM head: LayerNorm (from tensor names)."
+        )
+        tied = "output.weight" not in top
+        self.node(
+            "output",
+            "LMHead",
+            [x],
+            "result_output",
+            [top.get("output.weight") or top["token_embd.weight"], top.get("output.bias", "")],
+            "head",
+            "Masked-LM head: projects every position to vocabulary logits"
+            + (" using the tied token embedding" if tied else "")
+            + ", plus a bias (from tensor names).",
+        )
 
     def finish(self) -> Graph:
         g = self.graph

@@ -367,7 +367,9 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
     llama.cpp's converter makes of it (None when the names do not map)."""
     from nneditor.semantic.checkpoint_names import (
+        BERT_SIDE_HEADS,
         MTP_PREFIXES,
+        bert_inner,
         canonical_names,
         layer_count,
         llama_cpp_arch,
@@ -414,6 +416,13 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         doc.notes.append(
             f"the graph is this {release} release's text decoder; the tensors of its image "
             f"(or audio) side ({towers}) are listed with the weights but not drawn"
+        )
+    side = [n for n in unplaced if arch == "bert" and bert_inner(n).startswith(BERT_SIDE_HEADS)]
+    if side:
+        doc.notes.append(
+            f"its pooler or next-sentence head ({len(side)} tensors) is not drawn: the drawn "
+            "path to the last hidden state (and the masked-LM logits, where stored) does not "
+            "pass through it; its tensors are listed with the weights"
         )
     mtp = sum(1 for n in stored if n.startswith(MTP_PREFIXES))
     if mtp:

@@ -74,6 +74,8 @@ HF_ARCH = {
     "bert": "bert",
     "roberta": "bert",  # RoBERTa, XLM-RoBERTa (bge-m3, multilingual-e5): BERT's blocks
     "xlm-roberta": "bert",
+    "distilbert": "bert",  # DistilBERT: BERT's blocks under other names, no token types
+    "mpnet": "bert",  # MPNet (all-mpnet-base-v2): BERT's blocks with T5's relative positions
     "nomic_bert": "nomic-bert",  # nomic-embed-text v1 / v1.5
     "modernbert": "modern-bert",
     "jais2": "jais2",
@@ -198,6 +200,13 @@ _T5_ALIASES = {
     "d_ff": "intermediate_size",
 }
 _CONFIG_ALIASES = {
+    "distilbert": {
+        "dim": "hidden_size",
+        "n_layers": "num_hidden_layers",
+        "n_heads": "num_attention_heads",
+        "hidden_dim": "intermediate_size",
+        "activation": "hidden_act",
+    },
     "t5": _T5_ALIASES,
     "mt5": _T5_ALIASES,
     "umt5": _T5_ALIASES,
@@ -439,6 +448,79 @@ def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return mapped, unplaced
 
 
+#: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
+#: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
+#: distilbert-base-uncased as released) keep the encoder
+BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.")
+#: MPNet's own names (llama.cpp has no MPNet table): its attention and the relative-position
+#: table that its encoder computes once for every layer, stored as T5 stores the shared one
+_MPNET_PARTS = {
+    "attention.attn.q": "attn_q",
+    "attention.attn.k": "attn_k",
+    "attention.attn.v": "attn_v",
+    "attention.attn.o": "attn_output",
+    "attention.LayerNorm": "attn_output_norm",
+}
+_MPNET_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
+#: their masked-language-model heads (a dense layer and GELU, a LayerNorm, then the vocabulary
+#: projection tied to the token embedding, with a bias), under the names the decoder reads.
+#: BERT's and RoBERTa's decoder bias is one parameter stored under two names (either or both)
+MLM_HEAD = {
+    "cls.predictions.transform.dense": "mlm_dense",
+    "lm_head.dense": "mlm_dense",
+    "vocab_transform": "mlm_dense",
+    "cls.predictions.transform.LayerNorm": "mlm_norm",
+    "lm_head.layer_norm": "mlm_norm",
+    "vocab_layer_norm": "mlm_norm",
+    "cls.predictions.decoder": "output",
+    "lm_head.decoder": "output",
+    "vocab_projector": "output",
+}
+_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias")
+#: heads beside the encoder that the hidden states and the masked-LM logits do not pass through
+BERT_SIDE_HEADS = ("pooler.", "cls.seq_relationship.")
+
+
+_TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
+
+
+def bert_inner(name: str) -> str:
+    """A BERT-family tensor's name as the bare encoder (BertModel) names it."""
+    for prefix in BERT_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def _bert_names(names: list[str], table: Any) -> tuple[dict[str, str], list[str]]:
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        inner = bert_inner(name)
+        module, _, kind = inner.rpartition(".")
+        if module.endswith("LayerNorm") and kind in _TF_NORM_NAMES:  # bert-base-uncased's own
+            kind = _TF_NORM_NAMES[kind]  # checkpoint: TensorFlow's gamma and beta
+            inner = f"{module}.{kind}"
+        mpnet = _MPNET_LAYER.match(inner)
+        if inner in _MLM_BIAS:
+            key: str | None = "output.bias"
+        elif mpnet and mpnet[2] in _MPNET_PARTS:
+            key = f"blk.{mpnet[1]}.{_MPNET_PARTS[mpnet[2]]}.{mpnet[3]}"
+        elif inner == "encoder.relative_attention_bias.weight":
+            key = "blk.0.attn_rel_b.weight"
+        elif module in MLM_HEAD and kind in ("weight", "bias"):
+            key = f"{MLM_HEAD[module]}.{kind}"
+        elif inner.endswith(BUFFERS):
+            continue
+        else:
+            key = table.get_name(inner, try_suffixes=(".weight", ".bias")) if table else None
+        if key is None:
+            unplaced.append(name)
+        else:
+            mapped.setdefault(key, name)  # (the bias's second name: the same values)
+    return mapped, unplaced
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -446,6 +528,8 @@ def canonical_names(
     if arch == "clip-text":
         return _clip_text_names(list(names))
     table = _table(arch, n_layers)
+    if arch == "bert":
+        return _bert_names(list(names), table)
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     names = list(names)

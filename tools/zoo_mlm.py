@@ -1,0 +1,197 @@
+"""Zoo BERT-family encoders: BERT, DistilBERT and RoBERTa saved with their masked-LM heads,
+in the layouts their best-known releases have (bert-base-uncased, distilbert-base-uncased,
+roberta-base): the encoder under a ``bert.``/``distilbert.``/``roberta.`` prefix, the head beside
+it, a pooler and (BERT) a next-sentence head that the logits do not pass through; and MPNet as
+sentence-transformers ships it. The NumPy decoder runs the encoders and the heads
+(tests/integration/test_masked_lm.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from zoo_decoders import _wheel
+
+BERT_MLM = "encoder-bert-mlm"
+DISTILBERT_MLM = "encoder-distilbert-mlm"
+ROBERTA_MLM = "encoder-roberta-mlm"
+
+_SIZES = {"num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128}
+_WORDS = [
+    "the",
+    "model",
+    "reads",
+    "every",
+    "layer",
+    "and",
+    "writes",
+    "its",
+    "weights",
+    "to",
+    "a",
+    "file",
+    "of",
+    "tensors",
+]
+
+
+def _perturbed(model: Any) -> Any:  # noqa: ANN401
+    """Unit norms and zero biases would hide a missing weight: all are moved off them."""
+    import torch
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name.lower() or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    return model
+
+
+def _wordpiece(path: Path) -> None:
+    """The real bert-base-uncased WordPiece vocabulary (MiniLM's), as these releases ship it."""
+    vocab_dir = _wheel("minilm")
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (vocab_dir / name).is_file():
+            shutil.copy(vocab_dir / name, path / name)
+
+
+def _bert_snapshot(path: Path) -> None:
+    """BertForPreTraining, stored as bert-base-uncased stores it: TensorFlow's LayerNorm names
+    (gamma, beta), the decoder matrix written out beside the tied embedding."""
+    import torch
+    import transformers as tf
+    from safetensors.torch import save_file
+
+    config = tf.BertConfig(vocab_size=30522, hidden_size=64, **_SIZES)
+    torch.manual_seed(0)
+    model = _perturbed(tf.BertForPreTraining(config).eval())
+    state = {}
+    for name, p in model.state_dict().items():
+        if name.endswith("position_ids"):
+            continue
+        if ".LayerNorm." in name:
+            name = name.replace(".weight", ".gamma").replace(".bias", ".beta")
+        state[name] = p.detach().clone().contiguous()
+    path.mkdir(parents=True, exist_ok=True)
+    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    released = {**config.to_dict(), "architectures": ["BertForMaskedLM"], "model_type": "bert"}
+    (path / "config.json").write_text(json.dumps(released, indent=1))
+    _wordpiece(path)
+
+
+def _distilbert_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    config = tf.DistilBertConfig(vocab_size=30522, dim=64, n_layers=2, n_heads=4, hidden_dim=128)
+    torch.manual_seed(0)
+    model = _perturbed(tf.DistilBertForMaskedLM(config).eval())
+    model.save_pretrained(str(path))
+    _wordpiece(path)
+
+
+def _roberta_snapshot(path: Path) -> None:
+    """RobertaForMaskedLM with a byte-level BPE trained here, RoBERTa's special tokens first."""
+    import torch
+    import transformers as tf
+    from tokenizers import ByteLevelBPETokenizer
+
+    path.mkdir(parents=True, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    lines = [" ".join(_WORDS[i:] + _WORDS[:i]) for i in range(len(_WORDS))]
+    bpe.train_from_iterator(lines, vocab_size=400, min_frequency=1, special_tokens=special)
+    bpe.save_model(str(path))  # vocab.json + merges.txt, as roberta-base ships them
+    tok = tf.RobertaTokenizerFast(str(path / "vocab.json"), str(path / "merges.txt"))
+    config = tf.RobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        max_position_embeddings=66,
+        pad_token_id=1,
+        type_vocab_size=1,
+        **_SIZES,
+    )
+    torch.manual_seed(0)
+    model = _perturbed(tf.RobertaForMaskedLM(config).eval())
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
+MPNET = "encoder-mpnet"
+
+
+def _mpnet_snapshot(path: Path) -> None:
+    """MPNetModel as sentence-transformers' all-mpnet-base-v2 ships it: the encoder at the
+    root, RoBERTa's special tokens around bert-base-uncased's WordPiece vocabulary (30527
+    ids), a pooling module beside it."""
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    words = (_wheel("minilm") / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    vocab = ["<s>", "<pad>", "</s>", "<unk>", *words, "<mask>"]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tok = tf.MPNetTokenizerFast(str(path / "vocab.txt"))
+    config = tf.MPNetConfig(
+        vocab_size=len(vocab), hidden_size=64, max_position_embeddings=514, **_SIZES
+    )
+    torch.manual_seed(0)
+    model = tf.MPNetModel(config).eval()
+    with torch.no_grad():  # a flat table would hide the relative positions
+        for name, p in model.named_parameters():
+            if "relative_attention_bias" in name:
+                p.add_(torch.randn_like(p))
+    _perturbed(model).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    (path / "modules.json").write_text(
+        json.dumps(
+            [
+                {
+                    "idx": 0,
+                    "name": "0",
+                    "path": "",
+                    "type": "sentence_transformers.models.Transformer",
+                },
+                {
+                    "idx": 1,
+                    "name": "1",
+                    "path": "1_Pooling",
+                    "type": "sentence_transformers.models.Pooling",
+                },
+            ],
+            indent=2,
+        )
+    )
+    (path / "1_Pooling").mkdir()
+    pooling = {"word_embedding_dimension": 64, "pooling_mode_mean_tokens": True}
+    (path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+
+
+def register(generator: Callable[..., Any]) -> None:
+    """Add the masked-language models to the zoo (snapshots only: llama.cpp's converter drops
+    the heads, and its BERT conversion is in the zoo already)."""
+    generator(
+        BERT_MLM,
+        "transformers BertForPreTraining, saved in bert-base-uncased's layout (gamma/beta)",
+        "BERT with its masked-LM and next-sentence heads (as bert-base-uncased), tiny random "
+        "weights, the real bert-base-uncased WordPiece vocabulary",
+    )(_bert_snapshot)
+    generator(
+        DISTILBERT_MLM,
+        "transformers save_pretrained (DistilBertForMaskedLM)",
+        "DistilBERT with its masked-LM head (as distilbert-base-uncased), tiny random weights, "
+        "the real WordPiece vocabulary",
+    )(_distilbert_snapshot)
+    generator(
+        ROBERTA_MLM,
+        "transformers save_pretrained (RobertaForMaskedLM) + a tokenizers byte-level BPE",
+        "RoBERTa with its masked-LM head (as roberta-base), tiny random weights",
+    )(_roberta_snapshot)
+    generator(
+        MPNET,
+        "transformers save_pretrained (MPNetModel) in sentence-transformers' layout",
+        "MPNet encoder (as all-mpnet-base-v2: BERT's blocks, T5's relative positions), tiny "
+        "random weights, its WordPiece vocabulary with RoBERTa's special tokens",
+    )(_mpnet_snapshot)
