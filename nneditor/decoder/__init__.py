@@ -97,6 +97,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         mamba1,
         mamba2,
         modern_bert,
+        opt,
         qwen35,
         t5,
     )
@@ -175,6 +176,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             modern_bert.ARCH: modern_bert.from_hf,
             t5.ARCH: t5.from_hf,
             clip_text.ARCH: clip_text.from_hf,
+            opt.ARCH: opt.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

@@ -104,6 +104,7 @@ ARCHES = (
     "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
+    "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -354,6 +355,9 @@ class DecoderConfig:
     #: RoBERTa snapshots: the padding id; positions count non-padding tokens from it + 1
     #: (llama.cpp's conversions drop those first rows instead); -1: positions from 0
     position_pad: int = -1
+    #: rows of the position table before the first position's (OPT's learned positions start
+    #: at row 2)
+    position_offset: int = 0
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

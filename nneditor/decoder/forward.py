@@ -94,7 +94,7 @@ def _forward(
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("inp_scaled", x[None])
     if w.has("position_embd.weight"):
-        at = positions
+        at = positions + cfg.position_offset
         if cfg.position_pad >= 0:  # RoBERTa: non-padding tokens count on from the padding id
             real = ids.reshape(-1) != cfg.position_pad
             at = np.cumsum(real) * real + cfg.position_pad

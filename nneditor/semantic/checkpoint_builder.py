@@ -435,7 +435,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         node.outputs = (new,)
         return new
 
-    def head(self, top: dict[str, str], x: str, arch: str) -> None:
+    def head(self, top: dict[str, str], x: str, arch: str, headless: bool = False) -> None:
         if "mlm_dense.weight" in top:
             self._mlm_head(top, x)
             return
@@ -459,8 +459,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
-        if arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):  # embedders and
-            return  # text encoders: the final norm's output is their output
+        if headless or arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):
+            return  # embedders, text encoders, base models: the final norm's output is theirs
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def _mlm_head(self, top: dict[str, str], x: str) -> None:

@@ -178,10 +178,11 @@ def _decoder_graph(
     vocab: int | None = None,
     parallel: bool = False,
     unrotated: frozenset[int] = frozenset(),
+    headless: bool = False,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
-    attend without RoPE."""
+    attend without RoPE; ``headless``: a base model (OPTModel), ending at its final norm."""
     b = CheckpointBuilder(title, rows)
     b.parallel = parallel
     if arch != "gemma4":  # (Gemma 4's full-attention layers read them: gemma4_block)
@@ -217,7 +218,7 @@ def _decoder_graph(
     else:
         for i in sorted(blocks):
             x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
-    b.head(top, x, arch)
+    b.head(top, x, arch, headless)
     g = b.finish()
     g.opsets = {}
     _value_types(g, hidden, vocab, b.widths)
@@ -408,7 +409,20 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
     parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
-    g = _decoder_graph(title, arch, blocks, top, heads, kv, _rows_of(doc), width, vocab, parallel)
+    headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)
+    g = _decoder_graph(
+        title,
+        arch,
+        blocks,
+        top,
+        heads,
+        kv,
+        _rows_of(doc),
+        width,
+        vocab,
+        parallel,
+        headless=headless,
+    )
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
     towers = len(doc.tensors) - len(stored)

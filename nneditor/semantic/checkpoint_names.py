@@ -60,6 +60,7 @@ HF_ARCH = {
     "mt5": "t5encoder",
     "umt5": "t5encoder",  # UMT5EncoderModel (Wan's text encoder): a table in every layer
     "clip_text_model": "clip-text",  # CLIPTextModel (Stable Diffusion's and FLUX's clip_l)
+    "opt": "opt",  # OPT, Galactica (llama.cpp does not convert them)
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -521,12 +522,54 @@ def _bert_names(names: list[str], table: Any) -> tuple[dict[str, str], list[str]
     return mapped, unplaced
 
 
+#: OPT's names (OPTForCausalLM: model.decoder.*; OPTModel: decoder.*) as a decoder stack's
+_OPT_TOP = {
+    "embed_tokens.weight": "token_embd.weight",
+    "embed_positions.weight": "position_embd.weight",
+    "final_layer_norm.weight": "output_norm.weight",
+    "final_layer_norm.bias": "output_norm.bias",
+    "project_in.weight": "opt_project_in.weight",  # (OPT-350m: checked and refused by opt.py)
+    "project_out.weight": "opt_project_out.weight",
+}
+_OPT_PARTS = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.out_proj": "attn_output",
+    "self_attn_layer_norm": "attn_norm",
+    "final_layer_norm": "ffn_norm",
+    "fc1": "ffn_up",
+    "fc2": "ffn_down",
+}
+_OPT_LAYER = re.compile(r"^layers\.(\d+)\.(.+)\.(weight|bias)$")
+
+
+def _opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        inner = name.removeprefix("model.").removeprefix("decoder.")
+        layer = _OPT_LAYER.match(inner)
+        part = _OPT_PARTS.get(layer[2]) if layer else None
+        if layer and part:
+            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
+        elif inner in _OPT_TOP:
+            mapped[_OPT_TOP[inner]] = name
+        elif name == "lm_head.weight":
+            mapped["output.weight"] = name
+        else:
+            unplaced.append(name)
+    return mapped, unplaced
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
     """({llama.cpp name: snapshot name}, snapshot names without a place) for ``arch``."""
     if arch == "clip-text":
         return _clip_text_names(list(names))
+    if arch == "opt":
+        return _opt_names(list(names))
     table = _table(arch, n_layers)
     if arch == "bert":
         return _bert_names(list(names), table)

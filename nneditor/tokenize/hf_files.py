@@ -134,6 +134,16 @@ def _bpe_pair(folder: Path) -> Any:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens(_declared_specials(folder, tok))
+    config = _config(folder)
+    bos = _content(config.get("bos_token")) or "<|endoftext|>"
+    bos_id = tok.token_to_id(bos)
+    if config.get("add_bos_token") is True and bos_id is not None:
+        # GPT2Tokenizer's add_bos_token (OPT's files: "</s>" before every text)
+        from tokenizers import processors
+
+        tok.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bos_id)]
+        )
     return tok
 
 

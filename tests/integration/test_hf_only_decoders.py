@@ -1,0 +1,97 @@
+"""Decoders llama.cpp does not convert, run from their snapshots (tools/zoo_hf_only.py): OPT.
+Every block, the logits and the tokenizer's ids against transformers' fp32 forward and
+AutoTokenizer, and the headline path through the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nneditor
+from nneditor.decoder import decoder_config, run_forward
+from nneditor.tokenize import load_tokenizer
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.mark.realdata
+def test_opt_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
+    """OPT as facebook/opt-125m ships: positions read from row 2 of the table, ReLU, a head
+    tied to the embedding; its GPT-2 pair puts </s> before the text as transformers'
+    GPT2Tokenizer does (add_bos_token). Reading positions from row 0 moves every value."""
+    snap = zoo_artifact("decoder-opt")
+    text = "the model reads every layer and writes its weights to Paris."
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    assert want_ids[0] == 2 and load_tokenizer(snap).encode(text) == want_ids
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([want_ids], dtype=np.int64)
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        shifted = run_forward(
+            doc, dataclasses.replace(cfg, position_offset=0), ids, lambda n, v: None
+        )
+        head = doc.graph.nodes[-1]
+    assert cfg.arch == "opt" and cfg.head and cfg.causal and cfg.activation == "relu"
+    assert head.op_type == "LMHead" and head.outputs == ("result_output",)
+    # transformers' OPT lists the first layer's output, then the final norm's (not the last
+    # layer's own)
+    assert len(out.hidden_states) == 3
+    assert _rel(values["blk.0.output"], out.hidden_states[1].numpy()) < 1e-5
+    assert _rel(values["result_norm"], out.hidden_states[2].numpy()) < 1e-5
+    want = out.logits.numpy()
+    assert _rel(logits, want) < 1e-5
+    assert _rel(shifted, want) > 1e-3
+
+
+@pytest.mark.realdata
+def test_opt_350m_layout_is_refused_by_name(tmp_path) -> None:  # noqa: ANN001
+    config = tf.OPTConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=1,
+        ffn_dim=64,
+        num_attention_heads=2,
+        word_embed_proj_dim=16,
+        do_layer_norm_before=False,
+    )
+    tf.OPTForCausalLM(config).save_pretrained(str(tmp_path / "opt350"))
+    with nneditor.open(tmp_path / "opt350") as doc:
+        trace = doc.capabilities["trace"]
+    assert not trace.available and "OPT-350m" in trace.reason
+
+
+@pytest.mark.realdata
+def test_opt_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    snap = zoo_artifact("decoder-opt")
+
+    def cli(*args: str) -> dict:
+        r = subprocess.run(
+            [sys.executable, "-m", "nneditor", *args], capture_output=True, text=True, timeout=300
+        )
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout) if "--json" in args else {}
+
+    ids = tmp_path / "ids.npz"
+    tokens = cli("tokenize", str(snap), "--text", "the model reads", "--out", str(ids), "--json")
+    cli("trace", str(snap), "--inputs", str(ids), "--out", str(tmp_path / "t"), "--yes")
+    got = cli("predict", str(tmp_path / "t"), "--top", "3", "--json")
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = model(torch.tensor([tokens["ids"]])).logits[0, -1].double()
+    top = torch.topk(torch.softmax(logits, -1), 3)
+    assert [t["id"] for t in got["top"]] == top.indices.tolist()
+    assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)

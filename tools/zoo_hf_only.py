@@ -1,0 +1,79 @@
+"""Zoo decoders that llama.cpp does not convert, as their releases ship them: OPT (facebook/opt-*,
+Galactica), whose tokenizer is a GPT-2 vocab.json + merges.txt pair that puts ``</s>`` before
+every text. The NumPy decoder runs them (tests/integration/test_hf_only_decoders.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+OPT = "decoder-opt"
+
+_WORDS = ["the", "model", "reads", "every", "layer", "and", "writes", "its", "weights", "Paris"]
+
+
+def _opt_tokenizer(path: Path) -> int:
+    """A byte-level BPE with fairseq's first ids (<s> 0, <pad> 1, </s> 2, <unk> 3), written as
+    opt-125m's files are: vocab.json, merges.txt and a GPT2Tokenizer config with
+    ``add_bos_token`` and ``</s>`` as its bos, eos and unk (no tokenizer.json). Returns the
+    vocabulary size."""
+    from tokenizers import ByteLevelBPETokenizer
+
+    bpe = ByteLevelBPETokenizer()
+    lines = [" ".join(_WORDS[i:] + _WORDS[:i]) + "." for i in range(len(_WORDS))]
+    special = ["<s>", "<pad>", "</s>", "<unk>"]
+    bpe.train_from_iterator(lines, vocab_size=360, min_frequency=1, special_tokens=special)
+    bpe.save_model(str(path))
+    config = {  # opt-125m's tokenizer_config.json (its name_or_path left out)
+        "tokenizer_class": "GPT2Tokenizer",
+        "add_bos_token": True,
+        "add_prefix_space": False,
+        "bos_token": {"content": "</s>", "special": True, "__type": "AddedToken"},
+        "eos_token": {"content": "</s>", "special": True, "__type": "AddedToken"},
+        "unk_token": {"content": "</s>", "special": True, "__type": "AddedToken"},
+        "pad_token": {"content": "<pad>", "special": True, "__type": "AddedToken"},
+        "errors": "replace",
+    }
+    (path / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
+    specials = {"bos_token": "</s>", "eos_token": "</s>", "unk_token": "</s>", "pad_token": "<pad>"}
+    (path / "special_tokens_map.json").write_text(json.dumps(specials, indent=1))
+    return int(bpe.get_vocab_size())
+
+
+def _opt_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = _opt_tokenizer(path)
+    config = tf.OPTConfig(
+        vocab_size=vocab,
+        hidden_size=64,
+        num_hidden_layers=2,
+        ffn_dim=128,
+        num_attention_heads=4,
+        word_embed_proj_dim=64,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=2,
+        eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    model = tf.OPTForCausalLM(config).eval()
+    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
+        for name, p in model.named_parameters():
+            if "layer_norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(path))
+
+
+def register(generator: Callable[..., Any]) -> None:
+    """Add the decoders llama.cpp does not convert (snapshots only)."""
+    generator(
+        OPT,
+        "transformers save_pretrained (OPTForCausalLM) + a tokenizers byte-level BPE pair",
+        "OPT decoder (as facebook/opt-125m: positions from row 2, ReLU, tied head; its "
+        "GPT-2 vocab.json + merges.txt put </s> before every text), tiny random weights",
+    )(_opt_snapshot)
