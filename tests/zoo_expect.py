@@ -292,6 +292,8 @@ EXPECT: dict[str, E] = {
     "encoder-mpnet": {"format": "huggingface", **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
+    "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},
+    "decoder-gptj": {"format": "huggingface", **_lm(2)},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

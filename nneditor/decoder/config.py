@@ -105,6 +105,8 @@ ARCHES = (
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
     "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
+    "gpt-neo",  # GPT-Neo (snapshots): unscaled scores, local and global layers (gpt_neo.py)
+    "gptj",  # GPT-J (snapshots): parallel blocks, partial adjacent-pair RoPE (gptj.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {

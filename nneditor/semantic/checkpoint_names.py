@@ -61,6 +61,8 @@ HF_ARCH = {
     "umt5": "t5encoder",  # UMT5EncoderModel (Wan's text encoder): a table in every layer
     "clip_text_model": "clip-text",  # CLIPTextModel (Stable Diffusion's and FLUX's clip_l)
     "opt": "opt",  # OPT, Galactica (llama.cpp does not convert them)
+    "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
+    "gptj": "gptj",
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -201,6 +203,8 @@ _T5_ALIASES = {
     "d_ff": "intermediate_size",
 }
 _CONFIG_ALIASES = {
+    "gpt_neo": {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"},
+    "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "distilbert": {
         "dim": "hidden_size",
         "n_layers": "num_hidden_layers",
@@ -562,6 +566,67 @@ def _opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return mapped, unplaced
 
 
+#: GPT-Neo's names (GPTNeoForCausalLM: transformer.*; GPTNeoModel: the same without it), and
+#: GPT-J's top-level ones
+_GPT_NEO_TOP = {
+    "wte.weight": "token_embd.weight",
+    "wpe.weight": "position_embd.weight",
+    "ln_f.weight": "output_norm.weight",
+    "ln_f.bias": "output_norm.bias",
+}
+_GPT_NEO_PARTS = {
+    "ln_1": "attn_norm",
+    "attn.attention.q_proj": "attn_q",
+    "attn.attention.k_proj": "attn_k",
+    "attn.attention.v_proj": "attn_v",
+    "attn.attention.out_proj": "attn_output",
+    "ln_2": "ffn_norm",
+    "mlp.c_fc": "ffn_up",
+    "mlp.c_proj": "ffn_down",
+}
+#: GPT-J's (its one norm feeds attention and the feed-forward side by side)
+_GPTJ_PARTS = {
+    "ln_1": "attn_norm",
+    "attn.q_proj": "attn_q",
+    "attn.k_proj": "attn_k",
+    "attn.v_proj": "attn_v",
+    "attn.out_proj": "attn_output",
+    "mlp.fc_in": "ffn_up",
+    "mlp.fc_out": "ffn_down",
+}
+_EL_LAYER = re.compile(r"^h\.(\d+)\.(.+)\.(weight|bias)$")
+#: their checkpoints keep causal masks (and GPT-J its sinusoids) as buffers
+_EL_BUFFERS = (
+    ".attn.attention.bias",
+    ".attn.attention.masked_bias",
+    ".attn.bias",
+    ".attn.masked_bias",
+    ".attn.embed_positions",
+)
+
+
+def _eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
+    """GPT-Neo's or GPT-J's names (``transformer.`` in their causal-LM snapshots) as a decoder
+    stack's; the head (GPT-J's has a bias) as output."""
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        if name.endswith(_EL_BUFFERS):
+            continue
+        inner = name.removeprefix("transformer.")
+        layer = _EL_LAYER.match(inner)
+        part = parts.get(layer[2]) if layer else None
+        if layer and part:
+            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
+        elif inner in _GPT_NEO_TOP:
+            mapped[_GPT_NEO_TOP[inner]] = name
+        elif name in ("lm_head.weight", "lm_head.bias"):
+            mapped[f"output.{name.rpartition('.')[2]}"] = name
+        else:
+            unplaced.append(name)
+    return mapped, unplaced
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -570,6 +635,8 @@ def canonical_names(
         return _clip_text_names(list(names))
     if arch == "opt":
         return _opt_names(list(names))
+    if arch in ("gpt-neo", "gptj"):
+        return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)
     table = _table(arch, n_layers)
     if arch == "bert":
         return _bert_names(list(names), table)

@@ -1,4 +1,5 @@
-"""Decoders llama.cpp does not convert, run from their snapshots (tools/zoo_hf_only.py): OPT.
+"""Decoders llama.cpp does not convert, run from their snapshots (tools/zoo_hf_only.py): OPT,
+GPT-Neo, GPT-J.
 Every block, the logits and the tokenizer's ids against transformers' fp32 forward and
 AutoTokenizer, and the headline path through the CLI."""
 
@@ -55,6 +56,45 @@ def test_opt_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
     want = out.logits.numpy()
     assert _rel(logits, want) < 1e-5
     assert _rel(shifted, want) > 1e-3
+
+
+VARIANTS = {
+    # GPT-Neo: local layers see 6 positions, scores are not scaled
+    "decoder-gpt-neo": {"window": {"sliding_window": 0}, "scaled": {"attn_scale": 0.25}},
+    # GPT-J: a quarter of each head rotates, in adjacent pairs
+    "decoder-gptj": {"halves": {"rope": "neox"}, "whole": {"rope_dim": 16}},
+}
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_eleuther_decoders_equal_transformers(name: str, zoo_artifact) -> None:  # noqa: ANN001
+    """GPT-Neo and GPT-J as EleutherAI released them (GPT-2's tokenizer pair): every block and
+    the logits on a 17-token prompt; each of their particulars, undone, moves the logits."""
+    snap = zoo_artifact(name)
+    text = "the model reads every layer and writes its weights to Paris, and Paris reads."
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    assert len(want_ids) > 12 and load_tokenizer(snap).encode(text) == want_ids
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([want_ids], dtype=np.int64)
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    moved = {}
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        for key, change in VARIANTS[name].items():
+            other = run_forward(doc, dataclasses.replace(cfg, **change), ids, lambda n, v: None)
+            moved[key] = _rel(other, out.logits.numpy())
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert set(values) <= drawn  # every traced value has its place in the graph
+    n = cfg.n_layers
+    for i in range(n - 1):  # (transformers' last hidden state is after the final norm)
+        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(values["result_norm"], out.hidden_states[n].numpy()) < 1e-5
+    assert _rel(logits, out.logits.numpy()) < 1e-5
+    assert all(v > 1e-4 for v in moved.values()), moved  # (some 300 times the difference)
 
 
 @pytest.mark.realdata
