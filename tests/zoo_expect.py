@@ -294,6 +294,12 @@ EXPECT: dict[str, E] = {
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},
     "decoder-gptj": {"format": "huggingface", **_lm(2)},
+    # encoder-decoder T5s: FLAN-T5 (2 encoder, 3 decoder layers: the longer stack is the one
+    # the hierarchy lists), t5-small's T5 1.0 (2 and 2); their logits are the first output
+    # token's (one position)
+    "seq2seq-flan-t5": {"format": "huggingface", "blocks": 3, "positions": 1},
+    "seq2seq-t5": {"format": "huggingface", "blocks": 2, "positions": 1},
+    "seq2seq-t5.gguf": {"format": "gguf", "blocks": 2, "positions": 1},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

@@ -511,6 +511,10 @@ import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)
 
+import zoo_seq2seq  # noqa: E402 - encoder-decoder T5s (T5ForConditionalGeneration)
+
+zoo_seq2seq.register(generator, generate)
+
 import zoo_families  # noqa: E402 - the bundled tracer plugins' families (diffusers UNets)
 
 zoo_families.register(generator)

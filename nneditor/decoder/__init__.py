@@ -131,6 +131,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gemma3n.ARCH: gemma3n.from_gguf,
             modern_bert.ARCH: modern_bert.from_gguf,
             t5.ARCH: t5.from_gguf,
+            t5.SEQ2SEQ: t5.seq2seq_from_gguf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_gguf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_gguf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_gguf),
@@ -149,12 +150,6 @@ def decoder_config(doc: Document) -> DecoderConfig:
         config = with_aliases(doc.metadata.get("config") or {})
         config, names = _dequantized(config, names, doc)
         multimodal = str(config.get("model_type") or "")
-        if multimodal in ("t5", "mt5", "umt5") and any(n.startswith("decoder.") for n in names):
-            raise DecoderUnsupported(
-                f"this {multimodal} snapshot is an encoder-decoder model: the NumPy decoder runs "
-                "T5 encoders (T5EncoderModel, the text encoders of diffusion models), not the "
-                "generating decoder"
-            )
         projection = multimodal == "clip_text_model" and clip_text.PROJECTION in names
         if projection:  # SDXL's second encoder: the pooled projection is not run (clip_text)
             names = [n for n in names if n != clip_text.PROJECTION]
@@ -177,6 +172,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gemma3n.ARCH: gemma3n.from_hf,
             modern_bert.ARCH: modern_bert.from_hf,
             t5.ARCH: t5.from_hf,
+            t5.SEQ2SEQ: t5.seq2seq_from_hf,
             clip_text.ARCH: clip_text.from_hf,
             opt.ARCH: opt.from_hf,
             gpt_neo.ARCH: gpt_neo.from_hf,

@@ -103,6 +103,7 @@ ARCHES = (
     "nomic-bert",  # nomic-embed-text v1/v1.5: BERT's post-norm blocks with RoPE and SwiGLU
     "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
+    "t5",  # T5 / mT5 / UMT5 / FLAN-T5 snapshots: the encoder, then the decoder's first step
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
     "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
     "gpt-neo",  # GPT-Neo (snapshots): unscaled scores, local and global layers (gpt_neo.py)
@@ -405,6 +406,10 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
+    #: an encoder-decoder T5: its decoder's layer count (0: none) and the token it starts
+    #: from; the trace runs the decoder on that one token (t5.decode)
+    decoder_layers: int = 0
+    decoder_start: int = 0
     #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
     #: dense
     moe: Moe | None = None
@@ -491,7 +496,13 @@ class DecoderConfig:
                 bits.append(f"the last {shared} layers reuse earlier keys and values")
             if g.ple:
                 bits.append(f"per-layer embeddings of {g.ple}")
-        if not self.causal:
+        if self.decoder_layers:
+            bits[0] = (
+                f"{self.arch} encoder-decoder, {self.n_layers} encoder and "
+                f"{self.decoder_layers} decoder layers, hidden {self.hidden}"
+            )
+            bits.append("the decoder's first step (from its start token) to the logits")
+        elif not self.causal:
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append(
                 "bidirectional attention, "

@@ -67,6 +67,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
         arch = llama_cpp_arch(model_type, config)
     if model_type in ("nemotron_h", "gemma3_text"):  # Nemotron 3's experts, EmbeddingGemma
         arch = llama_cpp_arch(model_type, config)
+    if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
+        arch = "t5"  # T5ForConditionalGeneration: the encoder, then the decoder
     if arch is None:
         raise DecoderUnsupported(
             f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "

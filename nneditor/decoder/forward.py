@@ -155,7 +155,11 @@ def _forward(
         w.close()
         step()
         return x[None]
-    if w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
+    if cfg.decoder_layers:  # T5: the encoder's output, then the decoder's first step
+        enc = _norm(w, cfg, "output_norm", x)
+        emit("enc_output", enc[None])
+        h = t5.decode(w, cfg, enc, emit, lambda p, v: _feed_forward(w, cfg, p, v, emit))
+    elif w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
         dense_bias = "mlm_dense.bias" if w.has("mlm_dense.bias") else None
         h = ops.gelu(w.linear("mlm_dense.weight", x, dense_bias))
         emit("mlm_dense", h[None])
@@ -168,7 +172,7 @@ def _forward(
     # faster for SmolLM2's Q8_0 head)
     w.close()
     head = "output.weight" if w.has("output.weight") else "token_embd.weight"
-    logits = np.empty((seq, w.ref(head).shape[0]), F32)
+    logits = np.empty((h.shape[0], w.ref(head).shape[0]), F32)
     hf = w.fold_input(head, h)
     for start, block in w.row_chunks(head):
         logits[:, start : start + block.shape[0]] = hf @ block.T

@@ -144,10 +144,61 @@ FUSED_QKV_ARCHES = (
 )
 
 
+#: an encoder-decoder T5's decoder layer (llama.cpp's names), all of which it stores
+_T5_DECODER_PARTS = (
+    "attn_norm",
+    "attn_q",
+    "attn_k",
+    "attn_v",
+    "attn_output",
+    "cross_attn_norm",
+    "cross_attn_q",
+    "cross_attn_k",
+    "cross_attn_v",
+    "cross_attn_o",
+    "ffn_norm",
+    "ffn_up",
+    "ffn_down",
+)
+_T5_DECODER_KEY = re.compile(r"^dec\.blk\.(\d+)\.(\w+)\.weight$")
+
+
+def _check_t5_decoder(cfg: DecoderConfig) -> None:
+    optional = {"attn_rel_b", "ffn_gate"}  # the first layer's (UMT5: every layer's); T5 1.1's
+    for key in cfg.names:
+        if not key.startswith("dec."):
+            continue
+        m = _T5_DECODER_KEY.match(key)
+        ok = key == "dec.output_norm.weight" or (
+            m is not None
+            and int(m.group(1)) < cfg.decoder_layers
+            and (m.group(2) in _T5_DECODER_PARTS or m.group(2) in optional)
+        )
+        if not ok:
+            raise DecoderUnsupported(
+                f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's T5 "
+                "decoder; it refuses rather than leave a weight out"
+            )
+    need = [
+        f"dec.blk.{i}.{part}.weight"
+        for i in range(cfg.decoder_layers)
+        for part in _T5_DECODER_PARTS
+    ]
+    if cfg.gated:
+        need += [f"dec.blk.{i}.ffn_gate.weight" for i in range(cfg.decoder_layers)]
+    missing = [k for k in [*need, "dec.output_norm.weight"] if k not in cfg.names]
+    if missing:
+        raise DecoderUnsupported(f"the T5 snapshot lacks its decoder's {missing[0]}")
+
+
 def check_tensors(cfg: DecoderConfig) -> None:
     """Refuse a checkpoint with a tensor the forward pass would not use, or without one it
     needs: a left-out weight would give numbers that look right and are not."""
+    if cfg.decoder_layers:
+        _check_t5_decoder(cfg)
     for key in cfg.names:
+        if cfg.decoder_layers and key.startswith("dec."):
+            continue  # (checked above)
         m = _BLK.match(key)
         placed = m is not None and (m.group(2) in _BLOCK_KEYS or EXPERT_KEY.match(m.group(2)))
         if (m and not placed) or (not m and key not in _TOP_KEYS):

@@ -105,7 +105,7 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     blocks: dict[int, dict[str, str]] = {}
     top: dict[str, str] = {}
     for name in names:
-        key = encoder_key(name) if arch == "t5encoder" else name
+        key = encoder_key(name) if arch in ("t5encoder", "t5") else name
         m = _BLK.match(key)
         if m:
             blocks.setdefault(int(m.group(1)), {})[m.group(2)] = name
@@ -136,6 +136,12 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     hidden = _meta_int(meta, f"{arch}.embedding_length")
     title = f"{arch or 'gguf'} (from GGUF metadata)"
     vocab = _head_rows(doc, top)
+    if arch == "t5":  # llama.cpp's encoder-decoder T5: its encoder stack, then the decoder
+        from nneditor.semantic.checkpoint_t5 import seq2seq_graph
+
+        g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), hidden, vocab)
+        g.initializers.extend(n for n in names if n not in set(g.initializers))
+        return g, ""
     parallel = bool(meta.get(f"{arch}.use_parallel_residual", arch == "gptneox"))
     unrotated: frozenset[int] = frozenset()
     if arch == "llama4":  # its NoPE layers read no frequency factors
@@ -384,6 +390,8 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         config, stored = part
         model_type = str(config["model_type"])
     arch = llama_cpp_arch(model_type, config)
+    if arch == "t5encoder" and any(n.startswith("decoder.") for n in stored):
+        arch = "t5"  # T5ForConditionalGeneration: the encoder, then the decoder
     layers = layer_count(config)
     if arch is None or not layers or isinstance(config.get("text_config"), dict):
         return None
@@ -409,6 +417,12 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
     parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
+    if arch == "t5":
+        from nneditor.semantic.checkpoint_t5 import seq2seq_graph
+
+        g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), width, vocab)
+        g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
+        return g
     headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)
     g = _decoder_graph(
         title,

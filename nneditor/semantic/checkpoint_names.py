@@ -627,6 +627,9 @@ def _eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[st
     return mapped, unplaced
 
 
+_T5_EMBED_COPIES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -637,9 +640,13 @@ def canonical_names(
         return _opt_names(list(names))
     if arch in ("gpt-neo", "gptj"):
         return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)
-    table = _table(arch, n_layers)
+    table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be
+    # deeper than its encoder, whose count n_layers is)
     if arch == "bert":
         return _bert_names(list(names), table)
+    names = list(names)
+    if arch in ("t5", "t5encoder") and "shared.weight" in names:  # T5: copies of the shared
+        names = [n for n in names if n not in _T5_EMBED_COPIES]  # embedding, where stored
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     names = list(names)

@@ -165,9 +165,10 @@ def test_a_t5_encoder_equals_transformers(name: str, form: str, zoo_artifact) ->
 
 
 @pytest.mark.realdata
-def test_an_encoder_decoder_t5_is_refused_by_name(zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
-    """A T5ForConditionalGeneration snapshot (flan-t5) holds a generating decoder the NumPy
-    decoder does not run: refused with that sentence, not as tensors without a place."""
+def test_a_t5_decoder_missing_its_layers_is_refused(zoo_artifact, tmp_path: Path) -> None:  # noqa: ANN001
+    """A T5 snapshot with a decoder's tensors is run as an encoder-decoder model
+    (test_t5_seq2seq.py); one whose decoder lacks its layers is refused with the tensor it
+    lacks, not run without them."""
     import shutil
 
     from safetensors.numpy import load_file, save_file
@@ -178,7 +179,8 @@ def test_an_encoder_decoder_t5_is_refused_by_name(zoo_artifact, tmp_path: Path) 
     weights = load_file(snap / "model.safetensors")
     weights["decoder.final_layer_norm.weight"] = np.ones(64, np.float32)
     save_file(weights, snap / "model.safetensors")
-    with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match="encoder-decoder"):
+    lacks = "lacks its decoder's dec.blk.0.attn_norm.weight"
+    with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match=lacks):
         decoder_config(doc)
 
 

@@ -1,0 +1,97 @@
+"""Encoder-decoder T5s (tools/zoo_seq2seq.py): the encoder's output, every decoder layer's and
+the first output token's logits against transformers' T5ForConditionalGeneration run from its
+decoder start token; FLAN-T5 (T5 1.1: gated GELU, its own head, a decoder deeper than its
+encoder) and t5-small's T5 1.0 (ReLU, the tied head scaled by d_model^-0.5), the latter also as
+llama.cpp converts it; and the headline path through the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nneditor
+from nneditor.decoder import decoder_config, run_forward
+from nneditor.tokenize import load_tokenizer
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+TEXT = "translate English to German: the house is wonderful"
+CASES = [("seq2seq-flan-t5", "snapshot"), ("seq2seq-t5", "snapshot"), ("seq2seq-t5", "gguf")]
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(("name", "form"), CASES)
+def test_t5_first_step_equals_transformers(name: str, form: str, zoo_artifact) -> None:  # noqa: ANN001
+    snap = zoo_artifact(name)
+    path = snap if form == "snapshot" else zoo_artifact(f"{name}.gguf")
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(TEXT)["input_ids"]
+    assert load_tokenizer(path).encode(TEXT) == want_ids
+    model = tf.AutoModelForSeq2SeqLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([want_ids], dtype=np.int64)
+    start = model.config.decoder_start_token_id
+    with torch.no_grad():
+        out = model(
+            input_ids=torch.from_numpy(ids),
+            decoder_input_ids=torch.tensor([[start]]),
+            output_hidden_states=True,
+        )
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        unscaled = run_forward(
+            doc, dataclasses.replace(cfg, logit_scale=1.0), ids, lambda n, v: None
+        )
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert cfg.arch == "t5" and cfg.decoder_start == start
+    assert cfg.decoder_layers == model.config.num_decoder_layers
+    assert set(values) == drawn  # the graph draws what the pass computes
+    assert _rel(values["enc_output"], out.encoder_last_hidden_state.numpy()) < 1e-5
+    layers = cfg.decoder_layers  # (transformers' last decoder state is after the final norm)
+    for i in range(layers - 1):
+        got = values[f"dec.blk.{i}.output"]
+        assert _rel(got, out.decoder_hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(values["result_norm"], out.decoder_hidden_states[layers].numpy()) < 1e-5
+    want = out.logits.numpy()
+    assert logits.shape == want.shape == (1, 1, cfg.vocab)
+    assert _rel(logits, want) < 1e-5
+    tied = name == "seq2seq-t5"  # T5 1.0: the tied head's input scaled by 1/8 (d_model 64)
+    assert (cfg.logit_scale == 8.0) == tied
+    assert (_rel(unscaled, want) > 1) == tied
+
+
+@pytest.mark.realdata
+def test_t5_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    snap = zoo_artifact("seq2seq-flan-t5")
+
+    def cli(*args: str) -> dict:
+        r = subprocess.run(
+            [sys.executable, "-m", "nneditor", *args], capture_output=True, text=True, timeout=300
+        )
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout) if "--json" in args else {}
+
+    ids = tmp_path / "ids.npz"
+    tokens = cli("tokenize", str(snap), "--text", TEXT, "--out", str(ids), "--json")
+    cli("trace", str(snap), "--inputs", str(ids), "--out", str(tmp_path / "t"), "--yes")
+    got = cli("predict", str(tmp_path / "t"), "--top", "3", "--json")
+    model = tf.AutoModelForSeq2SeqLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = (
+            model(input_ids=torch.tensor([tokens["ids"]]), decoder_input_ids=torch.tensor([[0]]))
+            .logits[0, -1]
+            .double()
+        )
+    top = torch.topk(torch.softmax(logits, -1), 3)
+    assert [t["id"] for t in got["top"]] == top.indices.tolist()
+    assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)

@@ -1,0 +1,98 @@
+"""Zoo encoder-decoder T5s (T5ForConditionalGeneration) as releases ship them: FLAN-T5 / T5 1.1
+(gated GELU, an untied head) and t5-small's T5 1.0 (ReLU, a head tied to the shared embedding
+whose input is scaled by d_model^-0.5). The NumPy decoder runs the encoder and the decoder's
+first step (tests/integration/test_t5_seq2seq.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from zoo_encoders import _unigram
+
+FLAN_T5 = "seq2seq-flan-t5"
+T5_SMALL = "seq2seq-t5"
+
+
+def _snapshot(path: Path, v1_1: bool) -> None:
+    import torch
+    import transformers as tf
+
+    words = [
+        "translate",
+        "English",
+        "to",
+        "German",
+        "the",
+        "house",
+        "is",
+        "wonderful",
+        "Das",
+        "Haus",
+    ]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "spiece.model").write_bytes(_unigram(words, 3, pad_id=0, eos_id=1, unk_id=2, bos_id=-1))
+    tok = tf.T5TokenizerFast.from_pretrained(str(path))
+    config = tf.T5Config(
+        vocab_size=len(tok),
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        # FLAN-T5's decoder deeper than its encoder: the layer counts are read apart (llama.cpp's
+        # converter cannot write such a model; the T5 1.0 one it converts has 2 and 2)
+        num_decoder_layers=3 if v1_1 else 2,
+        num_heads=4,
+        feed_forward_proj="gated-gelu" if v1_1 else "relu",
+        decoder_start_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = tf.T5ForConditionalGeneration(config).eval()
+    with torch.no_grad():  # unit norms would hide a missing one; a table wide enough to matter
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+            if "relative_attention_bias" in name:
+                p.mul_(20.0)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    if v1_1:  # FLAN-T5's head is its own matrix (transformers 5 saves T5's head tied)
+        from safetensors.torch import load_file, save_file
+
+        state = load_file(str(path / "model.safetensors"))
+        state["lm_head.weight"] = torch.randn_like(state["shared.weight"]) * 0.05
+        save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    # config.json as the releases state it (transformers 4): T5 1.1 unties its head, T5 1.0
+    # says nothing; neither states transformers 5's scale_decoder_outputs
+    meta = path / "config.json"
+    released = json.loads(meta.read_text())
+    for key in ("tie_word_embeddings", "scale_decoder_outputs"):
+        released.pop(key, None)
+    if v1_1:
+        released["tie_word_embeddings"] = False
+    meta.write_text(json.dumps(released, indent=1))
+
+
+def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
+    """Add the encoder-decoder T5s (snapshots, and llama.cpp's conversion of T5 1.0)."""
+    from zoo_decoders import convert
+
+    generator(
+        FLAN_T5,
+        "transformers save_pretrained (T5ForConditionalGeneration, T5 1.1) + sentencepiece unigram",
+        "encoder-decoder T5 1.1 (as FLAN-T5: gated GELU, an untied head), tiny random weights, "
+        "a decoder deeper than its encoder",
+    )(lambda path: _snapshot(path, v1_1=True))
+    generator(
+        T5_SMALL,
+        "transformers save_pretrained (T5ForConditionalGeneration, T5 1.0) + sentencepiece unigram",
+        "encoder-decoder T5 1.0 (as t5-small: ReLU, a tied head fed d_model^-0.5 times the "
+        "decoder's output), tiny random weights",
+    )(lambda path: _snapshot(path, v1_1=False))
+    generator(
+        f"{T5_SMALL}.gguf",
+        "llama.cpp convert_hf_to_gguf.py",
+        "the T5 1.0 encoder-decoder as llama.cpp converts it (t5: no output.weight, the head tied)",
+    )(lambda path: convert(generate(T5_SMALL, path.parents[2]), path, "f32"))
