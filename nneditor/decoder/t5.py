@@ -90,7 +90,9 @@ def seq2seq_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decode
     if not layers:
         raise DecoderUnsupported("this T5 states no decoder layer count (num_decoder_layers)")
     scaled = config.get("scale_decoder_outputs")  # (transformers 5 states it)
-    if not isinstance(scaled, bool):
+    if config.get("model_type") == "mt5":
+        scaled = False  # mT5 (T5 1.1's recipe) never scales, whatever its config says
+    elif not isinstance(scaled, bool):
         scaled = config.get("tie_word_embeddings") is not False
     return dataclasses.replace(
         enc,

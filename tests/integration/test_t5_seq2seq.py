@@ -95,3 +95,41 @@ def test_t5_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN00
     top = torch.topk(torch.softmax(logits, -1), 3)
     assert [t["id"] for t in got["top"]] == top.indices.tolist()
     assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["mt5", "umt5"])
+def test_mt5_and_umt5_first_steps_equal_transformers(kind: str, tmp_path) -> None:  # noqa: ANN001
+    """mT5 never scales its head's input (transformers 5 writes its config with a tied head all
+    the same); UMT5 states scale_decoder_outputs, and has a position table in every layer."""
+    classes = {
+        "mt5": (tf.MT5Config, tf.MT5ForConditionalGeneration),
+        "umt5": (tf.UMT5Config, tf.UMT5ForConditionalGeneration),
+    }
+    config_cls, model_cls = classes[kind]
+    config = config_cls(
+        vocab_size=100,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
+        decoder_start_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = model_cls(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(tmp_path / kind))
+    ids = np.array([[5, 6, 7, 8, 9, 10, 1]], dtype=np.int64)
+    with torch.no_grad():
+        want = model(
+            input_ids=torch.from_numpy(ids), decoder_input_ids=torch.tensor([[0]])
+        ).logits.numpy()
+    with nneditor.open(tmp_path / kind) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, lambda n, v: None)
+    assert cfg.logit_scale == 1.0 and _rel(logits, want) < 1e-5
