@@ -290,6 +290,8 @@ EXPECT: dict[str, E] = {
     "encoder-distilbert-mlm": {"format": "huggingface", **_lm(2)},
     "encoder-roberta-mlm": {"format": "huggingface", **_lm(2)},
     "encoder-mpnet": {"format": "huggingface", **_lm(2)},
+    "encoder-albert": {"format": "huggingface", **_lm(3)},
+    "encoder-electra": {"format": "huggingface", **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},

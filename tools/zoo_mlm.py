@@ -119,6 +119,52 @@ def _roberta_snapshot(path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
+ALBERT = "encoder-albert"
+ELECTRA = "encoder-electra"
+
+
+def _albert_snapshot(path: Path) -> None:
+    """AlbertForPreTraining as albert-base-v2 ships it: one layer shared by the three, 32-wide
+    embeddings projected to 64, the masked-LM head back down to 32 (tied), the sentence-order
+    head beside it; a SentencePiece unigram vocabulary with ALBERT's special pieces."""
+    import torch
+    import transformers as tf
+    from zoo_encoders import _unigram
+
+    path.mkdir(parents=True, exist_ok=True)
+    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Paris", "is", "a"]
+    model_file = path / "spiece.model"  # <pad> 0, <unk> 1, [CLS] 2, [SEP] 3, [MASK] 4
+    specials = {"pad_id": 0, "unk_id": 1, "bos_id": -1, "eos_id": -1}
+    model_file.write_bytes(
+        _unigram(words, 4, **specials, user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"])
+    )
+    tok = tf.AlbertTokenizer.from_pretrained(str(path))
+    config = tf.AlbertConfig(
+        vocab_size=len(tok),
+        embedding_size=32,
+        hidden_size=64,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    _perturbed(tf.AlbertForPreTraining(config).eval()).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
+def _electra_snapshot(path: Path) -> None:
+    """ElectraForPreTraining (the discriminator, as google/electra-small-discriminator): BERT's
+    blocks after a projection of 32-wide embeddings to 64, the replaced-token head beside."""
+    import torch
+    import transformers as tf
+
+    config = tf.ElectraConfig(vocab_size=30522, embedding_size=32, hidden_size=64, **_SIZES)
+    torch.manual_seed(0)
+    _perturbed(tf.ElectraForPreTraining(config).eval()).save_pretrained(str(path))
+    _wordpiece(path)
+
+
 MPNET = "encoder-mpnet"
 
 
@@ -189,6 +235,18 @@ def register(generator: Callable[..., Any]) -> None:
         "transformers save_pretrained (RobertaForMaskedLM) + a tokenizers byte-level BPE",
         "RoBERTa with its masked-LM head (as roberta-base), tiny random weights",
     )(_roberta_snapshot)
+    generator(
+        ALBERT,
+        "transformers save_pretrained (AlbertForPreTraining) + sentencepiece unigram",
+        "ALBERT with its masked-LM and sentence-order heads (as albert-base-v2: one shared "
+        "layer, projected embeddings), tiny random weights",
+    )(_albert_snapshot)
+    generator(
+        ELECTRA,
+        "transformers save_pretrained (ElectraForPreTraining)",
+        "ELECTRA discriminator (as google/electra-small-discriminator: projected embeddings), "
+        "tiny random weights, the real WordPiece vocabulary",
+    )(_electra_snapshot)
     generator(
         MPNET,
         "transformers save_pretrained (MPNetModel) in sentence-transformers' layout",

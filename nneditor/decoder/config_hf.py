@@ -226,18 +226,21 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return _hf_deepseek2(config, common)
     if arch == "bert":
         act = str(config.get("hidden_act") or "gelu")
-        if act != "gelu":
-            raise DecoderUnsupported(f"BERT activation {act!r} is not implemented (gelu is)")
+        if act not in _BERT_ACTIVATIONS:
+            raise DecoderUnsupported(
+                f"BERT activation {act!r} is not implemented (gelu and gelu_new are)"
+            )
         kind = config.get("position_embedding_type") or "absolute"
         if kind != "absolute":
             raise DecoderUnsupported(
                 f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
             )
-        roberta = config.get("model_type") in ("roberta", "xlm-roberta")
+        roberta = config.get("model_type") in ("roberta", "xlm-roberta", "camembert")
         mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
+        family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
         return DecoderConfig(
             **common,
-            **(BERT_MLM if "mlm_dense.weight" in common["names"] else BERT),
+            **{**family, "activation": _BERT_ACTIVATIONS[act]},
             **(_mpnet(config) if mpnet else {}),
             norm_eps=float(config.get("layer_norm_eps") or 1e-12),
             attn_scale=1 / math.sqrt(head_dim),
@@ -527,6 +530,10 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
     return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
+
+
+#: BERT-family activations (ALBERT's gelu_new is GELU's tanh approximation)
+_BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh"}
 
 
 def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:

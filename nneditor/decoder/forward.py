@@ -110,6 +110,10 @@ def _forward(
     if w.has("token_embd_norm.weight"):
         x = _norm(w, cfg, "token_embd_norm", x)
         emit("inp_norm", x[None])
+    if w.has("token_embd_proj.weight"):  # ALBERT, ELECTRA: narrower embeddings projected
+        bias = "token_embd_proj.bias" if w.has("token_embd_proj.bias") else None
+        x = w.linear("token_embd_proj.weight", x, bias)
+        emit("inp_proj", x[None])
     step()
     factors = w.optional("rope_freqs.weight")
     scaling = cfg.rope_scaling
@@ -161,7 +165,7 @@ def _forward(
         h = t5.decode(w, cfg, enc, emit, lambda p, v: _feed_forward(w, cfg, p, v, emit))
     elif w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
         dense_bias = "mlm_dense.bias" if w.has("mlm_dense.bias") else None
-        h = ops.gelu(w.linear("mlm_dense.weight", x, dense_bias))
+        h = ops.ACTIVATIONS[cfg.activation](w.linear("mlm_dense.weight", x, dense_bias))
         emit("mlm_dense", h[None])
         h = _norm(w, cfg, "mlm_norm", h)
     else:

@@ -122,6 +122,8 @@ _TOP_KEYS = {
     "token_embd_norm.weight",
     "token_embd_norm.bias",
     # BERT-family masked-LM heads: dense + GELU, LayerNorm, then the tied projection's bias
+    "token_embd_proj.weight",  # ALBERT, ELECTRA: embeddings projected to the hidden size
+    "token_embd_proj.bias",
     "mlm_dense.weight",
     "mlm_dense.bias",
     "mlm_norm.weight",

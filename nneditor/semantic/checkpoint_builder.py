@@ -127,6 +127,16 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 top,
                 "Normalization: LayerNorm of the summed embeddings (from tensor names).",
             )
+        if "token_embd_proj.weight" in top:  # ALBERT, ELECTRA
+            x = self.node(
+                "token_embd_proj",
+                "Linear",
+                [x],
+                "inp_proj",
+                [top["token_embd_proj.weight"], top.get("token_embd_proj.bias", "")],
+                "embedding",
+                "Projection of the narrower embeddings to the hidden size (from tensor names).",
+            )
         return x
 
     def decoder_block(

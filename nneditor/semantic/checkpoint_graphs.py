@@ -448,9 +448,10 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     side = [n for n in unplaced if arch == "bert" and bert_inner(n).startswith(BERT_SIDE_HEADS)]
     if side:
         doc.notes.append(
-            f"its pooler or next-sentence head ({len(side)} tensors) is not drawn: the drawn "
-            "path to the last hidden state (and the masked-LM logits, where stored) does not "
-            "pass through it; its tensors are listed with the weights"
+            f"its pooler and pre-training heads beside the encoder ({len(side)} tensors: "
+            "pooler, next-sentence, sentence-order or replaced-token heads) are not drawn: the "
+            "drawn path to the last hidden state (and the masked-LM logits, where stored) does "
+            "not pass through them; their tensors are listed with the weights"
         )
     mtp = sum(1 for n in stored if n.startswith(MTP_PREFIXES))
     if mtp:

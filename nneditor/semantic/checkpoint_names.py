@@ -79,6 +79,9 @@ HF_ARCH = {
     "xlm-roberta": "bert",
     "distilbert": "bert",  # DistilBERT: BERT's blocks under other names, no token types
     "mpnet": "bert",  # MPNet (all-mpnet-base-v2): BERT's blocks with T5's relative positions
+    "camembert": "bert",  # CamemBERT: RoBERTa's
+    "electra": "bert",  # ELECTRA: BERT's blocks after a projection of narrower embeddings
+    "albert": "bert",  # ALBERT: one BERT block shared by every layer, narrower embeddings
     "nomic_bert": "nomic-bert",  # nomic-embed-text v1 / v1.5
     "modernbert": "modern-bert",
     "jais2": "jais2",
@@ -456,7 +459,23 @@ def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
 #: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
 #: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
 #: distilbert-base-uncased as released) keep the encoder
-BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.")
+BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.")
+#: ALBERT's one shared layer (albert_layer_groups.0.albert_layers.0) and the projection of its
+#: embeddings; ELECTRA's projection
+_ALBERT_LAYER = re.compile(
+    r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.(.+)\.(weight|bias)$"
+)
+_ALBERT_PARTS = {
+    "attention.query": "attn_q",
+    "attention.key": "attn_k",
+    "attention.value": "attn_v",
+    "attention.dense": "attn_output",
+    "attention.LayerNorm": "attn_output_norm",
+    "ffn": "ffn_up",
+    "ffn_output": "ffn_down",
+    "full_layer_layer_norm": "layer_output_norm",
+}
+_EMBED_PROJECTIONS = ("encoder.embedding_hidden_mapping_in", "embeddings_project")
 #: MPNet's own names (llama.cpp has no MPNet table): its attention and the relative-position
 #: table that its encoder computes once for every layer, stored as T5 stores the shared one
 _MPNET_PARTS = {
@@ -471,6 +490,12 @@ _MPNET_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
 #: projection tied to the token embedding, with a bias), under the names the decoder reads.
 #: BERT's and RoBERTa's decoder bias is one parameter stored under two names (either or both)
 MLM_HEAD = {
+    "predictions.dense": "mlm_dense",  # ALBERT's
+    "predictions.LayerNorm": "mlm_norm",
+    "predictions.decoder": "output",
+    "generator_predictions.dense": "mlm_dense",  # ELECTRA's generator
+    "generator_predictions.LayerNorm": "mlm_norm",
+    "generator_lm_head": "output",
     "cls.predictions.transform.dense": "mlm_dense",
     "lm_head.dense": "mlm_dense",
     "vocab_transform": "mlm_dense",
@@ -481,9 +506,15 @@ MLM_HEAD = {
     "lm_head.decoder": "output",
     "vocab_projector": "output",
 }
-_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias")
+_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias", "predictions.bias")
 #: heads beside the encoder that the hidden states and the masked-LM logits do not pass through
-BERT_SIDE_HEADS = ("pooler.", "cls.seq_relationship.")
+#: (BERT's next-sentence, ALBERT's sentence-order, ELECTRA's discriminator heads)
+BERT_SIDE_HEADS = (
+    "pooler.",
+    "cls.seq_relationship.",
+    "sop_classifier.",
+    "discriminator_predictions.",
+)
 
 
 _TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
@@ -497,10 +528,17 @@ def bert_inner(name: str) -> str:
     return name
 
 
-def _bert_names(names: list[str], table: Any) -> tuple[dict[str, str], list[str]]:
+def _bert_names(
+    names: list[str], table: Any, n_layers: int = 0
+) -> tuple[dict[str, str], list[str]]:
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     for name in names:
+        albert = _ALBERT_LAYER.match(bert_inner(name))
+        if albert and albert[1] in _ALBERT_PARTS:  # every layer reads the one shared layer
+            for i in range(n_layers):
+                mapped[f"blk.{i}.{_ALBERT_PARTS[albert[1]]}.{albert[2]}"] = name
+            continue
         inner = bert_inner(name)
         module, _, kind = inner.rpartition(".")
         if module.endswith("LayerNorm") and kind in _TF_NORM_NAMES:  # bert-base-uncased's own
@@ -513,6 +551,8 @@ def _bert_names(names: list[str], table: Any) -> tuple[dict[str, str], list[str]
             key = f"blk.{mpnet[1]}.{_MPNET_PARTS[mpnet[2]]}.{mpnet[3]}"
         elif inner == "encoder.relative_attention_bias.weight":
             key = "blk.0.attn_rel_b.weight"
+        elif module in _EMBED_PROJECTIONS and kind in ("weight", "bias"):
+            key = f"token_embd_proj.{kind}"
         elif module in MLM_HEAD and kind in ("weight", "bias"):
             key = f"{MLM_HEAD[module]}.{kind}"
         elif inner.endswith(BUFFERS):
@@ -643,7 +683,7 @@ def canonical_names(
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be
     # deeper than its encoder, whose count n_layers is)
     if arch == "bert":
-        return _bert_names(list(names), table)
+        return _bert_names(list(names), table, n_layers)
     names = list(names)
     if arch in ("t5", "t5encoder") and "shared.weight" in names:  # T5: copies of the shared
         names = [n for n in names if n not in _T5_EMBED_COPIES]  # embedding, where stored

@@ -25,7 +25,11 @@ CASES = {
     "encoder-bert-mlm": "Paris is the [MASK] of France.",
     "encoder-distilbert-mlm": "the [MASK] reads every layer.",
     "encoder-roberta-mlm": "the model reads<mask> weights to a file",
+    "encoder-albert": "Paris is a [MASK] model.",
 }
+#: the snapshots with pre-training heads beside the encoder (BERT's next-sentence head,
+#: ALBERT's sentence-order head, each with a pooler)
+SIDE_HEADS = ("encoder-bert-mlm", "encoder-albert")
 
 
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
@@ -69,8 +73,8 @@ def test_masked_lm_equals_transformers(name: str, zoo_artifact) -> None:  # noqa
     mask = want_ids.index(tf.AutoTokenizer.from_pretrained(str(snap)).mask_token_id)
     top = np.argsort(-want[0, mask])[:5]
     assert np.argsort(-logits[0, mask])[:5].tolist() == top.tolist()
-    side = any("pooler or next-sentence head (4 tensors)" in n for n in notes)
-    assert side == (name == "encoder-bert-mlm")  # BertForPreTraining's heads, said
+    side = any("pre-training heads beside the encoder (4 tensors" in n for n in notes)
+    assert side == (name in SIDE_HEADS)  # the pre-training heads, said
 
 
 @pytest.mark.realdata
@@ -139,6 +143,31 @@ def test_an_mpnet_encoder_equals_transformers(zoo_artifact) -> None:  # noqa: AN
     assert _rel(flat, want) > 1e-3
 
 
+@pytest.mark.realdata
+def test_an_electra_discriminator_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
+    """ELECTRA's discriminator: 32-wide embeddings projected to the hidden 64, BERT's blocks;
+    its replaced-token head beside the encoder is listed and said, not run."""
+    snap = zoo_artifact("encoder-electra")
+    text = "Paris is the capital of France."
+    want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    assert load_tokenizer(snap).encode(text) == want_ids
+    model = tf.AutoModel.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = np.array([want_ids], dtype=np.int64)
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        result = run_forward(doc, cfg, ids, values.__setitem__)
+        notes = list(doc.notes)
+    assert not cfg.head and values["inp_proj"].shape == (1, len(want_ids), 64)
+    assert _rel(values["inp_proj"], out.hidden_states[0].numpy()) < 1e-5
+    for i in range(2):
+        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert _rel(result, out.last_hidden_state.numpy()) < 1e-5
+    assert any("pre-training heads beside the encoder (4 tensors" in n for n in notes)
+
+
 def test_zoo_entries_are_registered() -> None:
     root = Path(__file__).resolve().parents[2] / "tools"
     sys.path.insert(0, str(root))
@@ -146,4 +175,4 @@ def test_zoo_entries_are_registered() -> None:
         import zoo_generated
     finally:
         sys.path.remove(str(root))
-    assert {*CASES, "encoder-mpnet"} <= set(zoo_generated.GENERATORS)
+    assert {*CASES, "encoder-mpnet", "encoder-electra"} <= set(zoo_generated.GENERATORS)
