@@ -111,8 +111,8 @@ def _forward(
         x = _norm(w, cfg, "token_embd_norm", x)
         emit("inp_norm", x[None])
     if w.has("token_embd_proj.weight"):  # ALBERT, ELECTRA: narrower embeddings projected
-        bias = "token_embd_proj.bias" if w.has("token_embd_proj.bias") else None
-        x = w.linear("token_embd_proj.weight", x, bias)
+        proj_bias = "token_embd_proj.bias" if w.has("token_embd_proj.bias") else None
+        x = w.linear("token_embd_proj.weight", x, proj_bias)
         emit("inp_proj", x[None])
     step()
     factors = w.optional("rope_freqs.weight")
