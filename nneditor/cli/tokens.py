@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("trace_dir")
     s.add_argument("--value", help="the logits value (found by itself when omitted)")
     s.add_argument("--batch", type=int, default=0)
-    s.add_argument("--position", type=int, default=-1)
+    s.add_argument(
+        "--position",
+        type=int,
+        default=None,
+        help="the position to read (default: the prompt's first mask token, else the last)",
+    )
     s.add_argument("--top", type=int, default=20)
     s.add_argument("--tokenizer", default="embedded", metavar="embedded|FILE")
     s.add_argument("--json", action="store_true")
@@ -145,6 +151,20 @@ def _outputs(model: str | None) -> list[str]:
         return []
 
 
+def _mask_position(folder: Path, values: list[dict[str, Any]], tok: Any) -> int | None:  # noqa: ANN401
+    """Where a masked-language model's prompt (the captured ``tokens``) holds its mask token."""
+    from nneditor.tokenize.predictions import mask_position
+
+    entry = next((v for v in values if v.get("name") == "tokens" and v.get("file")), None)
+    if entry is None or tok is None or tok.mask_id is None:
+        return None
+    try:
+        ids = np.asarray(read_value(folder, entry, mmap=False))
+    except CaptureReadError:
+        return None
+    return mask_position(ids, tok)
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from nneditor.tokenize import TokenizerError, load_tokenizer
     from nneditor.tokenize.predictions import find_logits, predict
@@ -180,8 +200,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
         logits = np.asarray(read_value(folder, entry, mmap=False))
     except CaptureReadError as exc:
         raise CLIError(str(exc)) from None
-    result = predict(logits, entry["name"], tok, args.batch, args.position, args.top)
+    position, masked = args.position, None
+    if position is None:
+        masked = _mask_position(folder, values, tok)
+        position = -1 if masked is None else masked
+    result = predict(logits, entry["name"], tok, args.batch, position, args.top)
     out = result.as_dict()
+    if masked is not None:
+        word = tok.encoder.piece(tok.mask_id) if tok is not None and tok.mask_id is not None else ""
+        said = f"position {masked} holds the prompt's first mask token {word}; --position reads another"
+        out["note"] = (out["note"] + "; " if out["note"] else "") + said
     if entry.get("status") == "partial":
         out["note"] = (out["note"] + "; " if out["note"] else "") + "the value is partial"
     if why:

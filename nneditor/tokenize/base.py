@@ -41,6 +41,7 @@ class TextTokenizer:
     source: str = ""  # the file the vocabulary came from
     pad_id: int | None = None  # fills a sequence up to a chosen length (eos when None)
     framed: bool = False  # the encoder itself adds BOS/EOS (a tokenizer.json post-processor)
+    mask_id: int | None = None  # a masked-language model's mask token ([MASK], <mask>)
 
     @property
     def exact(self) -> bool:

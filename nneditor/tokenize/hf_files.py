@@ -103,6 +103,7 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
         source=str(source),
         pad_id=_token_id(tok, config.get("pad_token")),
         framed=True,
+        mask_id=_token_id(tok, config.get("mask_token")),
     )
 
 

@@ -17,6 +17,19 @@ from nneditor.tokenize.base import TextTokenizer, TokenizerError
 LOGIT_NAMES = ("logits", "result_output", "lm_logits", "output")
 
 
+def mask_position(ids: Any, tokenizer: TextTokenizer | None) -> int | None:  # noqa: ANN401
+    """The first position of the tokenizer's mask token in the prompt ``ids`` (any shape whose
+    last axis is positions; batch 0), None when it has none: where a masked-language model's
+    prediction is read."""
+    if tokenizer is None or tokenizer.mask_id is None:
+        return None
+    row = np.asarray(ids).reshape(-1, np.asarray(ids).shape[-1])[0] if np.ndim(ids) else None
+    if row is None:
+        return None
+    hits = np.flatnonzero(row == tokenizer.mask_id)
+    return int(hits[0]) if hits.size else None
+
+
 def find_logits(
     values: list[dict[str, Any]],
     vocab_size: int | None = None,

@@ -214,3 +214,41 @@ def test_window_traces_record_the_codebook_of_their_token_ids(
     summary = overlay.tokens_tab.summary.text()
     assert "cannot be recovered" in summary and "hello small world" in summary
     overlay.close()
+
+
+@pytest.mark.realdata
+def test_a_masked_lm_trace_reads_its_mask(qtbot, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """The Tokens tab of a masked-language model's logits starts at the prompt's [MASK] and
+    lists transformers' top tokens there."""
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("transformers")
+    from nneditor.ui.trace.overlay import TensorOverlay
+    from nneditor.ui.trace.store import load_run
+
+    snap = zoo_artifact("encoder-bert-mlm")
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    text = "Paris is the [MASK] of France."
+    for args in (
+        ("tokenize", snap, "--text", text, "--special", "--out", ids_file),
+        ("trace", snap, "--inputs", ids_file, "--out", trace, "--yes"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "nneditor", *map(str, args)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    overlay = TensorOverlay(load_run(trace), "result_output")
+    qtbot.addWidget(overlay)
+    tab = overlay.tokens_tab
+    assert tab is not None and tab.position.value() == 4  # [CLS] paris is the [MASK]
+    assert "Position 4 holds the prompt's first mask token [MASK]" in tab.source.text()
+    tab.top.setValue(3)
+    tab.inspect_predictions()
+    got = [int(tab.table.item(r, 1).text()) for r in range(tab.table.rowCount())]
+    model = tf.AutoModelForMaskedLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    with torch.no_grad():
+        logits = model(torch.tensor([ids])).logits[0, 4]
+    assert got == torch.topk(logits, 3).indices.tolist()

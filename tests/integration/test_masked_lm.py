@@ -112,6 +112,12 @@ def test_fill_mask_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN
         tok.decode([i]).strip() for i in top.indices.tolist()
     ]
     assert got["position"] == mask
+    # without --position the prediction is read at the prompt's first mask token, and said
+    default = cli("predict", str(trace), "--top", "3", "--json")
+    assert default.returncode == 0, default.stderr
+    said = json.loads(default.stdout)
+    assert said["position"] == mask and [t["id"] for t in said["top"]] == top.indices.tolist()
+    assert f"position {mask} holds the prompt's first mask token [MASK]" in said["note"]
 
 
 @pytest.mark.realdata

@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,11 @@ class TensorOverlay(QDialog):
         # an edited revision's run traced a private copy: its vocabulary (a tokenizer.json
         # beside the model) is the source's
         model = self.run.edits_of or self.run.model
-        return TokensTab(self.array, self.name, model, producer, self, note)
+        prompt = None  # the traced prompt: a masked-language model is read at its mask
+        if self.name != "tokens" and self.run.file("tokens") is not None:
+            with contextlib.suppress(Exception):  # (unreadable: the last position, as before)
+                prompt = self.run.load("tokens")
+        return TokensTab(self.array, self.name, model, producer, self, note, prompt)
 
     def _python_tab(self) -> QWidget | None:
         from nneditor.ui.python_tab import PythonTab

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from nneditor.errors import NNEditorError
 from nneditor.tokenize import TextTokenizer, load_tokenizer
-from nneditor.tokenize.predictions import LOGIT_NAMES, decode_captured, predict
+from nneditor.tokenize.predictions import LOGIT_NAMES, decode_captured, mask_position, predict
 from nneditor.tokenize.token_inputs import note_tokenizer
 
 _IDS = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$|argmax|topk", re.IGNORECASE)
@@ -59,6 +59,7 @@ class TokensTab(QWidget):
         producer: str = "",
         parent: QWidget | None = None,
         note: dict[str, Any] | None = None,
+        prompt: np.ndarray | None = None,
     ):
         super().__init__(parent)
         self.array = array
@@ -94,6 +95,13 @@ class TokensTab(QWidget):
         positions = array.shape[-2] if array.ndim >= 2 else 1
         self.position.setRange(-positions, max(0, positions - 1))
         self.position.setValue(-1)
+        masked = mask_position(prompt, tok) if prompt is not None else None
+        if masked is not None and masked < positions:  # a masked-language model: its mask
+            self.position.setValue(masked)
+            mask = tok.encoder.piece(tok.mask_id) if tok and tok.mask_id is not None else ""
+            self.source.setText(
+                f"{source}. Position {masked} holds the prompt's first mask token {mask}."
+            )
         self.top = QSpinBox(self)
         self.top.setPrefix("top ")
         self.top.setRange(1, 1000)
