@@ -90,6 +90,9 @@ def _forward(
 
     x = w.rows("token_embd.weight", ids)
     emit("inp_embd", x[None])
+    if w.has("token_embd_in_proj.weight"):  # OPT-350m: narrower embeddings, projected first
+        x = w.linear("token_embd_in_proj.weight", x)
+        emit("inp_in_proj", x[None])
     if cfg.embed_scale != 1.0:
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("inp_scaled", x[None])
@@ -168,9 +171,15 @@ def _forward(
         h = ops.ACTIVATIONS[cfg.activation](w.linear("mlm_dense.weight", x, dense_bias))
         emit("mlm_dense", h[None])
         h = _norm(w, cfg, "mlm_norm", h)
+    elif cfg.arch == "opt" and not w.has("output_norm.weight"):  # OPT-350m: no final norm
+        h = x
     else:
         h = _norm(w, cfg, "output_norm", x)
-    emit("result_norm", h[None])
+    if h is not x:
+        emit("result_norm", h[None])
+    if w.has("output_proj.weight"):  # OPT-350m: back to the embeddings' width
+        h = w.linear("output_proj.weight", h)
+        emit("result_proj", h[None])
     # the head is product-bound (64 FLOPs per weight at 32 tokens): its chunks decode on the
     # ggml pool and multiply on every BLAS thread, as without the read-ahead (measured 3%
     # faster for SmolLM2's Q8_0 head)

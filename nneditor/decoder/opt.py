@@ -4,8 +4,9 @@ llama.cpp does not convert.
 GPT-2's pre-norm blocks (LayerNorms with biases, biased q/k/v/out projections, a ReLU
 feed-forward of fc1 and fc2) after a learned position table whose first two rows are never
 used (position p reads row p + 2), a final LayerNorm, a head tied to the token embedding.
-OPT-350m, with its post-norm blocks and its embedding projections (project_in/project_out), is
-refused by name.
+OPT-350m normalises after each residual instead (as BERT), has no final norm, and projects its
+512-wide embeddings to the hidden size and back (project_in before the positions are added,
+project_out before the head).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.semantic.checkpoint_names import opt_norm_keys
 
 ARCH = "opt"
 #: OPT's activation_function -> the decoder's
@@ -24,11 +26,12 @@ _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     hidden = common["hidden"]
     project = int(config.get("word_embed_proj_dim") or hidden)
-    if not config.get("do_layer_norm_before", True) or project != hidden:
+    names = opt_norm_keys(common["names"], config)
+    has = ("token_embd_in_proj.weight" in names, "output_proj.weight" in names)
+    if (project != hidden) != has[0] or has[0] != has[1]:
         raise DecoderUnsupported(
-            "this OPT normalises after each block and projects its embeddings (OPT-350m: "
-            "do_layer_norm_before false, word_embed_proj_dim "
-            f"{project} for hidden {hidden}); the NumPy decoder runs the pre-norm OPTs"
+            f"this OPT's embeddings are {project} wide for hidden {hidden}, yet its "
+            "project_in / project_out matrices are not both stored"
         )
     if not config.get("layer_norm_elementwise_affine", True):
         raise DecoderUnsupported(
@@ -43,7 +46,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         str(c).endswith("ForCausalLM") for c in classes
     )
     return DecoderConfig(
-        **common,
+        **{**common, "names": names},
         norm="layer",
         norm_eps=1e-5,  # (torch's LayerNorm default: OPT states none)
         rope="none",

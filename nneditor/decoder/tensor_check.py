@@ -122,6 +122,8 @@ _TOP_KEYS = {
     "token_embd_norm.weight",
     "token_embd_norm.bias",
     # BERT-family masked-LM heads: dense + GELU, LayerNorm, then the tied projection's bias
+    "token_embd_in_proj.weight",  # OPT-350m: its embeddings projected in and out
+    "output_proj.weight",
     "token_embd_proj.weight",  # ALBERT, ELECTRA: embeddings projected to the hidden size
     "token_embd_proj.bias",
     "mlm_dense.weight",
@@ -248,7 +250,9 @@ def check_tensors(cfg: DecoderConfig) -> None:
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
-        if cfg.arch in ("bert", "nomic-bert"):  # norms after each residual
+        if cfg.arch in ("bert", "nomic-bert") or (  # norms after each residual (OPT-350m)
+            cfg.arch == "opt" and f"blk.{i}.attn_output_norm.weight" in cfg.names
+        ):
             norms = ("attn_output_norm", "layer_output_norm")
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")
         if cfg.arch in FFN_NORM_AFTER_ATTENTION:

@@ -87,6 +87,16 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             f"Embedding: token ids look up rows of {emb or 'token_embd.weight'} (from tensor "
             "names).",
         )
+        if "token_embd_in_proj.weight" in top:  # OPT-350m
+            x = self.node(
+                "token_embd_in_proj",
+                "Linear",
+                [x],
+                "inp_in_proj",
+                [top["token_embd_in_proj.weight"]],
+                "embedding",
+                "Projection of the narrower embeddings to the hidden size (from tensor names).",
+            )
         if arch.startswith("gemma"):
             x = self.node(
                 "token_embd",
@@ -449,18 +459,30 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         if "mlm_dense.weight" in top:
             self._mlm_head(top, x)
             return
-        if "output_norm.weight" not in top and "output.weight" not in top:
+        if "output_norm.weight" not in top and "output.weight" not in top and arch != "opt":
             return  # an encoder (BERT): the last block's output is the model's output
         norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
-        x = self.node(
-            "output_norm",
-            norm,
-            [x],
-            "result_norm",
-            [top.get("output_norm.weight", ""), top.get("output_norm.bias", "")],
-            "norm",
-            f"Final {norm} (from tensor names).",
-        )
+        if "output_norm.weight" in top or arch != "opt":  # (OPT-350m has no final norm)
+            x = self.node(
+                "output_norm",
+                norm,
+                [x],
+                "result_norm",
+                [top.get("output_norm.weight", ""), top.get("output_norm.bias", "")],
+                "norm",
+                f"Final {norm} (from tensor names).",
+            )
+        if "output_proj.weight" in top:  # OPT-350m: back to the embeddings' width
+            x = self.node(
+                "output_proj",
+                "Linear",
+                [x],
+                "result_proj",
+                [top["output_proj.weight"]],
+                "head",
+                "Projection back to the embeddings' width before the tied head (from tensor "
+                "names).",
+            )
         w = top.get("output.weight") or top.get("token_embd.weight", "")
         tied = "output.weight" not in top
         text = (

@@ -380,6 +380,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         canonical_names,
         layer_count,
         llama_cpp_arch,
+        opt_norm_keys,
         text_part,
     )
 
@@ -400,6 +401,8 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     except Exception:  # gguf-py missing or its table for the arch broken: the generic path
         return None
     mapped = {encoder_key(key): stored[name] for key, name in mapped.items()}
+    if arch == "opt":  # OPT-350m's norms follow the residuals
+        mapped = opt_norm_keys(mapped, config)
     blocks: dict[int, dict[str, str]] = {}
     top: dict[str, str] = {}
     for key, name in mapped.items():

@@ -572,9 +572,25 @@ _OPT_TOP = {
     "embed_positions.weight": "position_embd.weight",
     "final_layer_norm.weight": "output_norm.weight",
     "final_layer_norm.bias": "output_norm.bias",
-    "project_in.weight": "opt_project_in.weight",  # (OPT-350m: checked and refused by opt.py)
-    "project_out.weight": "opt_project_out.weight",
+    "project_in.weight": "token_embd_in_proj.weight",  # OPT-350m: 512-wide embeddings
+    "project_out.weight": "output_proj.weight",
 }
+#: OPT-350m's post-norm layers (do_layer_norm_before false): its two norms follow the
+#: residuals, as BERT's do
+_OPT_POST_NORM = {"attn_norm": "attn_output_norm", "ffn_norm": "layer_output_norm"}
+
+
+def opt_norm_keys(names: Mapping[str, str], config: Mapping[str, Any]) -> dict[str, str]:
+    """OPT's canonical names with the layer norms placed where the config applies them."""
+    if config.get("do_layer_norm_before", True):
+        return dict(names)
+    out: dict[str, str] = {}
+    for key, name in names.items():
+        m = re.match(r"^(blk\.\d+)\.(attn_norm|ffn_norm)\.(weight|bias)$", key)
+        out[f"{m[1]}.{_OPT_POST_NORM[m[2]]}.{m[3]}" if m else key] = name
+    return out
+
+
 _OPT_PARTS = {
     "self_attn.q_proj": "attn_q",
     "self_attn.k_proj": "attn_k",

@@ -97,21 +97,37 @@ def test_eleuther_decoders_equal_transformers(name: str, zoo_artifact) -> None: 
     assert all(v > 1e-4 for v in moved.values()), moved  # (some 300 times the difference)
 
 
-@pytest.mark.realdata
-def test_opt_350m_layout_is_refused_by_name(tmp_path) -> None:  # noqa: ANN001
+def test_opt_350m_layout_equals_transformers(tmp_path) -> None:  # noqa: ANN001
+    """OPT-350m's layout: norms after each residual, no final norm, 16-wide embeddings
+    projected in (before the positions are added) and out (before the tied head)."""
     config = tf.OPTConfig(
-        vocab_size=64,
+        vocab_size=100,
         hidden_size=32,
-        num_hidden_layers=1,
+        num_hidden_layers=2,
         ffn_dim=64,
-        num_attention_heads=2,
+        num_attention_heads=4,
         word_embed_proj_dim=16,
         do_layer_norm_before=False,
+        max_position_embeddings=64,
     )
-    tf.OPTForCausalLM(config).save_pretrained(str(tmp_path / "opt350"))
+    torch.manual_seed(0)
+    model = tf.OPTForCausalLM(config).eval()
+    with torch.no_grad():  # unit norms and zero biases would hide a misplaced one
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(tmp_path / "opt350"))
+    ids = np.array([[2, 5, 17, 30, 42, 42, 8, 61, 9, 3]], dtype=np.int64)
+    with torch.no_grad():
+        want = model(torch.from_numpy(ids)).logits.numpy()
+    values: dict[str, np.ndarray] = {}
     with nneditor.open(tmp_path / "opt350") as doc:
-        trace = doc.capabilities["trace"]
-    assert not trace.available and "OPT-350m" in trace.reason
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert set(values) == drawn and "result_norm" not in values
+    assert values["inp_in_proj"].shape == (1, 10, 32) and values["result_proj"].shape == (1, 10, 16)
+    assert _rel(logits, want) < 1e-5
 
 
 @pytest.mark.realdata
