@@ -175,6 +175,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             t5.SEQ2SEQ: t5.seq2seq_from_hf,
             clip_text.ARCH: clip_text.from_hf,
             opt.ARCH: opt.from_hf,
+            opt.BIOGPT: opt.from_hf,
             gpt_neo.ARCH: gpt_neo.from_hf,
             gptj.ARCH: gptj.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,

@@ -106,6 +106,7 @@ ARCHES = (
     "t5",  # T5 / mT5 / UMT5 / FLAN-T5 snapshots: the encoder, then the decoder's first step
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
     "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
+    "biogpt",  # BioGPT (snapshots): OPT's blocks, GELU, scaled embeddings (opt.py)
     "gpt-neo",  # GPT-Neo (snapshots): unscaled scores, local and global layers (gpt_neo.py)
     "gptj",  # GPT-J (snapshots): parallel blocks, partial adjacent-pair RoPE (gptj.py)
 )

@@ -19,6 +19,9 @@ from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.semantic.checkpoint_names import opt_norm_keys
 
 ARCH = "opt"
+#: BioGPT (microsoft/biogpt, BioGPT-Large): OPT's blocks under its own names, GELU, embeddings
+#: scaled by sqrt(hidden)
+BIOGPT = "biogpt"
 #: OPT's activation_function -> the decoder's
 _ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh"}
 
@@ -38,17 +41,23 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             "this OPT's LayerNorms have no weights (layer_norm_elementwise_affine false), "
             "which the NumPy decoder does not implement for OPT"
         )
-    act = str(config.get("activation_function") or "relu")
+    act = str(config.get("activation_function") or config.get("hidden_act") or "relu")
     if act not in _ACTIVATIONS:
         raise DecoderUnsupported(f"OPT activation {act!r} is not implemented")
-    classes = config.get("architectures") or ["OPTForCausalLM"]
+    classes = config.get("architectures") or ["ForCausalLM"]
     head = "output.weight" in common["names"] or any(
         str(c).endswith("ForCausalLM") for c in classes
     )
+    biogpt = common["arch"] == BIOGPT
+    if biogpt and not config.get("scale_embedding", True):
+        raise DecoderUnsupported("this BioGPT does not scale its embeddings; none does")
     return DecoderConfig(
         **{**common, "names": names},
         norm="layer",
-        norm_eps=1e-5,  # (torch's LayerNorm default: OPT states none)
+        # torch's LayerNorm default: OPT states none, BioGPT's layers leave its layer_norm_eps
+        # (1e-12) unread
+        norm_eps=1e-5,
+        embed_scale=math.sqrt(hidden) if biogpt else 1.0,
         rope="none",
         activation=_ACTIVATIONS[act],
         gated=False,

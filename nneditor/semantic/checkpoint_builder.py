@@ -97,7 +97,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "embedding",
                 "Projection of the narrower embeddings to the hidden size (from tensor names).",
             )
-        if arch.startswith("gemma"):
+        if arch.startswith("gemma") or arch == "biogpt":
             x = self.node(
                 "token_embd",
                 "Scale",
@@ -105,7 +105,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "inp_scaled",
                 [],
                 "embedding",
-                "Gemma scales the embedding by the square root of the hidden size.",
+                f"{'BioGPT' if arch == 'biogpt' else 'Gemma'} scales the embedding by the square "
+                "root of the hidden size.",
             )
         if "position_embd.weight" in top:
             pos = self.node(

@@ -61,6 +61,7 @@ HF_ARCH = {
     "umt5": "t5encoder",  # UMT5EncoderModel (Wan's text encoder): a table in every layer
     "clip_text_model": "clip-text",  # CLIPTextModel (Stable Diffusion's and FLUX's clip_l)
     "opt": "opt",  # OPT, Galactica (llama.cpp does not convert them)
+    "biogpt": "biogpt",  # BioGPT: OPT's layout under its own names, scaled embeddings
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "seed_oss": "seed_oss",
@@ -605,10 +606,17 @@ _OPT_LAYER = re.compile(r"^layers\.(\d+)\.(.+)\.(weight|bias)$")
 
 
 def _opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """OPT's names (and BioGPT's: biogpt., its final norm layer_norm, its head
+    output_projection)."""
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     for name in names:
-        inner = name.removeprefix("model.").removeprefix("decoder.")
+        inner = name.removeprefix("model.").removeprefix("decoder.").removeprefix("biogpt.")
+        if inner.startswith("layer_norm."):  # BioGPT's final norm
+            inner = "final_" + inner
+        if name == "output_projection.weight":  # BioGPT's head
+            mapped["output.weight"] = name
+            continue
         layer = _OPT_LAYER.match(inner)
         part = _OPT_PARTS.get(layer[2]) if layer else None
         if layer and part:
@@ -692,7 +700,7 @@ def canonical_names(
     """({llama.cpp name: snapshot name}, snapshot names without a place) for ``arch``."""
     if arch == "clip-text":
         return _clip_text_names(list(names))
-    if arch == "opt":
+    if arch in ("opt", "biogpt"):
         return _opt_names(list(names))
     if arch in ("gpt-neo", "gptj"):
         return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)

@@ -151,3 +151,36 @@ def test_opt_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
     top = torch.topk(torch.softmax(logits, -1), 3)
     assert [t["id"] for t in got["top"]] == top.indices.tolist()
     assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+
+
+def test_biogpt_equals_transformers(tmp_path) -> None:  # noqa: ANN001
+    """BioGPT: OPT's blocks under its own names (biogpt., layer_norm, output_projection), GELU,
+    embeddings scaled by sqrt(hidden); its LayerNorms use torch's epsilon (1e-5), not the
+    config's layer_norm_eps, which BioGPT's layers never read."""
+    config = tf.BioGptConfig(
+        vocab_size=100,
+        hidden_size=32,
+        num_hidden_layers=2,
+        intermediate_size=64,
+        num_attention_heads=4,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = tf.BioGptForCausalLM(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(str(tmp_path / "biogpt"))
+    ids = np.array([[2, 5, 17, 30, 42, 42, 8, 61, 9, 3]], dtype=np.int64)
+    with torch.no_grad():
+        want = model(torch.from_numpy(ids)).logits.numpy()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path / "biogpt") as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        plain = run_forward(doc, dataclasses.replace(cfg, embed_scale=1.0), ids, lambda n, v: None)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert cfg.arch == "biogpt" and cfg.embed_scale == np.sqrt(32) and cfg.norm_eps == 1e-5
+    assert set(values) == drawn
+    assert _rel(logits, want) < 1e-5 and _rel(plain, want) > 1e-2
