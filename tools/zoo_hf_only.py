@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zoo_weights import perturbed
+
 OPT = "decoder-opt"
 
 _WORDS = ["the", "model", "reads", "every", "layer", "and", "writes", "its", "weights", "Paris"]
@@ -62,12 +64,7 @@ def _opt_snapshot(path: Path) -> None:
         eos_token_id=2,
     )
     torch.manual_seed(0)
-    model = tf.OPTForCausalLM(config).eval()
-    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
-        for name, p in model.named_parameters():
-            if "layer_norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(str(path))
+    perturbed(tf.OPTForCausalLM(config).eval()).save_pretrained(str(path))
 
 
 GPT_NEO = "decoder-gpt-neo"
@@ -99,16 +96,6 @@ def _gpt2_pair(path: Path) -> int:
     return int(bpe.get_vocab_size())
 
 
-def _perturbed_save(model: Any, path: Path) -> None:  # noqa: ANN401
-    import torch
-
-    with torch.no_grad():  # unit norms and zero biases would hide a missing weight
-        for name, p in model.named_parameters():
-            if ".ln" in name or name.startswith("transformer.ln") or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(str(path))
-
-
 def _gpt_neo_snapshot(path: Path) -> None:
     """GPT-Neo with global and local layers alternating (as gpt-neo-125m), its window (6)
     shorter than the tests' prompts."""
@@ -129,7 +116,7 @@ def _gpt_neo_snapshot(path: Path) -> None:
         eos_token_id=0,
     )
     torch.manual_seed(0)
-    _perturbed_save(tf.GPTNeoForCausalLM(config).eval(), path)
+    perturbed(tf.GPTNeoForCausalLM(config).eval()).save_pretrained(str(path))
 
 
 def _gptj_snapshot(path: Path) -> None:
@@ -151,7 +138,7 @@ def _gptj_snapshot(path: Path) -> None:
         tie_word_embeddings=False,
     )
     torch.manual_seed(0)
-    _perturbed_save(tf.GPTJForCausalLM(config).eval(), path)
+    perturbed(tf.GPTJForCausalLM(config).eval()).save_pretrained(str(path))
 
 
 def register(generator: Callable[..., Any]) -> None:

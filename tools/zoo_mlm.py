@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo_decoders import _wheel
+from zoo_weights import perturbed
 
 BERT_MLM = "encoder-bert-mlm"
 DISTILBERT_MLM = "encoder-distilbert-mlm"
@@ -38,17 +39,6 @@ _WORDS = [
 ]
 
 
-def _perturbed(model: Any) -> Any:  # noqa: ANN401
-    """Unit norms and zero biases would hide a missing weight: all are moved off them."""
-    import torch
-
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name.lower() or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    return model
-
-
 def _wordpiece(path: Path) -> None:
     """The real bert-base-uncased WordPiece vocabulary (MiniLM's), as these releases ship it."""
     vocab_dir = _wheel("minilm")
@@ -66,7 +56,7 @@ def _bert_snapshot(path: Path) -> None:
 
     config = tf.BertConfig(vocab_size=30522, hidden_size=64, **_SIZES)
     torch.manual_seed(0)
-    model = _perturbed(tf.BertForPreTraining(config).eval())
+    model = perturbed(tf.BertForPreTraining(config).eval())
     state = {}
     for name, p in model.state_dict().items():
         if name.endswith("position_ids"):
@@ -87,7 +77,7 @@ def _distilbert_snapshot(path: Path) -> None:
 
     config = tf.DistilBertConfig(vocab_size=30522, dim=64, n_layers=2, n_heads=4, hidden_dim=128)
     torch.manual_seed(0)
-    model = _perturbed(tf.DistilBertForMaskedLM(config).eval())
+    model = perturbed(tf.DistilBertForMaskedLM(config).eval())
     model.save_pretrained(str(path))
     _wordpiece(path)
 
@@ -114,7 +104,7 @@ def _roberta_snapshot(path: Path) -> None:
         **_SIZES,
     )
     torch.manual_seed(0)
-    model = _perturbed(tf.RobertaForMaskedLM(config).eval())
+    model = perturbed(tf.RobertaForMaskedLM(config).eval())
     model.save_pretrained(str(path))
     tok.save_pretrained(str(path))
 
@@ -149,7 +139,7 @@ def _albert_snapshot(path: Path) -> None:
         max_position_embeddings=64,
     )
     torch.manual_seed(0)
-    _perturbed(tf.AlbertForPreTraining(config).eval()).save_pretrained(str(path))
+    perturbed(tf.AlbertForPreTraining(config).eval()).save_pretrained(str(path))
     tok.save_pretrained(str(path))
 
 
@@ -161,7 +151,7 @@ def _electra_snapshot(path: Path) -> None:
 
     config = tf.ElectraConfig(vocab_size=30522, embedding_size=32, hidden_size=64, **_SIZES)
     torch.manual_seed(0)
-    _perturbed(tf.ElectraForPreTraining(config).eval()).save_pretrained(str(path))
+    perturbed(tf.ElectraForPreTraining(config).eval()).save_pretrained(str(path))
     _wordpiece(path)
 
 
@@ -189,7 +179,7 @@ def _mpnet_snapshot(path: Path) -> None:
         for name, p in model.named_parameters():
             if "relative_attention_bias" in name:
                 p.add_(torch.randn_like(p))
-    _perturbed(model).save_pretrained(str(path))
+    perturbed(model).save_pretrained(str(path))
     tok.save_pretrained(str(path))
     (path / "modules.json").write_text(
         json.dumps(

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from nneditor_cli import nneditor_cli
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -135,9 +134,7 @@ def test_opt_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
     snap = zoo_artifact("decoder-opt")
 
     def cli(*args: str) -> dict:
-        r = subprocess.run(
-            [sys.executable, "-m", "nneditor", *args], capture_output=True, text=True, timeout=300
-        )
+        r = nneditor_cli(*args)
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout) if "--json" in args else {}
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from nneditor_cli import nneditor_cli
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -78,25 +78,22 @@ def test_masked_lm_equals_transformers(name: str, zoo_artifact) -> None:  # noqa
 
 
 @pytest.mark.realdata
-def test_fill_mask_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+def test_fill_mask_through_the_nneditor_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     """tokenize --special -> trace -> predict --position at the [MASK]: transformers' top 3."""
     snap = zoo_artifact("encoder-bert-mlm")
     text = CASES["encoder-bert-mlm"]
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "nneditor", *args], capture_output=True, text=True, timeout=300
-        )
-
     ids_file = tmp_path / "ids.npz"
-    r = cli("tokenize", str(snap), "--text", text, "--special", "--out", str(ids_file), "--json")
+    r = nneditor_cli(
+        "tokenize", str(snap), "--text", text, "--special", "--out", str(ids_file), "--json"
+    )
     assert r.returncode == 0, r.stderr
     ids = json.loads(r.stdout)["ids"]
     mask = ids.index(103)  # [MASK]
     trace = tmp_path / "trace"
-    r = cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    r = nneditor_cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
     assert r.returncode == 0, r.stderr
-    r = cli("predict", str(trace), "--position", str(mask), "--top", "3", "--json")
+    r = nneditor_cli("predict", str(trace), "--position", str(mask), "--top", "3", "--json")
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
 
@@ -113,7 +110,7 @@ def test_fill_mask_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN
     ]
     assert got["position"] == mask
     # without --position the prediction is read at the prompt's first mask token, and said
-    default = cli("predict", str(trace), "--top", "3", "--json")
+    default = nneditor_cli("predict", str(trace), "--top", "3", "--json")
     assert default.returncode == 0, default.stderr
     said = json.loads(default.stdout)
     assert said["position"] == mask and [t["id"] for t in said["top"]] == top.indices.tolist()
