@@ -1,7 +1,7 @@
-"""Zoo encoder-decoder T5s (T5ForConditionalGeneration) as releases ship them: FLAN-T5 / T5 1.1
-(gated GELU, an untied head) and t5-small's T5 1.0 (ReLU, a head tied to the shared embedding
-whose input is scaled by d_model^-0.5). The NumPy decoder runs the encoder and the decoder's
-first step (tests/integration/test_t5_seq2seq.py)."""
+"""Zoo encoder-decoder models as releases ship them: FLAN-T5 / T5 1.1 (gated GELU, an untied
+head) and t5-small's T5 1.0 (ReLU, a head tied to the shared embedding whose input is scaled by
+d_model^-0.5), and BART. The NumPy decoder runs the encoder and the decoder's first step
+(tests/integration/test_t5_seq2seq.py, test_bart.py)."""
 
 from __future__ import annotations
 
@@ -75,6 +75,45 @@ def _snapshot(path: Path, v1_1: bool) -> None:
     meta.write_text(json.dumps(released, indent=1))
 
 
+BART = "seq2seq-bart"
+
+
+def _bart_snapshot(path: Path) -> None:
+    """BartForConditionalGeneration as facebook/bart-base ships it: a byte-level BPE with
+    RoBERTa's special tokens (vocab.json, merges.txt and tokenizer.json), learned positions
+    from row 2, post-norm layers, a decoder deeper than its encoder, a final logits bias."""
+    import torch
+    import transformers as tf
+    from tokenizers import ByteLevelBPETokenizer
+    from zoo_weights import perturbed
+
+    path.mkdir(parents=True, exist_ok=True)
+    bpe = ByteLevelBPETokenizer()
+    words = ["the", "house", "is", "wonderful", "summarize", "this", "article", "about", "Paris"]
+    lines = [" ".join(words[i:] + words[:i]) + "." for i in range(len(words))]
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe.train_from_iterator(lines, vocab_size=330, min_frequency=1, special_tokens=special)
+    bpe.save_model(str(path))
+    tok = tf.BartTokenizerFast(str(path / "vocab.json"), str(path / "merges.txt"))
+    config = tf.BartConfig(
+        vocab_size=len(tok),
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=3,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.BartForConditionalGeneration(config).eval())
+    with torch.no_grad():  # zeros as initialised: a bias left out would change nothing
+        model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoder-decoder T5s (snapshots, and llama.cpp's conversion of T5 1.0)."""
     from zoo_decoders import convert
@@ -91,6 +130,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "encoder-decoder T5 1.0 (as t5-small: ReLU, a tied head fed d_model^-0.5 times the "
         "decoder's output), tiny random weights",
     )(lambda path: _snapshot(path, v1_1=False))
+    generator(
+        BART,
+        "transformers save_pretrained (BartForConditionalGeneration) + a byte-level BPE",
+        "BART encoder-decoder (as facebook/bart-base and bart-large-cnn: post-norm layers, "
+        "learned positions from row 2, a final logits bias), tiny random weights",
+    )(_bart_snapshot)
     generator(
         f"{T5_SMALL}.gguf",
         "llama.cpp convert_hf_to_gguf.py",

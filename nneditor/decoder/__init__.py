@@ -89,6 +89,7 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import (
+        bart,
         clip_text,
         falcon_h1,
         gemma3n,
@@ -173,6 +174,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             modern_bert.ARCH: modern_bert.from_hf,
             t5.ARCH: t5.from_hf,
             t5.SEQ2SEQ: t5.seq2seq_from_hf,
+            bart.ARCH: bart.from_hf,
             clip_text.ARCH: clip_text.from_hf,
             opt.ARCH: opt.from_hf,
             opt.BIOGPT: opt.from_hf,

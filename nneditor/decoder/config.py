@@ -104,6 +104,7 @@ ARCHES = (
     "modern-bert",  # ModernBERT: pre-norm, RoPE, global and windowed layers, GeGLU
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
     "t5",  # T5 / mT5 / UMT5 / FLAN-T5 snapshots: the encoder, then the decoder's first step
+    "bart",  # BART snapshots: BERT's post-norm encoder, then the decoder's first step (bart.py)
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
     "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
     "biogpt",  # BioGPT (snapshots): OPT's blocks, GELU, scaled embeddings (opt.py)

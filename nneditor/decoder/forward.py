@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from nneditor.decoder import (
+    bart,
     gemma3n,
     gemma4,
     hybrid,
@@ -162,10 +163,13 @@ def _forward(
         w.close()
         step()
         return x[None]
-    if cfg.decoder_layers:  # T5: the encoder's output, then the decoder's first step
+    feed_forward = lambda p, v: _feed_forward(w, cfg, p, v, emit)  # noqa: E731
+    if cfg.decoder_layers and cfg.arch == "bart":  # its encoder's last block ends normalised
+        h = x = bart.decode(w, cfg, x, emit, feed_forward)  # (and so does its decoder's)
+    elif cfg.decoder_layers:  # T5: the encoder's output, then the decoder's first step
         enc = _norm(w, cfg, "output_norm", x)
         emit("enc_output", enc[None])
-        h = t5.decode(w, cfg, enc, emit, lambda p, v: _feed_forward(w, cfg, p, v, emit))
+        h = t5.decode(w, cfg, enc, emit, feed_forward)
     elif w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
         dense_bias = "mlm_dense.bias" if w.has("mlm_dense.bias") else None
         h = ops.ACTIVATIONS[cfg.activation](w.linear("mlm_dense.weight", x, dense_bias))

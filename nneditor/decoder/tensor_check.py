@@ -164,35 +164,43 @@ _T5_DECODER_PARTS = (
     "ffn_up",
     "ffn_down",
 )
-_T5_DECODER_KEY = re.compile(r"^dec\.blk\.(\d+)\.(\w+)\.weight$")
+_T5_DECODER_KEY = re.compile(r"^dec\.blk\.(\d+)\.(\w+)\.(weight|bias)$")
+#: BART's decoder: T5's parts with biases, its norms after the residuals, no gate, its own
+#: positions and embedding norm
+_BART_TOP = ("dec.position_embd.weight", "dec.token_embd_norm.weight", "dec.token_embd_norm.bias")
 
 
 def _check_t5_decoder(cfg: DecoderConfig) -> None:
-    optional = {"attn_rel_b", "ffn_gate"}  # the first layer's (UMT5: every layer's); T5 1.1's
+    bart = cfg.arch == "bart"
+    optional = set() if bart else {"attn_rel_b", "ffn_gate"}  # (UMT5: a table per layer)
+    top = _BART_TOP if bart else ("dec.output_norm.weight",)
     for key in cfg.names:
         if not key.startswith("dec."):
             continue
         m = _T5_DECODER_KEY.match(key)
-        ok = key == "dec.output_norm.weight" or (
+        ok = key in top or (
             m is not None
             and int(m.group(1)) < cfg.decoder_layers
             and (m.group(2) in _T5_DECODER_PARTS or m.group(2) in optional)
+            and (bart or m.group(3) == "weight")
         )
         if not ok:
             raise DecoderUnsupported(
-                f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's T5 "
-                "decoder; it refuses rather than leave a weight out"
+                f"tensor {cfg.names[key]!r} ({key}) has no place in the NumPy decoder's "
+                f"{cfg.arch} decoder; it refuses rather than leave a weight out"
             )
+    kinds = ("weight", "bias") if bart else ("weight",)
     need = [
-        f"dec.blk.{i}.{part}.weight"
+        f"dec.blk.{i}.{part}.{kind}"
         for i in range(cfg.decoder_layers)
         for part in _T5_DECODER_PARTS
+        for kind in kinds
     ]
     if cfg.gated:
         need += [f"dec.blk.{i}.ffn_gate.weight" for i in range(cfg.decoder_layers)]
-    missing = [k for k in [*need, "dec.output_norm.weight"] if k not in cfg.names]
+    missing = [k for k in [*need, *top] if k not in cfg.names]
     if missing:
-        raise DecoderUnsupported(f"the T5 snapshot lacks its decoder's {missing[0]}")
+        raise DecoderUnsupported(f"the {cfg.arch} snapshot lacks its decoder's {missing[0]}")
 
 
 def check_tensors(cfg: DecoderConfig) -> None:
@@ -250,7 +258,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
-        if cfg.arch in ("bert", "nomic-bert") or (  # norms after each residual (OPT-350m)
+        if cfg.arch in ("bert", "nomic-bert", "bart") or (  # norms after each residual
             cfg.arch == "opt" and f"blk.{i}.attn_output_norm.weight" in cfg.names
         ):
             norms = ("attn_output_norm", "layer_output_norm")

@@ -420,10 +420,12 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
     parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
-    if arch == "t5":
+    if arch in ("t5", "bart"):  # an encoder, then the decoder's first step
+        from nneditor.semantic.checkpoint_bart import bart_graph
         from nneditor.semantic.checkpoint_t5 import seq2seq_graph
 
-        g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), width, vocab)
+        build = seq2seq_graph if arch == "t5" else bart_graph
+        g = build(title, blocks, top, heads, _rows_of(doc), width, vocab)
         g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
         return g
     headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)

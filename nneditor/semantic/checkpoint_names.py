@@ -62,6 +62,7 @@ HF_ARCH = {
     "clip_text_model": "clip-text",  # CLIPTextModel (Stable Diffusion's and FLUX's clip_l)
     "opt": "opt",  # OPT, Galactica (llama.cpp does not convert them)
     "biogpt": "biogpt",  # BioGPT: OPT's layout under its own names, scaled embeddings
+    "bart": "bart",  # BART: BERT's post-norm encoder and a decoder (llama.cpp converts neither)
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "seed_oss": "seed_oss",
@@ -208,6 +209,12 @@ _T5_ALIASES = {
 }
 _CONFIG_ALIASES = {
     "gpt_neo": {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"},
+    "bart": {
+        "encoder_layers": "num_hidden_layers",
+        "encoder_attention_heads": "num_attention_heads",
+        "d_model": "hidden_size",
+        "encoder_ffn_dim": "intermediate_size",
+    },
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "distilbert": {
         "dim": "hidden_size",
@@ -693,6 +700,62 @@ def _eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[st
 
 _T5_EMBED_COPIES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
 
+#: BART's names (BartForConditionalGeneration: model.*; BartModel: without it) as an encoder
+#: stack's and a decoder's (dec.*), the decoder's keys those of llama.cpp's T5 decoder
+_BART_ENCODER = {
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.out_proj": "attn_output",
+    "self_attn_layer_norm": "attn_output_norm",
+    "fc1": "ffn_up",
+    "fc2": "ffn_down",
+    "final_layer_norm": "layer_output_norm",
+}
+_BART_DECODER = {
+    **_BART_ENCODER,
+    "self_attn_layer_norm": "attn_norm",
+    "encoder_attn.q_proj": "cross_attn_q",
+    "encoder_attn.k_proj": "cross_attn_k",
+    "encoder_attn.v_proj": "cross_attn_v",
+    "encoder_attn.out_proj": "cross_attn_o",
+    "encoder_attn_layer_norm": "cross_attn_norm",
+    "final_layer_norm": "ffn_norm",
+}
+_BART_TOP = {
+    "shared.weight": "token_embd.weight",
+    "final_logits_bias": "output.bias",
+    "lm_head.weight": "output.weight",
+    "encoder.embed_positions.weight": "position_embd.weight",
+    "encoder.layernorm_embedding.weight": "token_embd_norm.weight",
+    "encoder.layernorm_embedding.bias": "token_embd_norm.bias",
+    "decoder.embed_positions.weight": "dec.position_embd.weight",
+    "decoder.layernorm_embedding.weight": "dec.token_embd_norm.weight",
+    "decoder.layernorm_embedding.bias": "dec.token_embd_norm.bias",
+}
+_BART_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
+
+
+def _bart_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    shared = any(n.removeprefix("model.") == "shared.weight" for n in names)
+    for name in names:
+        inner = name.removeprefix("model.")
+        if inner in _T5_EMBED_COPIES and shared:  # copies of the shared embedding
+            continue
+        layer = _BART_LAYER.match(inner)
+        parts = _BART_ENCODER if layer and layer[1] == "encoder" else _BART_DECODER
+        part = parts.get(layer[3]) if layer else None
+        if layer and part:
+            prefix = "" if layer[1] == "encoder" else "dec."
+            mapped[f"{prefix}blk.{layer[2]}.{part}.{layer[4]}"] = name
+        elif inner in _BART_TOP:
+            mapped[_BART_TOP[inner]] = name
+        else:
+            unplaced.append(name)
+    return mapped, unplaced
+
 
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
@@ -702,6 +765,8 @@ def canonical_names(
         return _clip_text_names(list(names))
     if arch in ("opt", "biogpt"):
         return _opt_names(list(names))
+    if arch == "bart":
+        return _bart_names(list(names))
     if arch in ("gpt-neo", "gptj"):
         return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be

@@ -1,0 +1,120 @@
+"""BART snapshots (facebook/bart-base, bart-large, bart-large-cnn, distilbart):
+BartForConditionalGeneration, which llama.cpp does not convert.
+
+The encoder is BERT's post-norm stack (a LayerNorm after each residual) after learned
+positions read from row 2 of their table and a LayerNorm of the embedding sum; GELU
+feed-forwards. The decoder runs one step from its start token (``</s>``): the embedding and
+position row 2, its LayerNorm, then per layer self-attention over that one position (its
+value projection), cross-attention to the encoder's last hidden state, the feed-forward, each
+followed by a LayerNorm of its residual sum; the head is the shared embedding plus
+``final_logits_bias``. Marian and mBART (sinusoidal positions, scaled embeddings, pre-norm)
+are not this.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+
+ARCH = "bart"
+F32 = np.float32
+NOTE = (
+    "the encoder reads the prompt; the decoder runs one step, from its start token, so the "
+    "logits predict the first output token (generation past it is not run)"
+)
+_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "relu": "relu"}
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    if config.get("scale_embedding") or config.get("normalize_before"):
+        raise DecoderUnsupported(
+            "this BART scales its embeddings or normalises before each block (as mBART and "
+            "Marian do); the NumPy decoder runs BART's own layout"
+        )
+    act = str(config.get("activation_function") or "gelu")
+    if act not in _ACTIVATIONS:
+        raise DecoderUnsupported(f"BART activation {act!r} is not implemented")
+    heads = int(config.get("encoder_attention_heads") or common["n_heads"])
+    dec_heads = int(config.get("decoder_attention_heads") or heads)
+    layers = int(config.get("decoder_layers") or 0)
+    if heads != dec_heads or not layers:
+        raise DecoderUnsupported(
+            f"this BART has {heads} encoder and {dec_heads} decoder heads and {layers} decoder "
+            "layers; the NumPy decoder needs a decoder with the encoder's head count"
+        )
+    if "output.bias" not in common["names"]:  # BartForConditionalGeneration stores it
+        raise DecoderUnsupported(
+            "this BART snapshot has no language-model head (no final_logits_bias: a BartModel); "
+            "the NumPy decoder runs BartForConditionalGeneration"
+        )
+    head_dim = common["hidden"] // heads
+    return DecoderConfig(
+        **{**common, "n_heads": heads, "n_kv_heads": heads, "head_dim": head_dim},
+        norm="layer",
+        norm_eps=1e-5,  # (torch's LayerNorm default: BART states none)
+        rope="none",
+        activation=_ACTIVATIONS[act],
+        gated=False,
+        causal=False,
+        attn_scale=1 / math.sqrt(head_dim),
+        position_offset=2,
+        head=True,
+        decoder_layers=layers,
+        decoder_start=int(config.get("decoder_start_token_id") or 2),
+        notes=(NOTE,),
+    )
+
+
+def decode(
+    w: Any,  # noqa: ANN401 - weights.Weights
+    cfg: DecoderConfig,
+    enc: np.ndarray,
+    emit: Callable[[str, np.ndarray], None],
+    feed_forward: Callable[[str, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """The decoder's first step over the encoder's last hidden state ``enc`` [seq, hidden]:
+    [1, hidden], the last layer's output."""
+    heads, hd = cfg.n_heads, cfg.head_dim
+
+    def layer_norm(key: str, x: np.ndarray) -> np.ndarray:
+        return ops.layer_norm(x, w.get(f"{key}.weight"), w.get(f"{key}.bias"), cfg.norm_eps)
+
+    def linear(key: str, x: np.ndarray) -> np.ndarray:
+        return w.linear(f"{key}.weight", x, f"{key}.bias")
+
+    x = w.rows("token_embd.weight", np.array([cfg.decoder_start], np.int64))
+    emit("dec.inp_embd", x[None])
+    x = (x + w.rows("dec.position_embd.weight", np.array([cfg.position_offset]))).astype(F32)
+    emit("dec.inp_embd_pos", x[None])
+    x = layer_norm("dec.token_embd_norm", x)
+    emit("dec.inp_norm", x[None])
+    for i in range(cfg.decoder_layers):
+        p = f"dec.blk.{i}"
+        # one query, one key: the softmax is 1, the output the value projection
+        a = linear(f"{p}.attn_output", linear(f"{p}.attn_v", x))
+        emit(f"{p}.attn_output", a[None])
+        x = layer_norm(f"{p}.attn_norm", x + a)
+        emit(f"{p}.attn_norm", x[None])
+        q = linear(f"{p}.cross_attn_q", x).reshape(1, heads, hd)
+        k = linear(f"{p}.cross_attn_k", enc).reshape(-1, heads, hd)
+        v = linear(f"{p}.cross_attn_v", enc).reshape(-1, heads, hd)
+        scores = (np.einsum("qhd,khd->hqk", q, k) * F32(cfg.attn_scale)).astype(F32)
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        c = np.einsum("hqk,khd->qhd", scores, v).reshape(1, heads * hd).astype(F32)
+        c = linear(f"{p}.cross_attn_o", c)
+        emit(f"{p}.cross_attn_output", c[None])
+        x = layer_norm(f"{p}.cross_attn_norm", x + c)
+        emit(f"{p}.cross_attn_norm", x[None])
+        f = feed_forward(p, x)
+        emit(f"{p}.ffn_output", f[None])
+        x = layer_norm(f"{p}.ffn_norm", x + f)
+        emit(f"{p}.output", x[None])
+    return x
