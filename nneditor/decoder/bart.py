@@ -7,8 +7,9 @@ feed-forwards. The decoder runs one step from its start token (``</s>``): the em
 position row 2, its LayerNorm, then per layer self-attention over that one position (its
 value projection), cross-attention to the encoder's last hidden state, the feed-forward, each
 followed by a LayerNorm of its residual sum; the head is the shared embedding plus
-``final_logits_bias``. Marian and mBART (sinusoidal positions, scaled embeddings, pre-norm)
-are not this.
+``final_logits_bias``. Marian (Helsinki-NLP/opus-mt-*) is the same layout with embeddings
+scaled by sqrt(d_model), fixed sinusoidal positions from 0, no embedding LayerNorm and SiLU
+("swish") feed-forwards; mBART's pre-norm layers are refused.
 """
 
 from __future__ import annotations
@@ -28,14 +29,26 @@ NOTE = (
     "the encoder reads the prompt; the decoder runs one step, from its start token, so the "
     "logits predict the first output token (generation past it is not run)"
 )
-_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "relu": "relu"}
+_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "relu": "relu",
+    "swish": "silu",
+    "silu": "silu",
+}
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    if config.get("scale_embedding") or config.get("normalize_before"):
+    marian = config.get("model_type") == "marian"
+    if config.get("normalize_before") or (config.get("scale_embedding") and not marian):
         raise DecoderUnsupported(
-            "this BART scales its embeddings or normalises before each block (as mBART and "
-            "Marian do); the NumPy decoder runs BART's own layout"
+            "this BART scales its embeddings or normalises before each block (as mBART "
+            "does); the NumPy decoder runs BART's and Marian's post-norm layout"
+        )
+    if marian and not config.get("share_encoder_decoder_embeddings", True):
+        raise DecoderUnsupported(
+            "this Marian model keeps separate encoder and decoder vocabularies, which the "
+            "NumPy decoder does not implement"
         )
     act = str(config.get("activation_function") or "gelu")
     if act not in _ACTIVATIONS:
@@ -63,10 +76,12 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         gated=False,
         causal=False,
         attn_scale=1 / math.sqrt(head_dim),
-        position_offset=2,
+        position_offset=0 if marian else 2,
+        sinusoidal=marian and "position_embd.weight" not in common["names"],
+        embed_scale=math.sqrt(common["hidden"]) if config.get("scale_embedding") else 1.0,
         head=True,
         decoder_layers=layers,
-        decoder_start=int(config.get("decoder_start_token_id") or 2),
+        decoder_start=int(config.get("decoder_start_token_id") or (0 if marian else 2)),
         notes=(NOTE,),
     )
 
@@ -90,10 +105,19 @@ def decode(
 
     x = w.rows("token_embd.weight", np.array([cfg.decoder_start], np.int64))
     emit("dec.inp_embd", x[None])
-    x = (x + w.rows("dec.position_embd.weight", np.array([cfg.position_offset]))).astype(F32)
+    if cfg.embed_scale != 1.0:  # Marian
+        x = (x * F32(cfg.embed_scale)).astype(F32)
+        emit("dec.inp_scaled", x[None])
+    first = np.array([cfg.position_offset])
+    if w.has("dec.position_embd.weight"):
+        pos = w.rows("dec.position_embd.weight", first)
+    else:  # Marian's fixed positions
+        pos = ops.sinusoids(first, x.shape[-1])
+    x = (x + pos).astype(F32)
     emit("dec.inp_embd_pos", x[None])
-    x = layer_norm("dec.token_embd_norm", x)
-    emit("dec.inp_norm", x[None])
+    if w.has("dec.token_embd_norm.weight"):  # BART's (Marian has none)
+        x = layer_norm("dec.token_embd_norm", x)
+        emit("dec.inp_norm", x[None])
     for i in range(cfg.decoder_layers):
         p = f"dec.blk.{i}"
         # one query, one key: the softmax is 1, the output the value projection

@@ -363,6 +363,8 @@ class DecoderConfig:
     #: rows of the position table before the first position's (OPT's learned positions start
     #: at row 2)
     position_offset: int = 0
+    #: fixed sinusoidal positions where no table is stored (Marian; ops.sinusoids)
+    sinusoidal: bool = False
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

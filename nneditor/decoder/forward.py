@@ -106,6 +106,11 @@ def _forward(
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
+    elif cfg.sinusoidal:  # Marian: fixed positions, unless its checkpoint stores them
+        pos = ops.sinusoids(positions + cfg.position_offset, x.shape[-1])
+        emit("inp_pos", pos[None])
+        x = x + pos
+        emit("inp_embd_pos", x[None])
     if w.has("token_types.weight"):  # BERT: every token in segment 0
         types = w.rows("token_types.weight", np.zeros(seq, np.int64))
         emit("inp_types", types[None])

@@ -239,3 +239,16 @@ def attention(
     out = scores.reshape(kv, group * seq, seq) @ v.transpose(1, 0, 2)  # [kv, group*seq, dv]
     dv = v.shape[-1]  # MLA's values are narrower than its queries and keys
     return out.reshape(heads, seq, dv).transpose(1, 0, 2).reshape(seq, heads * dv).astype(F32)
+
+
+def sinusoids(positions: np.ndarray, dim: int) -> np.ndarray:
+    """Marian's fixed position embeddings at ``positions``: [len, dim], the sines of every
+    even-indexed frequency in the first half, the cosines of the odd ones in the second
+    (transformers' MarianSinusoidalPositionalEmbedding, computed in float64 as it is)."""
+    j = np.arange(dim)
+    angle = np.asarray(positions, np.float64)[:, None] / np.power(10000.0, 2 * (j // 2) / dim)
+    half = (dim + 1) // 2
+    out = np.empty((angle.shape[0], dim), np.float64)
+    out[:, :half] = np.sin(angle[:, 0::2])
+    out[:, half:] = np.cos(angle[:, 1::2])
+    return out.astype(F32)

@@ -173,12 +173,15 @@ _BART_TOP = ("dec.position_embd.weight", "dec.token_embd_norm.weight", "dec.toke
 def _check_t5_decoder(cfg: DecoderConfig) -> None:
     bart = cfg.arch == "bart"
     optional = set() if bart else {"attn_rel_b", "ffn_gate"}  # (UMT5: a table per layer)
-    top = _BART_TOP if bart else ("dec.output_norm.weight",)
+    # (Marian, positions from 0: no embedding norm, fixed positions unless stored)
+    marian = bart and cfg.position_offset == 0
+    top = ("dec.output_norm.weight",) if not bart else () if marian else _BART_TOP
+    allowed = _BART_TOP if bart else top
     for key in cfg.names:
         if not key.startswith("dec."):
             continue
         m = _T5_DECODER_KEY.match(key)
-        ok = key in top or (
+        ok = key in allowed or (
             m is not None
             and int(m.group(1)) < cfg.decoder_layers
             and (m.group(2) in _T5_DECODER_PARTS or m.group(2) in optional)

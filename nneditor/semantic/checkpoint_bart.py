@@ -22,35 +22,19 @@ def bart_graph(
     rows: Callable[[str], int | None],
     hidden: int | None,
     vocab: int | None,
+    scaled: bool = False,
 ) -> Graph:
+    """``scaled``: embeddings times sqrt(d_model) (Marian's, whose positions are fixed
+    sinusoids where no table is stored)."""
     dec_layers, top = split_decoder(top)
     b = CheckpointBuilder(title, rows)
-    enc = b.embedding(top, "bart")
+    b.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
+    enc = _embedding(b, "", ["tokens"], top, scaled, "the prompt's tokens")
     for i in sorted(blocks):
         enc = b.decoder_block(i, blocks[i], enc, "bert", heads, heads)
     emb = top.get("token_embd.weight", "")
-    y = b.node(
-        "dec_embd",
-        "Embedding",
-        [],
-        "dec.inp_embd",
-        [emb],
-        "embedding",
-        "The decoder's start token (decoder_start_token_id) in the shared embedding; the "
-        "decoder runs this one step.",
-    )
-    y = b.node(
-        "dec_embd",
-        "Add",
-        [y],
-        "dec.inp_embd_pos",
-        [top.get("dec.position_embd.weight", "")],
-        "embedding",
-        "Plus the decoder's learned position, row 2 (its first).",
-    )
-    y = _norm(
-        b, "dec_embd_norm", [y], "dec.inp_norm", top, "dec.token_embd_norm", "of the embedding"
-    )
+    start = "the decoder's start token (decoder_start_token_id); the decoder runs this one step"
+    y = _embedding(b, "dec.", [], top, scaled, start)
     for i in sorted(dec_layers):
         t, s = dec_layers[i], f"dec.blk.{i}"
         a = b.node(
@@ -120,6 +104,47 @@ def _finish(b: CheckpointBuilder, hidden: int | None, vocab: int | None) -> Grap
             g.value_info[out] = ValueInfo(out, "float32", (1, 1 if one else "seq", width))
     g.outputs[0] = g.value_info[g.outputs[0].name]
     return g
+
+
+def _embedding(
+    b: CheckpointBuilder, pre: str, xs: list[str], top: dict[str, str], scaled: bool, what: str
+) -> str:
+    """The encoder's (``pre`` "") or the decoder's ("dec.") embedding: the shared table, the
+    scale, the positions (a stored table: BART's read from row 2; else Marian's sinusoids
+    from 0), BART's LayerNorm."""
+    scope = pre.replace(".", "_")
+    x = b.node(
+        f"{scope}token_embd",
+        "Embedding",
+        xs,
+        f"{pre}inp_embd",
+        [top.get("token_embd.weight", "")],
+        "embedding",
+        f"Embedding of {what}: rows of the shared table (from tensor names).",
+    )
+    if scaled:
+        text = "Scaled by the square root of d_model."
+        x = b.node(f"{scope}token_embd", "Scale", [x], f"{pre}inp_scaled", [], "embedding", text)
+    table = top.get(f"{pre}position_embd.weight", "")
+    where = "a learned table" if table else "fixed sinusoids"
+    if not pre:  # the encoder's own value of the positions, then the sum
+        pos = b.node(
+            "position_embd",
+            "Embedding" if table else "Sinusoids",
+            ["tokens"],
+            "inp_pos",
+            [table],
+            "embedding",
+            f"Position embedding: {where} (from tensor names).",
+        )
+        x = b.node("token_embd", "Add", [x, pos], "inp_embd_pos", [], "embedding", "Sum.")
+    else:
+        text = f"Plus the decoder's first position: {where} (from tensor names)."
+        x = b.node(f"{scope}embd", "Add", [x], f"{pre}inp_embd_pos", [table], "embedding", text)
+    if f"{pre}token_embd_norm.weight" in top:
+        key = f"{pre}token_embd_norm"
+        x = _norm(b, f"{scope}embd_norm", [x], f"{pre}inp_norm", top, key, "of the embedding")
+    return x
 
 
 def _parts(t: dict[str, str], *keys: str) -> list[str]:

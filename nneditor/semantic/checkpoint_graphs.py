@@ -424,8 +424,11 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         from nneditor.semantic.checkpoint_bart import bart_graph
         from nneditor.semantic.checkpoint_t5 import seq2seq_graph
 
-        build = seq2seq_graph if arch == "t5" else bart_graph
-        g = build(title, blocks, top, heads, _rows_of(doc), width, vocab)
+        if arch == "t5":
+            g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), width, vocab)
+        else:
+            scaled = bool(config.get("scale_embedding"))  # (Marian's)
+            g = bart_graph(title, blocks, top, heads, _rows_of(doc), width, vocab, scaled)
         g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
         return g
     headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)

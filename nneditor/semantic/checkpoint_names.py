@@ -63,6 +63,7 @@ HF_ARCH = {
     "opt": "opt",  # OPT, Galactica (llama.cpp does not convert them)
     "biogpt": "biogpt",  # BioGPT: OPT's layout under its own names, scaled embeddings
     "bart": "bart",  # BART: BERT's post-norm encoder and a decoder (llama.cpp converts neither)
+    "marian": "bart",  # Marian (Helsinki-NLP/opus-mt-*): BART's layout, sinusoidal positions
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "seed_oss": "seed_oss",
@@ -207,14 +208,16 @@ _T5_ALIASES = {
     "d_model": "hidden_size",
     "d_ff": "intermediate_size",
 }
+_BART_ALIASES = {
+    "encoder_layers": "num_hidden_layers",
+    "encoder_attention_heads": "num_attention_heads",
+    "d_model": "hidden_size",
+    "encoder_ffn_dim": "intermediate_size",
+}
 _CONFIG_ALIASES = {
     "gpt_neo": {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"},
-    "bart": {
-        "encoder_layers": "num_hidden_layers",
-        "encoder_attention_heads": "num_attention_heads",
-        "d_model": "hidden_size",
-        "encoder_ffn_dim": "intermediate_size",
-    },
+    "bart": _BART_ALIASES,
+    "marian": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "distilbert": {
         "dim": "hidden_size",

@@ -85,3 +85,55 @@ def test_bart_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN
     top = torch.topk(torch.softmax(logits, -1), 3)
     assert [t["id"] for t in got["top"]] == top.indices.tolist()
     assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_marian_first_step_equals_transformers(stored: bool, tmp_path) -> None:  # noqa: ANN001
+    """Marian (Helsinki-NLP/opus-mt-*): BART's layout with embeddings scaled by sqrt(d_model),
+    fixed sinusoidal positions from 0 (computed, or read where an older checkpoint stores
+    them), no embedding LayerNorm, SiLU feed-forwards, the padding id as decoder start."""
+    from safetensors.torch import load_file, save_file
+
+    config = tf.MarianConfig(
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        pad_token_id=99,
+        decoder_start_token_id=99,
+        scale_embedding=True,
+        activation_function="swish",
+    )
+    torch.manual_seed(0)
+    model = tf.MarianMTModel(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+        model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
+    folder = tmp_path / "marian"
+    model.save_pretrained(str(folder))
+    if stored:  # as the 2020 opus-mt checkpoints keep them
+        state = load_file(str(folder / "model.safetensors"))
+        for part in ("encoder", "decoder"):
+            table = getattr(model.model, part).embed_positions.weight
+            state[f"model.{part}.embed_positions.weight"] = table.detach().clone()
+        save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    ids = np.array([[5, 17, 30, 42, 42, 8, 61, 9, 0]], dtype=np.int64)
+    with torch.no_grad():
+        want = model(
+            input_ids=torch.from_numpy(ids), decoder_input_ids=torch.tensor([[99]])
+        ).logits.numpy()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(folder) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert cfg.sinusoidal != stored and cfg.embed_scale == np.sqrt(32) and cfg.decoder_start == 99
+    assert cfg.activation == "silu" and set(values) == drawn
+    assert _rel(logits, want) < 1e-5
