@@ -175,6 +175,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             t5.ARCH: t5.from_hf,
             t5.SEQ2SEQ: t5.seq2seq_from_hf,
             bart.ARCH: bart.from_hf,
+            bart.PRE_NORM: bart.from_hf,
             clip_text.ARCH: clip_text.from_hf,
             opt.ARCH: opt.from_hf,
             opt.BIOGPT: opt.from_hf,

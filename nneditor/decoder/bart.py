@@ -24,6 +24,9 @@ from nneditor.decoder import ops
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
 ARCH = "bart"
+#: mBART (mbart-large-50), M2M100 and NLLB-200: BART's layout with its norms before each
+#: block and at the end of each stack
+PRE_NORM = "mbart"
 F32 = np.float32
 NOTE = (
     "the encoder reads the prompt; the decoder runs one step, from its start token, so the "
@@ -39,8 +42,12 @@ _ACTIVATIONS = {
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    marian = config.get("model_type") == "marian"
-    if config.get("normalize_before") or (config.get("scale_embedding") and not marian):
+    kind = str(config.get("model_type") or "")
+    marian, m2m = kind == "marian", kind == "m2m_100"
+    pre_norm = common["arch"] == PRE_NORM  # mBART, M2M100, NLLB
+    if not pre_norm and (
+        config.get("normalize_before") or (config.get("scale_embedding") and not marian)
+    ):
         raise DecoderUnsupported(
             "this BART scales its embeddings or normalises before each block (as mBART "
             "does); the NumPy decoder runs BART's and Marian's post-norm layout"
@@ -61,7 +68,10 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"this BART has {heads} encoder and {dec_heads} decoder heads and {layers} decoder "
             "layers; the NumPy decoder needs a decoder with the encoder's head count"
         )
-    if "output.bias" not in common["names"]:  # BartForConditionalGeneration stores it
+    classes = [str(c) for c in config.get("architectures") or []]
+    conditional = any(c.endswith("ForConditionalGeneration") for c in classes)
+    if "output.bias" not in common["names"] and not (m2m and conditional):
+        # (BartForConditionalGeneration stores its final_logits_bias; M2M100's has none)
         raise DecoderUnsupported(
             "this BART snapshot has no language-model head (no final_logits_bias: a BartModel); "
             "the NumPy decoder runs BartForConditionalGeneration"
@@ -78,6 +88,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         attn_scale=1 / math.sqrt(head_dim),
         position_offset=0 if marian else 2,
         sinusoidal=marian and "position_embd.weight" not in common["names"],
+        fairseq_positions=m2m,
+        position_pad=int(config.get("pad_token_id") or 1) if m2m else -1,
         embed_scale=math.sqrt(common["hidden"]) if config.get("scale_embedding") else 1.0,
         head=True,
         decoder_layers=layers,
@@ -95,7 +107,6 @@ def decode(
 ) -> np.ndarray:
     """The decoder's first step over the encoder's last hidden state ``enc`` [seq, hidden]:
     [1, hidden], the last layer's output."""
-    heads, hd = cfg.n_heads, cfg.head_dim
 
     def layer_norm(key: str, x: np.ndarray) -> np.ndarray:
         return ops.layer_norm(x, w.get(f"{key}.weight"), w.get(f"{key}.bias"), cfg.norm_eps)
@@ -105,12 +116,14 @@ def decode(
 
     x = w.rows("token_embd.weight", np.array([cfg.decoder_start], np.int64))
     emit("dec.inp_embd", x[None])
-    if cfg.embed_scale != 1.0:  # Marian
+    if cfg.embed_scale != 1.0:  # Marian, mBART, M2M100
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("dec.inp_scaled", x[None])
     first = np.array([cfg.position_offset])
     if w.has("dec.position_embd.weight"):
         pos = w.rows("dec.position_embd.weight", first)
+    elif cfg.fairseq_positions:  # M2M100: the start token is the first after the padding id
+        pos = ops.fairseq_sinusoids(np.array([cfg.position_pad + 1]), x.shape[-1], cfg.position_pad)
     else:  # Marian's fixed positions
         pos = ops.sinusoids(first, x.shape[-1])
     x = (x + pos).astype(F32)
@@ -118,22 +131,18 @@ def decode(
     if w.has("dec.token_embd_norm.weight"):  # BART's (Marian has none)
         x = layer_norm("dec.token_embd_norm", x)
         emit("dec.inp_norm", x[None])
+    pre = cfg.arch == PRE_NORM
     for i in range(cfg.decoder_layers):
         p = f"dec.blk.{i}"
+        if pre:
+            x = _pre_norm_layer(p, x, enc, layer_norm, linear, feed_forward, emit, cfg)
+            continue
         # one query, one key: the softmax is 1, the output the value projection
         a = linear(f"{p}.attn_output", linear(f"{p}.attn_v", x))
         emit(f"{p}.attn_output", a[None])
         x = layer_norm(f"{p}.attn_norm", x + a)
         emit(f"{p}.attn_norm", x[None])
-        q = linear(f"{p}.cross_attn_q", x).reshape(1, heads, hd)
-        k = linear(f"{p}.cross_attn_k", enc).reshape(-1, heads, hd)
-        v = linear(f"{p}.cross_attn_v", enc).reshape(-1, heads, hd)
-        scores = (np.einsum("qhd,khd->hqk", q, k) * F32(cfg.attn_scale)).astype(F32)
-        scores -= scores.max(axis=-1, keepdims=True)
-        np.exp(scores, out=scores)
-        scores /= scores.sum(axis=-1, keepdims=True)
-        c = np.einsum("hqk,khd->qhd", scores, v).reshape(1, heads * hd).astype(F32)
-        c = linear(f"{p}.cross_attn_o", c)
+        c = _cross(linear, p, x, enc, cfg)
         emit(f"{p}.cross_attn_output", c[None])
         x = layer_norm(f"{p}.cross_attn_norm", x + c)
         emit(f"{p}.cross_attn_norm", x[None])
@@ -141,4 +150,54 @@ def decode(
         emit(f"{p}.ffn_output", f[None])
         x = layer_norm(f"{p}.ffn_norm", x + f)
         emit(f"{p}.output", x[None])
+    if pre:
+        x = layer_norm("dec.output_norm", x)
+        emit("result_norm", x[None])
+    return x
+
+
+def _cross(linear: Any, p: str, h: np.ndarray, enc: np.ndarray, cfg: DecoderConfig) -> np.ndarray:  # noqa: ANN401
+    """Cross-attention of one decoder position over the encoder's output, scaled."""
+    heads, hd = cfg.n_heads, cfg.head_dim
+    q = linear(f"{p}.cross_attn_q", h).reshape(1, heads, hd)
+    k = linear(f"{p}.cross_attn_k", enc).reshape(-1, heads, hd)
+    v = linear(f"{p}.cross_attn_v", enc).reshape(-1, heads, hd)
+    scores = (np.einsum("qhd,khd->hqk", q, k) * F32(cfg.attn_scale)).astype(F32)
+    scores -= scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    c = np.einsum("hqk,khd->qhd", scores, v).reshape(1, heads * hd).astype(F32)
+    return linear(f"{p}.cross_attn_o", c)  # type: ignore[no-any-return]
+
+
+def _pre_norm_layer(
+    p: str,
+    x: np.ndarray,
+    enc: np.ndarray,
+    layer_norm: Callable[[str, np.ndarray], np.ndarray],
+    linear: Callable[[str, np.ndarray], np.ndarray],
+    feed_forward: Callable[[str, np.ndarray], np.ndarray],
+    emit: Callable[[str, np.ndarray], None],
+    cfg: DecoderConfig,
+) -> np.ndarray:
+    """mBART's decoder layer on one position: each half normalises its input and adds its
+    output to the residual."""
+    h = layer_norm(f"{p}.attn_norm", x)
+    emit(f"{p}.attn_norm", h[None])
+    a = linear(f"{p}.attn_output", linear(f"{p}.attn_v", h))  # (one position: its value)
+    emit(f"{p}.attn_output", a[None])
+    x = (x + a).astype(F32)
+    emit(f"{p}.attn_residual", x[None])
+    h = layer_norm(f"{p}.cross_attn_norm", x)
+    emit(f"{p}.cross_attn_norm", h[None])
+    c = _cross(linear, p, h, enc, cfg)
+    emit(f"{p}.cross_attn_output", c[None])
+    x = (x + c).astype(F32)
+    emit(f"{p}.cross_attn_residual", x[None])
+    h = layer_norm(f"{p}.ffn_norm", x)
+    emit(f"{p}.ffn_norm", h[None])
+    f = feed_forward(p, h)
+    emit(f"{p}.ffn_output", f[None])
+    x = (x + f).astype(F32)
+    emit(f"{p}.output", x[None])
     return x

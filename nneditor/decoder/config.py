@@ -105,6 +105,7 @@ ARCHES = (
     "t5encoder",  # T5 / mT5 encoders (diffusion text encoders): relative-position biases
     "t5",  # T5 / mT5 / UMT5 / FLAN-T5 snapshots: the encoder, then the decoder's first step
     "bart",  # BART snapshots: BERT's post-norm encoder, then the decoder's first step (bart.py)
+    "mbart",  # mBART, M2M100 and NLLB snapshots: BART's with pre-norm layers (bart.py)
     "clip-text",  # CLIP text encoders (Stable Diffusion, FLUX's clip_l): causal, QuickGELU
     "opt",  # OPT / Galactica (snapshots): GPT-2's blocks, ReLU, positions from row 2 (opt.py)
     "biogpt",  # BioGPT (snapshots): OPT's blocks, GELU, scaled embeddings (opt.py)
@@ -365,6 +366,9 @@ class DecoderConfig:
     position_offset: int = 0
     #: fixed sinusoidal positions where no table is stored (Marian; ops.sinusoids)
     sinusoidal: bool = False
+    #: fairseq's sinusoids at positions counted from the padding id (M2M100, NLLB;
+    #: ops.fairseq_sinusoids, with position_pad)
+    fairseq_positions: bool = False
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

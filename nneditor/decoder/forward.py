@@ -106,8 +106,13 @@ def _forward(
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
-    elif cfg.sinusoidal:  # Marian: fixed positions, unless its checkpoint stores them
-        pos = ops.sinusoids(positions + cfg.position_offset, x.shape[-1])
+    elif cfg.sinusoidal or cfg.fairseq_positions:  # Marian's; M2M100's counted as RoBERTa's
+        if cfg.fairseq_positions:
+            real = ids.reshape(-1) != cfg.position_pad
+            at = np.cumsum(real) * real + cfg.position_pad
+            pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
+        else:
+            pos = ops.sinusoids(positions + cfg.position_offset, x.shape[-1])
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
@@ -171,6 +176,10 @@ def _forward(
     feed_forward = lambda p, v: _feed_forward(w, cfg, p, v, emit)  # noqa: E731
     if cfg.decoder_layers and cfg.arch == "bart":  # its encoder's last block ends normalised
         h = x = bart.decode(w, cfg, x, emit, feed_forward)  # (and so does its decoder's)
+    elif cfg.decoder_layers and cfg.arch == "mbart":  # pre-norm: the stacks end in norms
+        enc = _norm(w, cfg, "output_norm", x)
+        emit("enc_output", enc[None])
+        h = x = bart.decode(w, cfg, enc, emit, feed_forward)  # (emits its result_norm)
     elif cfg.decoder_layers:  # T5: the encoder's output, then the decoder's first step
         enc = _norm(w, cfg, "output_norm", x)
         emit("enc_output", enc[None])

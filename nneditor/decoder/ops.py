@@ -252,3 +252,18 @@ def sinusoids(positions: np.ndarray, dim: int) -> np.ndarray:
     out[:, :half] = np.sin(angle[:, 0::2])
     out[:, half:] = np.cos(angle[:, 1::2])
     return out.astype(F32)
+
+
+def fairseq_sinusoids(positions: np.ndarray, dim: int, padding: int) -> np.ndarray:
+    """M2M100's and NLLB's fixed position embeddings (fairseq's) at ``positions``: [len, dim],
+    the sines of half the frequencies then their cosines, computed in float32 as
+    transformers does; the padding position's row is zero."""
+    half = dim // 2
+    step = F32(math.log(10000) / (half - 1))
+    freq = np.exp(np.arange(half, dtype=F32) * -step).astype(F32)
+    angle = np.asarray(positions).astype(F32)[:, None] * freq[None, :]
+    out = np.zeros((angle.shape[0], dim), F32)
+    out[:, :half] = np.sin(angle)
+    out[:, half : 2 * half] = np.cos(angle)
+    out[np.asarray(positions) == padding] = 0.0
+    return out

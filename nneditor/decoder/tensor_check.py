@@ -171,12 +171,16 @@ _BART_TOP = ("dec.position_embd.weight", "dec.token_embd_norm.weight", "dec.toke
 
 
 def _check_t5_decoder(cfg: DecoderConfig) -> None:
-    bart = cfg.arch == "bart"
+    bart = cfg.arch in ("bart", "mbart")
     optional = set() if bart else {"attn_rel_b", "ffn_gate"}  # (UMT5: a table per layer)
     # (Marian, positions from 0: no embedding norm, fixed positions unless stored)
     marian = bart and cfg.position_offset == 0
-    top = ("dec.output_norm.weight",) if not bart else () if marian else _BART_TOP
-    allowed = _BART_TOP if bart else top
+    top: tuple[str, ...] = ("dec.output_norm.weight",) if not bart else () if marian else _BART_TOP
+    if cfg.arch == "mbart":  # (M2M100: fixed positions, no embedding norm)
+        top = ("dec.output_norm.weight", "dec.output_norm.bias") + (
+            () if cfg.fairseq_positions else _BART_TOP
+        )
+    allowed = (*_BART_TOP, "dec.output_norm.weight", "dec.output_norm.bias") if bart else top
     for key in cfg.names:
         if not key.startswith("dec."):
             continue

@@ -23,64 +23,31 @@ def bart_graph(
     hidden: int | None,
     vocab: int | None,
     scaled: bool = False,
+    pre_norm: bool = False,
+    head: bool = True,
 ) -> Graph:
-    """``scaled``: embeddings times sqrt(d_model) (Marian's, whose positions are fixed
-    sinusoids where no table is stored)."""
+    """``scaled``: embeddings times sqrt(d_model) (Marian's, mBART's, M2M100's); ``pre_norm``:
+    mBART's and M2M100's layers, normalising first, each stack ending in a norm; ``head``:
+    whether the snapshot has its vocabulary head (a BartModel has none)."""
     dec_layers, top = split_decoder(top)
     b = CheckpointBuilder(title, rows)
     b.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
     enc = _embedding(b, "", ["tokens"], top, scaled, "the prompt's tokens")
     for i in sorted(blocks):
         enc = b.decoder_block(i, blocks[i], enc, "bert", heads, heads)
+    if pre_norm:
+        enc = _norm(b, "enc_output_norm", [enc], "enc_output", top, "output_norm", "at the end")
     emb = top.get("token_embd.weight", "")
     start = "the decoder's start token (decoder_start_token_id); the decoder runs this one step"
     y = _embedding(b, "dec.", [], top, scaled, start)
+    layer = _pre_norm_layer if pre_norm else _post_norm_layer
     for i in sorted(dec_layers):
-        t, s = dec_layers[i], f"dec.blk.{i}"
-        a = b.node(
-            f"{s}/attn",
-            "Attention",
-            [y],
-            f"{s}.attn_output",
-            _parts(t, "attn_q", "attn_k", "attn_v", "attn_output"),
-            "attention",
-            "Causal self-attention over the decoder's tokens (here its start token alone) "
-            "(from tensor names).",
-        )
-        y = _norm(
-            b, f"{s}/attn_norm", [y, a], f"{s}.attn_norm", t, "attn_norm", "of the residual sum"
-        )
-        c = b.node(
-            f"{s}/cross_attn",
-            "CrossAttention",
-            [y, enc],
-            f"{s}.cross_attn_output",
-            _parts(t, "cross_attn_q", "cross_attn_k", "cross_attn_v", "cross_attn_o"),
-            "attention",
-            "Cross-attention: queries from the decoder, keys and values from the encoder's last "
-            "hidden state (from tensor names).",
-        )
-        y = _norm(
-            b,
-            f"{s}/cross_attn_norm",
-            [y, c],
-            f"{s}.cross_attn_norm",
-            t,
-            "cross_attn_norm",
-            "of the residual sum",
-        )
-        f = b.node(
-            f"{s}/ffn",
-            "FeedForward",
-            [y],
-            f"{s}.ffn_output",
-            _parts(t, "ffn_up", "ffn_down"),
-            "ffn",
-            "Feed-forward, GELU (from tensor names).",
-        )
-        y = _norm(b, f"{s}/ffn_norm", [y, f], f"{s}.output", t, "ffn_norm", "of the residual sum")
-    if "output.bias" not in top:  # a BartModel: no head (BartForConditionalGeneration's
-        return _finish(b, hidden, vocab)  # stores its final logits bias)
+        y = layer(b, f"dec.blk.{i}", dec_layers[i], y, enc)
+    if pre_norm:
+        y = _norm(b, "dec_output_norm", [y], "result_norm", top, "dec.output_norm", "at the end")
+    if not head:  # a BartModel: no head (BartForConditionalGeneration stores its final
+        return _finish(b, hidden, vocab)  # logits bias)
+    bias = " plus the final logits bias" if "output.bias" in top else ""
     b.node(
         "output",
         "LMHead",
@@ -88,10 +55,74 @@ def bart_graph(
         "result_output",
         [top.get("output.weight") or emb, top.get("output.bias", "")],
         "head",
-        "Vocabulary logits of the first output token: the shared embedding, plus the final "
-        "logits bias (from tensor names).",
+        f"Vocabulary logits of the first output token: the shared embedding{bias} (from "
+        "tensor names).",
     )
     return _finish(b, hidden, vocab)
+
+
+_SELF = (
+    "Causal self-attention over the decoder's tokens (here its start token alone) (from "
+    "tensor names)."
+)
+_CROSS = (
+    "Cross-attention: queries from the decoder, keys and values from the encoder's output "
+    "(from tensor names)."
+)
+
+
+def _post_norm_layer(b: CheckpointBuilder, s: str, t: dict[str, str], y: str, enc: str) -> str:
+    """BART's and Marian's: each half's output added to its input, then normalised."""
+    attn = _parts(t, "attn_q", "attn_k", "attn_v", "attn_output")
+    a = b.node(f"{s}/attn", "Attention", [y], f"{s}.attn_output", attn, "attention", _SELF)
+    sums = "of the residual sum"
+    y = _norm(b, f"{s}/attn_norm", [y, a], f"{s}.attn_norm", t, "attn_norm", sums)
+    cross = _parts(t, "cross_attn_q", "cross_attn_k", "cross_attn_v", "cross_attn_o")
+    c = b.node(
+        f"{s}/cross_attn",
+        "CrossAttention",
+        [y, enc],
+        f"{s}.cross_attn_output",
+        cross,
+        "attention",
+        _CROSS,
+    )
+    y = _norm(b, f"{s}/cross_attn_norm", [y, c], f"{s}.cross_attn_norm", t, "cross_attn_norm", sums)
+    ffn = _parts(t, "ffn_up", "ffn_down")
+    f = b.node(f"{s}/ffn", "FeedForward", [y], f"{s}.ffn_output", ffn, "ffn", "Feed-forward.")
+    return _norm(b, f"{s}/ffn_norm", [y, f], f"{s}.output", t, "ffn_norm", sums)
+
+
+def _pre_norm_layer(b: CheckpointBuilder, s: str, t: dict[str, str], y: str, enc: str) -> str:
+    """mBART's and M2M100's: each half reads a norm of its input; its output is added."""
+    h = _norm(b, f"{s}/attn_norm", [y], f"{s}.attn_norm", t, "attn_norm", "of the input")
+    attn = _parts(t, "attn_q", "attn_k", "attn_v", "attn_output")
+    a = b.node(f"{s}/attn", "Attention", [h], f"{s}.attn_output", attn, "attention", _SELF)
+    y = b.node(s, "Add", [y, a], f"{s}.attn_residual", [], "residual", "Residual connection.")
+    h = _norm(
+        b,
+        f"{s}/cross_attn_norm",
+        [y],
+        f"{s}.cross_attn_norm",
+        t,
+        "cross_attn_norm",
+        "of the residual",
+    )
+    cross = _parts(t, "cross_attn_q", "cross_attn_k", "cross_attn_v", "cross_attn_o")
+    c = b.node(
+        f"{s}/cross_attn",
+        "CrossAttention",
+        [h, enc],
+        f"{s}.cross_attn_output",
+        cross,
+        "attention",
+        _CROSS,
+    )
+    y = b.node(s, "Add", [y, c], f"{s}.cross_attn_residual", [], "residual", "Residual connection.")
+    h = _norm(b, f"{s}/ffn_norm", [y], f"{s}.ffn_norm", t, "ffn_norm", "of the residual")
+    ffn = _parts(t, "ffn_up", "ffn_down")
+    f = b.node(f"{s}/ffn", "FeedForward", [h], f"{s}.ffn_output", ffn, "ffn", "Feed-forward.")
+    return b.node(s, "Add", [y, f], f"{s}.output", [], "residual", "Residual connection.")
 
 
 def _finish(b: CheckpointBuilder, hidden: int | None, vocab: int | None) -> Graph:

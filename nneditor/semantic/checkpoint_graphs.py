@@ -420,15 +420,31 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     width = hidden if isinstance(hidden, int) else None
     vocab = _head_rows(doc, top)
     parallel = bool(config.get("use_parallel_residual", arch == "gptneox"))
-    if arch in ("t5", "bart"):  # an encoder, then the decoder's first step
+    if arch in ("t5", "bart", "mbart"):  # an encoder, then the decoder's first step
         from nneditor.semantic.checkpoint_bart import bart_graph
         from nneditor.semantic.checkpoint_t5 import seq2seq_graph
 
         if arch == "t5":
             g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), width, vocab)
         else:
-            scaled = bool(config.get("scale_embedding"))  # (Marian's)
-            g = bart_graph(title, blocks, top, heads, _rows_of(doc), width, vocab, scaled)
+            scaled = bool(config.get("scale_embedding"))  # (Marian's, mBART's, M2M100's)
+            conditional = any(
+                str(c).endswith("ForConditionalGeneration")
+                for c in config.get("architectures") or []
+            )
+            head = "output.bias" in top or (model_type == "m2m_100" and conditional)
+            g = bart_graph(
+                title,
+                blocks,
+                top,
+                heads,
+                _rows_of(doc),
+                width,
+                vocab,
+                scaled,
+                arch == "mbart",
+                head,
+            )
         g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
         return g
     headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)

@@ -64,6 +64,8 @@ HF_ARCH = {
     "biogpt": "biogpt",  # BioGPT: OPT's layout under its own names, scaled embeddings
     "bart": "bart",  # BART: BERT's post-norm encoder and a decoder (llama.cpp converts neither)
     "marian": "bart",  # Marian (Helsinki-NLP/opus-mt-*): BART's layout, sinusoidal positions
+    "mbart": "mbart",  # mBART (mbart-large-50): BART's with pre-norm layers and final norms
+    "m2m_100": "mbart",  # M2M100 and NLLB-200: mBART's layers, fairseq's sinusoids
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "seed_oss": "seed_oss",
@@ -218,6 +220,8 @@ _CONFIG_ALIASES = {
     "gpt_neo": {"num_layers": "num_hidden_layers", "num_heads": "num_attention_heads"},
     "bart": _BART_ALIASES,
     "marian": _BART_ALIASES,
+    "mbart": _BART_ALIASES,
+    "m2m_100": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "distilbert": {
         "dim": "hidden_size",
@@ -737,9 +741,25 @@ _BART_TOP = {
     "decoder.layernorm_embedding.bias": "dec.token_embd_norm.bias",
 }
 _BART_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
+#: mBART's and M2M100's (NLLB's) pre-norm encoder layers, and their final norms
+_PRE_NORM_ENCODER = {
+    **_BART_ENCODER,
+    "self_attn_layer_norm": "attn_norm",
+    "final_layer_norm": "ffn_norm",
+}
+_PRE_NORM_TOP = {
+    **_BART_TOP,
+    "encoder.layer_norm.weight": "output_norm.weight",
+    "encoder.layer_norm.bias": "output_norm.bias",
+    "decoder.layer_norm.weight": "dec.output_norm.weight",
+    "decoder.layer_norm.bias": "dec.output_norm.bias",
+}
 
 
-def _bart_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+def _bart_names(names: list[str], pre_norm: bool = False) -> tuple[dict[str, str], list[str]]:
+    """BART's and Marian's names (``pre_norm``: mBART's and M2M100's, whose encoder layers
+    normalise first and whose stacks end in a norm)."""
+    encoder, top = (_PRE_NORM_ENCODER, _PRE_NORM_TOP) if pre_norm else (_BART_ENCODER, _BART_TOP)
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     shared = any(n.removeprefix("model.") == "shared.weight" for n in names)
@@ -748,13 +768,13 @@ def _bart_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
         if inner in _T5_EMBED_COPIES and shared:  # copies of the shared embedding
             continue
         layer = _BART_LAYER.match(inner)
-        parts = _BART_ENCODER if layer and layer[1] == "encoder" else _BART_DECODER
+        parts = encoder if layer and layer[1] == "encoder" else _BART_DECODER
         part = parts.get(layer[3]) if layer else None
         if layer and part:
             prefix = "" if layer[1] == "encoder" else "dec."
             mapped[f"{prefix}blk.{layer[2]}.{part}.{layer[4]}"] = name
-        elif inner in _BART_TOP:
-            mapped[_BART_TOP[inner]] = name
+        elif inner in top:
+            mapped[top[inner]] = name
         else:
             unplaced.append(name)
     return mapped, unplaced
@@ -768,8 +788,8 @@ def canonical_names(
         return _clip_text_names(list(names))
     if arch in ("opt", "biogpt"):
         return _opt_names(list(names))
-    if arch == "bart":
-        return _bart_names(list(names))
+    if arch in ("bart", "mbart"):
+        return _bart_names(list(names), pre_norm=arch == "mbart")
     if arch in ("gpt-neo", "gptj"):
         return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be

@@ -137,3 +137,53 @@ def test_marian_first_step_equals_transformers(stored: bool, tmp_path) -> None: 
     assert cfg.sinusoidal != stored and cfg.embed_scale == np.sqrt(32) and cfg.decoder_start == 99
     assert cfg.activation == "silu" and set(values) == drawn
     assert _rel(logits, want) < 1e-5
+
+
+PRE_NORM = {
+    "mbart": (tf.MBartConfig, tf.MBartForConditionalGeneration),
+    "m2m_100": (tf.M2M100Config, tf.M2M100ForConditionalGeneration),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PRE_NORM))
+def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # noqa: ANN001
+    """mBART (mbart-large-50) and M2M100 / NLLB-200: BART's layout with each block reading a
+    norm of its input, each stack ending in a norm, scaled embeddings; mBART's learned
+    positions from row 2, M2M100's fairseq sinusoids counted from the padding id (a padding
+    token inside the prompt keeps the zero row), its head without a bias."""
+    config_cls, model_cls = PRE_NORM[kind]
+    config = config_cls(
+        vocab_size=100,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        scale_embedding=True,
+    )
+    torch.manual_seed(0)
+    model = model_cls(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+        if hasattr(model, "final_logits_bias"):
+            model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
+    model.save_pretrained(str(tmp_path / kind))
+    ids = np.array([[5, 17, 30, 1, 42, 8, 61, 9, 2]], dtype=np.int64)
+    start = config.decoder_start_token_id or 2  # (mBART's releases state 2)
+    with torch.no_grad():
+        want = model(
+            input_ids=torch.from_numpy(ids), decoder_input_ids=torch.tensor([[start]])
+        ).logits.numpy()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path / kind) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, ids, values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert cfg.arch == "mbart" and cfg.fairseq_positions == (kind == "m2m_100")
+    assert set(values) == drawn and cfg.decoder_start == start
+    assert _rel(logits, want) < 1e-5
