@@ -303,6 +303,8 @@ EXPECT: dict[str, E] = {
     "seq2seq-t5": {"format": "huggingface", "blocks": 2, "positions": 1},
     "seq2seq-t5.gguf": {"format": "gguf", "blocks": 2, "positions": 1},
     "seq2seq-bart": {"format": "huggingface", "blocks": 3, "positions": 1},
+    "seq2seq-marian": {"format": "huggingface", "blocks": 2, "positions": 1},
+    "seq2seq-nllb": {"format": "huggingface", "blocks": 2, "positions": 1},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},
     "decoder-gemma2": {"format": "huggingface", **_lm(2)},
     "decoder-gemma2.gguf": {"format": "gguf", **_lm(2)},

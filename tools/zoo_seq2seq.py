@@ -114,6 +114,46 @@ def _bart_snapshot(path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
+MARIAN = "seq2seq-marian"
+NLLB = "seq2seq-nllb"
+
+
+def _tiny(path: Path, kind: str) -> None:
+    """A Marian (opus-mt: scaled embeddings, fixed sinusoids, SiLU, the padding id as decoder
+    start) or an M2M100 (NLLB-200: pre-norm, fairseq sinusoids from the padding id, ReLU)
+    translation model as transformers writes it; ids go in (their tokenizers are not read)."""
+    import torch
+    import transformers as tf
+    from zoo_weights import perturbed
+
+    sizes = {
+        "vocab_size": 128,
+        "d_model": 64,
+        "encoder_layers": 2,
+        "decoder_layers": 2,
+        "encoder_attention_heads": 4,
+        "decoder_attention_heads": 4,
+        "encoder_ffn_dim": 128,
+        "decoder_ffn_dim": 128,
+        "max_position_embeddings": 64,
+        "scale_embedding": True,
+    }
+    if kind == "marian":
+        config = tf.MarianConfig(
+            **sizes, pad_token_id=127, decoder_start_token_id=127, activation_function="swish"
+        )
+        model_cls = tf.MarianMTModel
+    else:
+        config = tf.M2M100Config(**sizes)
+        model_cls = tf.M2M100ForConditionalGeneration
+    torch.manual_seed(0)
+    model = perturbed(model_cls(config).eval())
+    if hasattr(model, "final_logits_bias"):
+        with torch.no_grad():
+            model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
+    model.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoder-decoder T5s (snapshots, and llama.cpp's conversion of T5 1.0)."""
     from zoo_decoders import convert
@@ -136,6 +176,16 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "BART encoder-decoder (as facebook/bart-base and bart-large-cnn: post-norm layers, "
         "learned positions from row 2, a final logits bias), tiny random weights",
     )(_bart_snapshot)
+    generator(
+        MARIAN,
+        "transformers save_pretrained (MarianMTModel)",
+        "Marian translation model (as Helsinki-NLP/opus-mt-*), tiny random weights, no tokenizer",
+    )(lambda path: _tiny(path, "marian"))
+    generator(
+        NLLB,
+        "transformers save_pretrained (M2M100ForConditionalGeneration)",
+        "M2M100 translation model (as NLLB-200 and m2m100_418M), tiny random weights, no tokenizer",
+    )(lambda path: _tiny(path, "m2m_100"))
     generator(
         f"{T5_SMALL}.gguf",
         "llama.cpp convert_hf_to_gguf.py",
