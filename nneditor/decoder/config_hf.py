@@ -33,15 +33,14 @@ from nneditor.decoder.config import (
 from nneditor.decoder.rope_scaling import RopeScaling, hf_rope
 from nneditor.decoder.unsupported import DecoderUnsupported
 from nneditor.semantic.checkpoint_names import (
-    BERT_SIDE_HEADS,
     HF_ARCH,
     MTP_PREFIXES,
-    bert_inner,
     canonical_names,
     granite4_layers,
     layer_count,
     llama_cpp_arch,
 )
+from nneditor.semantic.names_bert import BERT_SIDE_HEADS, bert_inner
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}

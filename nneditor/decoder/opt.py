@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.semantic.checkpoint_names import opt_norm_keys
+from nneditor.semantic.names_unconverted import opt_norm_keys
 
 ARCH = "opt"
 #: BioGPT (microsoft/biogpt, BioGPT-Large): OPT's blocks under its own names, GELU, embeddings

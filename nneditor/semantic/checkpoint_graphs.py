@@ -374,15 +374,14 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
     """A decoder snapshot whose tensors all have llama.cpp names: the same graph as the GGUF
     llama.cpp's converter makes of it (None when the names do not map)."""
     from nneditor.semantic.checkpoint_names import (
-        BERT_SIDE_HEADS,
         MTP_PREFIXES,
-        bert_inner,
         canonical_names,
         layer_count,
         llama_cpp_arch,
-        opt_norm_keys,
         text_part,
     )
+    from nneditor.semantic.names_bert import BERT_SIDE_HEADS, bert_inner
+    from nneditor.semantic.names_unconverted import opt_norm_keys
 
     part = text_part(config, doc.tensors.keys())  # Gemma 4: its text decoder, towers aside
     stored = {n: n for n in doc.tensors}

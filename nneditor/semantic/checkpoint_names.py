@@ -9,6 +9,16 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from nneditor.semantic.names_bert import bert_names
+from nneditor.semantic.names_unconverted import (
+    GPT_NEO_PARTS,
+    GPTJ_PARTS,
+    T5_EMBED_COPIES,
+    bart_names,
+    eleuther_names,
+    opt_names,
+)
+
 #: Hugging Face model_type -> llama.cpp architecture, where they differ or are not obvious
 HF_ARCH = {
     "llama": "llama",
@@ -471,315 +481,6 @@ def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return mapped, unplaced
 
 
-#: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
-#: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
-#: distilbert-base-uncased as released) keep the encoder
-BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.")
-#: ALBERT's one shared layer (albert_layer_groups.0.albert_layers.0) and the projection of its
-#: embeddings; ELECTRA's projection
-_ALBERT_LAYER = re.compile(
-    r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.(.+)\.(weight|bias)$"
-)
-_ALBERT_PARTS = {
-    "attention.query": "attn_q",
-    "attention.key": "attn_k",
-    "attention.value": "attn_v",
-    "attention.dense": "attn_output",
-    "attention.LayerNorm": "attn_output_norm",
-    "ffn": "ffn_up",
-    "ffn_output": "ffn_down",
-    "full_layer_layer_norm": "layer_output_norm",
-}
-_EMBED_PROJECTIONS = ("encoder.embedding_hidden_mapping_in", "embeddings_project")
-#: MPNet's own names (llama.cpp has no MPNet table): its attention and the relative-position
-#: table that its encoder computes once for every layer, stored as T5 stores the shared one
-_MPNET_PARTS = {
-    "attention.attn.q": "attn_q",
-    "attention.attn.k": "attn_k",
-    "attention.attn.v": "attn_v",
-    "attention.attn.o": "attn_output",
-    "attention.LayerNorm": "attn_output_norm",
-}
-_MPNET_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
-#: their masked-language-model heads (a dense layer and GELU, a LayerNorm, then the vocabulary
-#: projection tied to the token embedding, with a bias), under the names the decoder reads.
-#: BERT's and RoBERTa's decoder bias is one parameter stored under two names (either or both)
-MLM_HEAD = {
-    "predictions.dense": "mlm_dense",  # ALBERT's
-    "predictions.LayerNorm": "mlm_norm",
-    "predictions.decoder": "output",
-    "generator_predictions.dense": "mlm_dense",  # ELECTRA's generator
-    "generator_predictions.LayerNorm": "mlm_norm",
-    "generator_lm_head": "output",
-    "cls.predictions.transform.dense": "mlm_dense",
-    "lm_head.dense": "mlm_dense",
-    "vocab_transform": "mlm_dense",
-    "cls.predictions.transform.LayerNorm": "mlm_norm",
-    "lm_head.layer_norm": "mlm_norm",
-    "vocab_layer_norm": "mlm_norm",
-    "cls.predictions.decoder": "output",
-    "lm_head.decoder": "output",
-    "vocab_projector": "output",
-}
-_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias", "predictions.bias")
-#: heads beside the encoder that the hidden states and the masked-LM logits do not pass through
-#: (BERT's next-sentence, ALBERT's sentence-order, ELECTRA's discriminator heads)
-BERT_SIDE_HEADS = (
-    "pooler.",
-    "cls.seq_relationship.",
-    "sop_classifier.",
-    "discriminator_predictions.",
-)
-
-
-_TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
-
-
-def bert_inner(name: str) -> str:
-    """A BERT-family tensor's name as the bare encoder (BertModel) names it."""
-    for prefix in BERT_PREFIXES:
-        if name.startswith(prefix):
-            return name[len(prefix) :]
-    return name
-
-
-def _bert_names(
-    names: list[str], table: Any, n_layers: int = 0
-) -> tuple[dict[str, str], list[str]]:
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    for name in names:
-        albert = _ALBERT_LAYER.match(bert_inner(name))
-        if albert and albert[1] in _ALBERT_PARTS:  # every layer reads the one shared layer
-            for i in range(n_layers):
-                mapped[f"blk.{i}.{_ALBERT_PARTS[albert[1]]}.{albert[2]}"] = name
-            continue
-        inner = bert_inner(name)
-        module, _, kind = inner.rpartition(".")
-        if module.endswith("LayerNorm") and kind in _TF_NORM_NAMES:  # bert-base-uncased's own
-            kind = _TF_NORM_NAMES[kind]  # checkpoint: TensorFlow's gamma and beta
-            inner = f"{module}.{kind}"
-        mpnet = _MPNET_LAYER.match(inner)
-        if inner in _MLM_BIAS:
-            key: str | None = "output.bias"
-        elif mpnet and mpnet[2] in _MPNET_PARTS:
-            key = f"blk.{mpnet[1]}.{_MPNET_PARTS[mpnet[2]]}.{mpnet[3]}"
-        elif inner == "encoder.relative_attention_bias.weight":
-            key = "blk.0.attn_rel_b.weight"
-        elif module in _EMBED_PROJECTIONS and kind in ("weight", "bias"):
-            key = f"token_embd_proj.{kind}"
-        elif module in MLM_HEAD and kind in ("weight", "bias"):
-            key = f"{MLM_HEAD[module]}.{kind}"
-        elif inner.endswith(BUFFERS):
-            continue
-        else:
-            key = table.get_name(inner, try_suffixes=(".weight", ".bias")) if table else None
-        if key is None:
-            unplaced.append(name)
-        else:
-            mapped.setdefault(key, name)  # (the bias's second name: the same values)
-    return mapped, unplaced
-
-
-#: OPT's names (OPTForCausalLM: model.decoder.*; OPTModel: decoder.*) as a decoder stack's
-_OPT_TOP = {
-    "embed_tokens.weight": "token_embd.weight",
-    "embed_positions.weight": "position_embd.weight",
-    "final_layer_norm.weight": "output_norm.weight",
-    "final_layer_norm.bias": "output_norm.bias",
-    "project_in.weight": "token_embd_in_proj.weight",  # OPT-350m: 512-wide embeddings
-    "project_out.weight": "output_proj.weight",
-}
-#: OPT-350m's post-norm layers (do_layer_norm_before false): its two norms follow the
-#: residuals, as BERT's do
-_OPT_POST_NORM = {"attn_norm": "attn_output_norm", "ffn_norm": "layer_output_norm"}
-
-
-def opt_norm_keys(names: Mapping[str, str], config: Mapping[str, Any]) -> dict[str, str]:
-    """OPT's canonical names with the layer norms placed where the config applies them."""
-    if config.get("do_layer_norm_before", True):
-        return dict(names)
-    out: dict[str, str] = {}
-    for key, name in names.items():
-        m = re.match(r"^(blk\.\d+)\.(attn_norm|ffn_norm)\.(weight|bias)$", key)
-        out[f"{m[1]}.{_OPT_POST_NORM[m[2]]}.{m[3]}" if m else key] = name
-    return out
-
-
-_OPT_PARTS = {
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.out_proj": "attn_output",
-    "self_attn_layer_norm": "attn_norm",
-    "final_layer_norm": "ffn_norm",
-    "fc1": "ffn_up",
-    "fc2": "ffn_down",
-}
-_OPT_LAYER = re.compile(r"^layers\.(\d+)\.(.+)\.(weight|bias)$")
-
-
-def _opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
-    """OPT's names (and BioGPT's: biogpt., its final norm layer_norm, its head
-    output_projection)."""
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    for name in names:
-        inner = name.removeprefix("model.").removeprefix("decoder.").removeprefix("biogpt.")
-        if inner.startswith("layer_norm."):  # BioGPT's final norm
-            inner = "final_" + inner
-        if name == "output_projection.weight":  # BioGPT's head
-            mapped["output.weight"] = name
-            continue
-        layer = _OPT_LAYER.match(inner)
-        part = _OPT_PARTS.get(layer[2]) if layer else None
-        if layer and part:
-            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
-        elif inner in _OPT_TOP:
-            mapped[_OPT_TOP[inner]] = name
-        elif name == "lm_head.weight":
-            mapped["output.weight"] = name
-        else:
-            unplaced.append(name)
-    return mapped, unplaced
-
-
-#: GPT-Neo's names (GPTNeoForCausalLM: transformer.*; GPTNeoModel: the same without it), and
-#: GPT-J's top-level ones
-_GPT_NEO_TOP = {
-    "wte.weight": "token_embd.weight",
-    "wpe.weight": "position_embd.weight",
-    "ln_f.weight": "output_norm.weight",
-    "ln_f.bias": "output_norm.bias",
-}
-_GPT_NEO_PARTS = {
-    "ln_1": "attn_norm",
-    "attn.attention.q_proj": "attn_q",
-    "attn.attention.k_proj": "attn_k",
-    "attn.attention.v_proj": "attn_v",
-    "attn.attention.out_proj": "attn_output",
-    "ln_2": "ffn_norm",
-    "mlp.c_fc": "ffn_up",
-    "mlp.c_proj": "ffn_down",
-}
-#: GPT-J's (its one norm feeds attention and the feed-forward side by side)
-_GPTJ_PARTS = {
-    "ln_1": "attn_norm",
-    "attn.q_proj": "attn_q",
-    "attn.k_proj": "attn_k",
-    "attn.v_proj": "attn_v",
-    "attn.out_proj": "attn_output",
-    "mlp.fc_in": "ffn_up",
-    "mlp.fc_out": "ffn_down",
-}
-_EL_LAYER = re.compile(r"^h\.(\d+)\.(.+)\.(weight|bias)$")
-#: their checkpoints keep causal masks (and GPT-J its sinusoids) as buffers
-_EL_BUFFERS = (
-    ".attn.attention.bias",
-    ".attn.attention.masked_bias",
-    ".attn.bias",
-    ".attn.masked_bias",
-    ".attn.embed_positions",
-)
-
-
-def _eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """GPT-Neo's or GPT-J's names (``transformer.`` in their causal-LM snapshots) as a decoder
-    stack's; the head (GPT-J's has a bias) as output."""
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    for name in names:
-        if name.endswith(_EL_BUFFERS):
-            continue
-        inner = name.removeprefix("transformer.")
-        layer = _EL_LAYER.match(inner)
-        part = parts.get(layer[2]) if layer else None
-        if layer and part:
-            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
-        elif inner in _GPT_NEO_TOP:
-            mapped[_GPT_NEO_TOP[inner]] = name
-        elif name in ("lm_head.weight", "lm_head.bias"):
-            mapped[f"output.{name.rpartition('.')[2]}"] = name
-        else:
-            unplaced.append(name)
-    return mapped, unplaced
-
-
-_T5_EMBED_COPIES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
-
-#: BART's names (BartForConditionalGeneration: model.*; BartModel: without it) as an encoder
-#: stack's and a decoder's (dec.*), the decoder's keys those of llama.cpp's T5 decoder
-_BART_ENCODER = {
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.out_proj": "attn_output",
-    "self_attn_layer_norm": "attn_output_norm",
-    "fc1": "ffn_up",
-    "fc2": "ffn_down",
-    "final_layer_norm": "layer_output_norm",
-}
-_BART_DECODER = {
-    **_BART_ENCODER,
-    "self_attn_layer_norm": "attn_norm",
-    "encoder_attn.q_proj": "cross_attn_q",
-    "encoder_attn.k_proj": "cross_attn_k",
-    "encoder_attn.v_proj": "cross_attn_v",
-    "encoder_attn.out_proj": "cross_attn_o",
-    "encoder_attn_layer_norm": "cross_attn_norm",
-    "final_layer_norm": "ffn_norm",
-}
-_BART_TOP = {
-    "shared.weight": "token_embd.weight",
-    "final_logits_bias": "output.bias",
-    "lm_head.weight": "output.weight",
-    "encoder.embed_positions.weight": "position_embd.weight",
-    "encoder.layernorm_embedding.weight": "token_embd_norm.weight",
-    "encoder.layernorm_embedding.bias": "token_embd_norm.bias",
-    "decoder.embed_positions.weight": "dec.position_embd.weight",
-    "decoder.layernorm_embedding.weight": "dec.token_embd_norm.weight",
-    "decoder.layernorm_embedding.bias": "dec.token_embd_norm.bias",
-}
-_BART_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
-#: mBART's and M2M100's (NLLB's) pre-norm encoder layers, and their final norms
-_PRE_NORM_ENCODER = {
-    **_BART_ENCODER,
-    "self_attn_layer_norm": "attn_norm",
-    "final_layer_norm": "ffn_norm",
-}
-_PRE_NORM_TOP = {
-    **_BART_TOP,
-    "encoder.layer_norm.weight": "output_norm.weight",
-    "encoder.layer_norm.bias": "output_norm.bias",
-    "decoder.layer_norm.weight": "dec.output_norm.weight",
-    "decoder.layer_norm.bias": "dec.output_norm.bias",
-}
-
-
-def _bart_names(names: list[str], pre_norm: bool = False) -> tuple[dict[str, str], list[str]]:
-    """BART's and Marian's names (``pre_norm``: mBART's and M2M100's, whose encoder layers
-    normalise first and whose stacks end in a norm)."""
-    encoder, top = (_PRE_NORM_ENCODER, _PRE_NORM_TOP) if pre_norm else (_BART_ENCODER, _BART_TOP)
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    shared = any(n.removeprefix("model.") == "shared.weight" for n in names)
-    for name in names:
-        inner = name.removeprefix("model.")
-        if inner in _T5_EMBED_COPIES and shared:  # copies of the shared embedding
-            continue
-        layer = _BART_LAYER.match(inner)
-        parts = encoder if layer and layer[1] == "encoder" else _BART_DECODER
-        part = parts.get(layer[3]) if layer else None
-        if layer and part:
-            prefix = "" if layer[1] == "encoder" else "dec."
-            mapped[f"{prefix}blk.{layer[2]}.{part}.{layer[4]}"] = name
-        elif inner in top:
-            mapped[top[inner]] = name
-        else:
-            unplaced.append(name)
-    return mapped, unplaced
-
-
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -787,18 +488,18 @@ def canonical_names(
     if arch == "clip-text":
         return _clip_text_names(list(names))
     if arch in ("opt", "biogpt"):
-        return _opt_names(list(names))
+        return opt_names(list(names))
     if arch in ("bart", "mbart"):
-        return _bart_names(list(names), pre_norm=arch == "mbart")
+        return bart_names(list(names), pre_norm=arch == "mbart")
     if arch in ("gpt-neo", "gptj"):
-        return _eleuther_names(list(names), _GPT_NEO_PARTS if arch == "gpt-neo" else _GPTJ_PARTS)
+        return eleuther_names(list(names), GPT_NEO_PARTS if arch == "gpt-neo" else GPTJ_PARTS)
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be
     # deeper than its encoder, whose count n_layers is)
     if arch == "bert":
-        return _bert_names(list(names), table, n_layers)
+        return bert_names(list(names), table, n_layers, BUFFERS)
     names = list(names)
     if arch in ("t5", "t5encoder") and "shared.weight" in names:  # T5: copies of the shared
-        names = [n for n in names if n not in _T5_EMBED_COPIES]  # embedding, where stored
+        names = [n for n in names if n not in T5_EMBED_COPIES]  # embedding, where stored
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     names = list(names)

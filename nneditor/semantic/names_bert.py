@@ -1,0 +1,119 @@
+"""BERT-family checkpoints' names (BERT, RoBERTa, DistilBERT, MPNet, ELECTRA, ALBERT, CamemBERT) as
+llama.cpp's, with what llama.cpp's table does not map: the encoder prefix of checkpoints saved
+with a head, TensorFlow's LayerNorm names, the masked-LM heads, MPNet's attention and relative
+positions, ALBERT's shared layer and the embedding projections (checkpoint_names dispatches
+here)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
+#: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
+#: distilbert-base-uncased as released) keep the encoder
+BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.")
+#: ALBERT's one shared layer (albert_layer_groups.0.albert_layers.0) and the projection of its
+#: embeddings; ELECTRA's projection
+_ALBERT_LAYER = re.compile(
+    r"^encoder\.albert_layer_groups\.0\.albert_layers\.0\.(.+)\.(weight|bias)$"
+)
+_ALBERT_PARTS = {
+    "attention.query": "attn_q",
+    "attention.key": "attn_k",
+    "attention.value": "attn_v",
+    "attention.dense": "attn_output",
+    "attention.LayerNorm": "attn_output_norm",
+    "ffn": "ffn_up",
+    "ffn_output": "ffn_down",
+    "full_layer_layer_norm": "layer_output_norm",
+}
+_EMBED_PROJECTIONS = ("encoder.embedding_hidden_mapping_in", "embeddings_project")
+#: MPNet's own names (llama.cpp has no MPNet table): its attention and the relative-position
+#: table that its encoder computes once for every layer, stored as T5 stores the shared one
+_MPNET_PARTS = {
+    "attention.attn.q": "attn_q",
+    "attention.attn.k": "attn_k",
+    "attention.attn.v": "attn_v",
+    "attention.attn.o": "attn_output",
+    "attention.LayerNorm": "attn_output_norm",
+}
+_MPNET_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
+#: their masked-language-model heads (a dense layer and GELU, a LayerNorm, then the vocabulary
+#: projection tied to the token embedding, with a bias), under the names the decoder reads.
+#: BERT's and RoBERTa's decoder bias is one parameter stored under two names (either or both)
+MLM_HEAD = {
+    "predictions.dense": "mlm_dense",  # ALBERT's
+    "predictions.LayerNorm": "mlm_norm",
+    "predictions.decoder": "output",
+    "generator_predictions.dense": "mlm_dense",  # ELECTRA's generator
+    "generator_predictions.LayerNorm": "mlm_norm",
+    "generator_lm_head": "output",
+    "cls.predictions.transform.dense": "mlm_dense",
+    "lm_head.dense": "mlm_dense",
+    "vocab_transform": "mlm_dense",
+    "cls.predictions.transform.LayerNorm": "mlm_norm",
+    "lm_head.layer_norm": "mlm_norm",
+    "vocab_layer_norm": "mlm_norm",
+    "cls.predictions.decoder": "output",
+    "lm_head.decoder": "output",
+    "vocab_projector": "output",
+}
+_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias", "predictions.bias")
+#: heads beside the encoder that the hidden states and the masked-LM logits do not pass through
+#: (BERT's next-sentence, ALBERT's sentence-order, ELECTRA's discriminator heads)
+BERT_SIDE_HEADS = (
+    "pooler.",
+    "cls.seq_relationship.",
+    "sop_classifier.",
+    "discriminator_predictions.",
+)
+
+
+_TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
+
+
+def bert_inner(name: str) -> str:
+    """A BERT-family tensor's name as the bare encoder (BertModel) names it."""
+    for prefix in BERT_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def bert_names(
+    names: list[str], table: Any, n_layers: int, buffers: tuple[str, ...]
+) -> tuple[dict[str, str], list[str]]:
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        albert = _ALBERT_LAYER.match(bert_inner(name))
+        if albert and albert[1] in _ALBERT_PARTS:  # every layer reads the one shared layer
+            for i in range(n_layers):
+                mapped[f"blk.{i}.{_ALBERT_PARTS[albert[1]]}.{albert[2]}"] = name
+            continue
+        inner = bert_inner(name)
+        module, _, kind = inner.rpartition(".")
+        if module.endswith("LayerNorm") and kind in _TF_NORM_NAMES:  # bert-base-uncased's own
+            kind = _TF_NORM_NAMES[kind]  # checkpoint: TensorFlow's gamma and beta
+            inner = f"{module}.{kind}"
+        mpnet = _MPNET_LAYER.match(inner)
+        if inner in _MLM_BIAS:
+            key: str | None = "output.bias"
+        elif mpnet and mpnet[2] in _MPNET_PARTS:
+            key = f"blk.{mpnet[1]}.{_MPNET_PARTS[mpnet[2]]}.{mpnet[3]}"
+        elif inner == "encoder.relative_attention_bias.weight":
+            key = "blk.0.attn_rel_b.weight"
+        elif module in _EMBED_PROJECTIONS and kind in ("weight", "bias"):
+            key = f"token_embd_proj.{kind}"
+        elif module in MLM_HEAD and kind in ("weight", "bias"):
+            key = f"{MLM_HEAD[module]}.{kind}"
+        elif inner.endswith(buffers):
+            continue
+        else:
+            key = table.get_name(inner, try_suffixes=(".weight", ".bias")) if table else None
+        if key is None:
+            unplaced.append(name)
+        else:
+            mapped.setdefault(key, name)  # (the bias's second name: the same values)
+    return mapped, unplaced
