@@ -6,11 +6,10 @@ headline path through the CLI."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
-from nneditor_cli import nneditor_cli
+from headline import assert_top_equals, perturbed, prompt_trace_predict
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -65,26 +64,11 @@ def test_bart_first_step_equals_transformers(zoo_artifact) -> None:  # noqa: ANN
 @pytest.mark.realdata
 def test_bart_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     snap = zoo_artifact("seq2seq-bart")
-
-    def cli(*args: str) -> dict:
-        r = nneditor_cli(*args)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout) if "--json" in args else {}
-
-    ids = tmp_path / "ids.npz"
-    tokens = cli("tokenize", str(snap), "--text", TEXT, "--out", str(ids), "--json")
-    cli("trace", str(snap), "--inputs", str(ids), "--out", str(tmp_path / "t"), "--yes")
-    got = cli("predict", str(tmp_path / "t"), "--top", "3", "--json")
+    ids, got = prompt_trace_predict(snap, TEXT, tmp_path)
     model = tf.AutoModelForSeq2SeqLM.from_pretrained(str(snap), dtype=torch.float32).eval()
     with torch.no_grad():
-        logits = (
-            model(input_ids=torch.tensor([tokens["ids"]]), decoder_input_ids=torch.tensor([[2]]))
-            .logits[0, -1]
-            .double()
-        )
-    top = torch.topk(torch.softmax(logits, -1), 3)
-    assert [t["id"] for t in got["top"]] == top.indices.tolist()
-    assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+        out = model(input_ids=torch.tensor([ids]), decoder_input_ids=torch.tensor([[2]]))
+    assert_top_equals(got, out.logits[0, -1])
 
 
 @pytest.mark.parametrize("stored", [False, True])
@@ -110,11 +94,8 @@ def test_marian_first_step_equals_transformers(stored: bool, tmp_path) -> None: 
         activation_function="swish",
     )
     torch.manual_seed(0)
-    model = tf.MarianMTModel(config).eval()
+    model = perturbed(tf.MarianMTModel(config).eval())
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
         model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
     folder = tmp_path / "marian"
     model.save_pretrained(str(folder))
@@ -165,11 +146,8 @@ def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # n
         scale_embedding=True,
     )
     torch.manual_seed(0)
-    model = model_cls(config).eval()
+    model = perturbed(model_cls(config).eval())
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
         if hasattr(model, "final_logits_bias"):
             model.final_logits_bias.add_(torch.randn_like(model.final_logits_bias) * 0.5)
     model.save_pretrained(str(tmp_path / kind))

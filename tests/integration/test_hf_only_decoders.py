@@ -6,11 +6,10 @@ AutoTokenizer, and the headline path through the CLI."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
-from nneditor_cli import nneditor_cli
+from headline import assert_top_equals, perturbed, prompt_trace_predict
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -110,11 +109,7 @@ def test_opt_350m_layout_equals_transformers(tmp_path) -> None:  # noqa: ANN001
         max_position_embeddings=64,
     )
     torch.manual_seed(0)
-    model = tf.OPTForCausalLM(config).eval()
-    with torch.no_grad():  # unit norms and zero biases would hide a misplaced one
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
+    model = perturbed(tf.OPTForCausalLM(config).eval())
     model.save_pretrained(str(tmp_path / "opt350"))
     ids = np.array([[2, 5, 17, 30, 42, 42, 8, 61, 9, 3]], dtype=np.int64)
     with torch.no_grad():
@@ -132,22 +127,10 @@ def test_opt_350m_layout_equals_transformers(tmp_path) -> None:  # noqa: ANN001
 @pytest.mark.realdata
 def test_opt_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     snap = zoo_artifact("decoder-opt")
-
-    def cli(*args: str) -> dict:
-        r = nneditor_cli(*args)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout) if "--json" in args else {}
-
-    ids = tmp_path / "ids.npz"
-    tokens = cli("tokenize", str(snap), "--text", "the model reads", "--out", str(ids), "--json")
-    cli("trace", str(snap), "--inputs", str(ids), "--out", str(tmp_path / "t"), "--yes")
-    got = cli("predict", str(tmp_path / "t"), "--top", "3", "--json")
+    ids, got = prompt_trace_predict(snap, "the model reads", tmp_path)
     model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
     with torch.no_grad():
-        logits = model(torch.tensor([tokens["ids"]])).logits[0, -1].double()
-    top = torch.topk(torch.softmax(logits, -1), 3)
-    assert [t["id"] for t in got["top"]] == top.indices.tolist()
-    assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+        assert_top_equals(got, model(torch.tensor([ids])).logits[0, -1])
 
 
 def test_biogpt_equals_transformers(tmp_path) -> None:  # noqa: ANN001
@@ -163,11 +146,7 @@ def test_biogpt_equals_transformers(tmp_path) -> None:  # noqa: ANN001
         max_position_embeddings=64,
     )
     torch.manual_seed(0)
-    model = tf.BioGptForCausalLM(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
+    model = perturbed(tf.BioGptForCausalLM(config).eval())
     model.save_pretrained(str(tmp_path / "biogpt"))
     ids = np.array([[2, 5, 17, 30, 42, 42, 8, 61, 9, 3]], dtype=np.int64)
     with torch.no_grad():

@@ -7,11 +7,10 @@ llama.cpp converts it; and the headline path through the CLI."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
-from nneditor_cli import nneditor_cli
+from headline import assert_top_equals, perturbed, prompt_trace_predict
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -72,26 +71,11 @@ def test_t5_first_step_equals_transformers(name: str, form: str, zoo_artifact) -
 @pytest.mark.realdata
 def test_t5_prompt_trace_predict(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     snap = zoo_artifact("seq2seq-flan-t5")
-
-    def cli(*args: str) -> dict:
-        r = nneditor_cli(*args)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout) if "--json" in args else {}
-
-    ids = tmp_path / "ids.npz"
-    tokens = cli("tokenize", str(snap), "--text", TEXT, "--out", str(ids), "--json")
-    cli("trace", str(snap), "--inputs", str(ids), "--out", str(tmp_path / "t"), "--yes")
-    got = cli("predict", str(tmp_path / "t"), "--top", "3", "--json")
+    ids, got = prompt_trace_predict(snap, TEXT, tmp_path)
     model = tf.AutoModelForSeq2SeqLM.from_pretrained(str(snap), dtype=torch.float32).eval()
     with torch.no_grad():
-        logits = (
-            model(input_ids=torch.tensor([tokens["ids"]]), decoder_input_ids=torch.tensor([[0]]))
-            .logits[0, -1]
-            .double()
-        )
-    top = torch.topk(torch.softmax(logits, -1), 3)
-    assert [t["id"] for t in got["top"]] == top.indices.tolist()
-    assert np.allclose([t["prob"] for t in got["top"]], top.values.numpy(), atol=1e-5)
+        out = model(input_ids=torch.tensor([ids]), decoder_input_ids=torch.tensor([[0]]))
+    assert_top_equals(got, out.logits[0, -1])
 
 
 @pytest.mark.parametrize("kind", ["mt5", "umt5"])
@@ -115,11 +99,7 @@ def test_mt5_and_umt5_first_steps_equal_transformers(kind: str, tmp_path) -> Non
         decoder_start_token_id=0,
     )
     torch.manual_seed(0)
-    model = model_cls(config).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "layer_norm" in name:
-                p.add_(torch.randn_like(p) * 0.1)
+    model = perturbed(model_cls(config).eval())
     model.save_pretrained(str(tmp_path / kind))
     ids = np.array([[5, 6, 7, 8, 9, 10, 1]], dtype=np.int64)
     with torch.no_grad():
