@@ -22,6 +22,7 @@ import numpy as np
 
 from nneditor.decoder import ops
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.semantic.names_unconverted import bart_has_head
 
 ARCH = "bart"
 #: mBART (mbart-large-50), M2M100 and NLLB-200: BART's layout with its norms before each
@@ -68,10 +69,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"this BART has {heads} encoder and {dec_heads} decoder heads and {layers} decoder "
             "layers; the NumPy decoder needs a decoder with the encoder's head count"
         )
-    classes = [str(c) for c in config.get("architectures") or []]
-    conditional = any(c.endswith("ForConditionalGeneration") for c in classes)
-    if "output.bias" not in common["names"] and not (m2m and conditional):
-        # (BartForConditionalGeneration stores its final_logits_bias; M2M100's has none)
+    if not bart_has_head(config, common["names"]):
         raise DecoderUnsupported(
             "this BART snapshot has no language-model head (no final_logits_bias: a BartModel); "
             "the NumPy decoder runs BartForConditionalGeneration"

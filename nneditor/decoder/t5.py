@@ -94,16 +94,8 @@ def seq2seq_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decode
         scaled = False  # mT5 (T5 1.1's recipe) never scales, whatever its config says
     elif not isinstance(scaled, bool):
         scaled = config.get("tie_word_embeddings") is not False
-    return dataclasses.replace(
-        enc,
-        arch=SEQ2SEQ,
-        names=internal_names(common["names"]),
-        head=True,
-        decoder_layers=layers,
-        decoder_start=int(config.get("decoder_start_token_id") or 0),
-        logit_scale=math.sqrt(common["hidden"]) if scaled else 1.0,
-        notes=(SEQ2SEQ_NOTE,),
-    )
+    start = int(config.get("decoder_start_token_id") or 0)
+    return _seq2seq(enc, common, layers, start, bool(scaled))
 
 
 def seq2seq_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -124,15 +116,28 @@ def seq2seq_from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> De
         "the head is tied to the embedding (T5 1.0), so the decoder's output is scaled by "
         "d_model^-0.5 first, as the model defines it (llama.cpp leaves the scale out)"
     )
+    start = int(metadata.get(f"{SEQ2SEQ}.decoder_start_token_id") or 0)
+    return _seq2seq(enc, common, layers, start, tied, (note,) if tied else ())
+
+
+def _seq2seq(
+    enc: DecoderConfig,
+    common: dict[str, Any],
+    layers: int,
+    start: int,
+    scaled: bool,
+    notes: tuple[str, ...] = (),
+) -> DecoderConfig:
+    """The encoder's configuration ``enc`` extended by the decoder's first step."""
     return dataclasses.replace(
         enc,
         arch=SEQ2SEQ,
         names=internal_names(common["names"]),
         head=True,
         decoder_layers=layers,
-        decoder_start=int(metadata.get(f"{SEQ2SEQ}.decoder_start_token_id") or 0),
-        logit_scale=math.sqrt(common["hidden"]) if tied else 1.0,
-        notes=(SEQ2SEQ_NOTE, note) if tied else (SEQ2SEQ_NOTE,),
+        decoder_start=start,
+        logit_scale=math.sqrt(common["hidden"]) if scaled else 1.0,
+        notes=(SEQ2SEQ_NOTE, *notes),
     )
 
 

@@ -170,7 +170,7 @@ _T5_DECODER_KEY = re.compile(r"^dec\.blk\.(\d+)\.(\w+)\.(weight|bias)$")
 _BART_TOP = ("dec.position_embd.weight", "dec.token_embd_norm.weight", "dec.token_embd_norm.bias")
 
 
-def _check_t5_decoder(cfg: DecoderConfig) -> None:
+def _check_seq2seq_decoder(cfg: DecoderConfig) -> None:
     bart = cfg.arch in ("bart", "mbart")
     optional = set() if bart else {"attn_rel_b", "ffn_gate"}  # (UMT5: a table per layer)
     # (Marian, positions from 0: no embedding norm, fixed positions unless stored)
@@ -214,7 +214,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
     """Refuse a checkpoint with a tensor the forward pass would not use, or without one it
     needs: a left-out weight would give numbers that look right and are not."""
     if cfg.decoder_layers:
-        _check_t5_decoder(cfg)
+        _check_seq2seq_decoder(cfg)
     for key in cfg.names:
         if cfg.decoder_layers and key.startswith("dec."):
             continue  # (checked above)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
-from nneditor.semantic.checkpoint_t5 import split_decoder
+from nneditor.semantic.checkpoint_t5 import finish_seq2seq, split_decoder
 
 
 def bart_graph(
@@ -46,7 +46,7 @@ def bart_graph(
     if pre_norm:
         y = _norm(b, "dec_output_norm", [y], "result_norm", top, "dec.output_norm", "at the end")
     if not head:  # a BartModel: no head (BartForConditionalGeneration stores its final
-        return _finish(b, hidden, vocab)  # logits bias)
+        return finish_seq2seq(b, hidden, vocab)  # logits bias)
     bias = " plus the final logits bias" if "output.bias" in top else ""
     b.node(
         "output",
@@ -58,7 +58,7 @@ def bart_graph(
         f"Vocabulary logits of the first output token: the shared embedding{bias} (from "
         "tensor names).",
     )
-    return _finish(b, hidden, vocab)
+    return finish_seq2seq(b, hidden, vocab)
 
 
 _SELF = (
@@ -123,18 +123,6 @@ def _pre_norm_layer(b: CheckpointBuilder, s: str, t: dict[str, str], y: str, enc
     ffn = _parts(t, "ffn_up", "ffn_down")
     f = b.node(f"{s}/ffn", "FeedForward", [h], f"{s}.ffn_output", ffn, "ffn", "Feed-forward.")
     return b.node(s, "Add", [y, f], f"{s}.output", [], "residual", "Residual connection.")
-
-
-def _finish(b: CheckpointBuilder, hidden: int | None, vocab: int | None) -> Graph:
-    g = b.finish()
-    g.opsets = {}
-    for node in g.nodes:  # the decoder's values have one position, the encoder's seq
-        for out in node.outputs:
-            one = out.startswith(("dec.", "result_"))
-            width = vocab if out == "result_output" else hidden
-            g.value_info[out] = ValueInfo(out, "float32", (1, 1 if one else "seq", width))
-    g.outputs[0] = g.value_info[g.outputs[0].name]
-    return g
 
 
 def _embedding(

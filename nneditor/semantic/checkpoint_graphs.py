@@ -381,7 +381,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         text_part,
     )
     from nneditor.semantic.names_bert import BERT_SIDE_HEADS, bert_inner
-    from nneditor.semantic.names_unconverted import opt_norm_keys
+    from nneditor.semantic.names_unconverted import bart_has_head, opt_norm_keys
 
     part = text_part(config, doc.tensors.keys())  # Gemma 4: its text decoder, towers aside
     stored = {n: n for n in doc.tensors}
@@ -427,11 +427,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             g = seq2seq_graph(title, blocks, top, heads, _rows_of(doc), width, vocab)
         else:
             scaled = bool(config.get("scale_embedding"))  # (Marian's, mBART's, M2M100's)
-            conditional = any(
-                str(c).endswith("ForConditionalGeneration")
-                for c in config.get("architectures") or []
-            )
-            head = "output.bias" in top or (model_type == "m2m_100" and conditional)
+            head = bart_has_head(config, top)
             g = bart_graph(
                 title,
                 blocks,

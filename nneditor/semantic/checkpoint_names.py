@@ -16,6 +16,7 @@ from nneditor.semantic.names_unconverted import (
     T5_EMBED_COPIES,
     bart_names,
     eleuther_names,
+    layered_names,
     opt_names,
 )
 
@@ -466,19 +467,14 @@ _CLIP_TEXT_LAYER = re.compile(r"^encoder\.layers\.(\d+)\.(.+)\.(weight|bias)$")
 
 
 def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    for name in names:
-        inner = name.removeprefix("text_model.")
-        layer = _CLIP_TEXT_LAYER.match(inner)
-        part = _CLIP_TEXT_PARTS.get(layer[2]) if layer else None
-        if layer and part:
-            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
-        elif inner in _CLIP_TEXT_TOP:
-            mapped[_CLIP_TEXT_TOP[inner]] = name
-        elif not name.endswith("position_ids"):  # (a buffer some checkpoints keep)
-            unplaced.append(name)
-    return mapped, unplaced
+    return layered_names(  # (position_ids: a buffer some checkpoints keep)
+        names,
+        lambda n: n.removeprefix("text_model."),
+        _CLIP_TEXT_LAYER,
+        _CLIP_TEXT_PARTS,
+        _CLIP_TEXT_TOP,
+        ("position_ids",),
+    )
 
 
 def canonical_names(

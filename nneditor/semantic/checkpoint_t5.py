@@ -82,14 +82,20 @@ def seq2seq_graph(
         + ("" if "output.weight" in top else " (the shared embedding, tied)")
         + " (from tensor names).",
     )
+    return finish_seq2seq(b, hidden, vocab)
+
+
+def finish_seq2seq(b: CheckpointBuilder, hidden: int | None, vocab: int | None) -> Graph:
+    """The built graph with its value types: the decoder's values have one position, the
+    encoder's seq."""
     g = b.finish()
     g.opsets = {}
-    for node in g.nodes:  # the decoder's values have one position, the encoder's seq
+    for node in g.nodes:
         for out in node.outputs:
-            one = out.startswith("dec.") or out.startswith("result_")
+            one = out.startswith(("dec.", "result_"))
             width = vocab if out == "result_output" else hidden
             g.value_info[out] = ValueInfo(out, "float32", (1, 1 if one else "seq", width))
-    g.outputs[0] = g.value_info["result_output"]
+    g.outputs[0] = g.value_info[g.outputs[0].name]
     return g
 
 

@@ -5,7 +5,7 @@ dec.* keys). checkpoint_names dispatches here."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 #: OPT's names (OPTForCausalLM: model.decoder.*; OPTModel: decoder.*) as a decoder stack's
@@ -46,29 +46,48 @@ _OPT_PARTS = {
 _OPT_LAYER = re.compile(r"^layers\.(\d+)\.(.+)\.(weight|bias)$")
 
 
-def opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
-    """OPT's names (and BioGPT's: biogpt., its final norm layer_norm, its head
-    output_projection)."""
+def layered_names(
+    names: Iterable[str],
+    inner_of: Callable[[str], str],
+    layer: re.Pattern[str],
+    parts: Mapping[str, str],
+    top: Mapping[str, str],
+    skip: tuple[str, ...] = (),
+) -> tuple[dict[str, str], list[str]]:
+    """({llama.cpp name: stored name}, names without a place) of a family with its own table:
+    each stored name less its prefixes (``inner_of``) is a layer's part (``layer`` matches
+    (index, part, weight|bias)) or a top-level tensor; names ending in ``skip`` are buffers."""
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     for name in names:
-        inner = name.removeprefix("model.").removeprefix("decoder.").removeprefix("biogpt.")
-        if inner.startswith("layer_norm."):  # BioGPT's final norm
-            inner = "final_" + inner
-        if name == "output_projection.weight":  # BioGPT's head
-            mapped["output.weight"] = name
+        if skip and name.endswith(skip):
             continue
-        layer = _OPT_LAYER.match(inner)
-        part = _OPT_PARTS.get(layer[2]) if layer else None
-        if layer and part:
-            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
-        elif inner in _OPT_TOP:
-            mapped[_OPT_TOP[inner]] = name
-        elif name == "lm_head.weight":
-            mapped["output.weight"] = name
+        inner = inner_of(name)
+        m = layer.match(inner)
+        part = parts.get(m[2]) if m else None
+        if m and part:
+            mapped[f"blk.{m[1]}.{part}.{m[3]}"] = name
+        elif inner in top:
+            mapped[top[inner]] = name
         else:
             unplaced.append(name)
     return mapped, unplaced
+
+
+def _opt_inner(name: str) -> str:
+    inner = name.removeprefix("model.").removeprefix("decoder.").removeprefix("biogpt.")
+    return "final_" + inner if inner.startswith("layer_norm.") else inner  # BioGPT's final norm
+
+
+def opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """OPT's names (and BioGPT's: biogpt., its final norm layer_norm, its head
+    output_projection)."""
+    top = {
+        **_OPT_TOP,
+        "output_projection.weight": "output.weight",
+        "lm_head.weight": "output.weight",
+    }
+    return layered_names(names, _opt_inner, _OPT_LAYER, _OPT_PARTS, top)
 
 
 #: GPT-Neo's names (GPTNeoForCausalLM: transformer.*; GPTNeoModel: the same without it), and
@@ -113,23 +132,10 @@ _EL_BUFFERS = (
 def eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """GPT-Neo's or GPT-J's names (``transformer.`` in their causal-LM snapshots) as a decoder
     stack's; the head (GPT-J's has a bias) as output."""
-    mapped: dict[str, str] = {}
-    unplaced: list[str] = []
-    for name in names:
-        if name.endswith(_EL_BUFFERS):
-            continue
-        inner = name.removeprefix("transformer.")
-        layer = _EL_LAYER.match(inner)
-        part = parts.get(layer[2]) if layer else None
-        if layer and part:
-            mapped[f"blk.{layer[1]}.{part}.{layer[3]}"] = name
-        elif inner in _GPT_NEO_TOP:
-            mapped[_GPT_NEO_TOP[inner]] = name
-        elif name in ("lm_head.weight", "lm_head.bias"):
-            mapped[f"output.{name.rpartition('.')[2]}"] = name
-        else:
-            unplaced.append(name)
-    return mapped, unplaced
+    top = {**_GPT_NEO_TOP, "lm_head.weight": "output.weight", "lm_head.bias": "output.bias"}
+    return layered_names(
+        names, lambda n: n.removeprefix("transformer."), _EL_LAYER, parts, top, _EL_BUFFERS
+    )
 
 
 T5_EMBED_COPIES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -205,3 +211,14 @@ def bart_names(names: list[str], pre_norm: bool = False) -> tuple[dict[str, str]
         else:
             unplaced.append(name)
     return mapped, unplaced
+
+
+def bart_has_head(config: Mapping[str, Any], keys: Iterable[str]) -> bool:
+    """Whether a BART-family snapshot has its vocabulary head: BartForConditionalGeneration
+    (and Marian's, mBART's) stores its final logits bias (``output.bias`` among the llama.cpp
+    ``keys``); M2M100's head has none, its class says it."""
+    if "output.bias" in keys:
+        return True
+    classes = [str(c) for c in config.get("architectures") or []]
+    conditional = any(c.endswith("ForConditionalGeneration") for c in classes)
+    return config.get("model_type") == "m2m_100" and conditional
