@@ -292,6 +292,7 @@ EXPECT: dict[str, E] = {
     "encoder-mpnet": {"format": "huggingface", **_lm(2)},
     "encoder-albert": {"format": "huggingface", **_lm(3)},
     "encoder-electra": {"format": "huggingface", **_lm(2)},
+    "encoder-deberta-v3": {"format": "huggingface", **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},

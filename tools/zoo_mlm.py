@@ -205,6 +205,62 @@ def _mpnet_snapshot(path: Path) -> None:
     (path / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
 
 
+DEBERTA_V3 = "encoder-deberta-v3"
+
+
+def _deberta_v3_snapshot(path: Path) -> None:
+    """DeBERTa-v3 as microsoft/deberta-v3-base ships it: no absolute positions (every layer's
+    disentangled attention reads one table of 2 x 256 relative-position rows), the masked-LM
+    head under lm_predictions and the replaced-token head (mask_predictions) beside it; a
+    SentencePiece unigram spm.model with DeBERTa's special pieces, [MASK] added after it."""
+    import torch
+    import transformers as tf
+    from safetensors.torch import load_file, save_file
+    from zoo_encoders import _unigram
+
+    path.mkdir(parents=True, exist_ok=True)
+    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Paris", "is", "a"]
+    pieces = {"pad_piece": "[PAD]", "bos_piece": "[CLS]", "eos_piece": "[SEP]"}
+    (path / "spm.model").write_bytes(
+        _unigram(words, 5, pad_id=0, bos_id=1, eos_id=2, unk_id=3, unk_piece="[UNK]", **pieces)
+    )
+    tok = tf.DebertaV2Tokenizer.from_pretrained(str(path))
+    config = tf.DebertaV2Config(  # deberta-v3-base's settings, in small
+        vocab_size=len(tok),
+        hidden_size=64,
+        layer_norm_eps=1e-7,
+        relative_attention=True,
+        position_buckets=256,
+        max_relative_positions=-1,
+        max_position_embeddings=512,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        legacy=False,
+        **_SIZES,
+    )
+    torch.manual_seed(0)
+    model = tf.DebertaV2ForMaskedLM(config).eval()
+    with torch.no_grad():  # sharp attention, as trained: positions then change the values
+        for name, p in model.named_parameters():
+            if name.endswith(("query_proj.weight", "key_proj.weight")):
+                p.mul_(10)
+    perturbed(model).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+    state = load_file(str(path / "model.safetensors"))
+    side = {  # the replaced-token detector beside the generator's head, as released
+        "mask_predictions.dense.weight": torch.randn(64, 64) * 0.02,
+        "mask_predictions.dense.bias": torch.zeros(64),
+        "mask_predictions.LayerNorm.weight": torch.ones(64),
+        "mask_predictions.LayerNorm.bias": torch.zeros(64),
+        "mask_predictions.classifier.weight": torch.randn(1, 64) * 0.02,
+        "mask_predictions.classifier.bias": torch.zeros(1),
+    }
+    save_file({**state, **side}, str(path / "model.safetensors"), metadata={"format": "pt"})
+
+
 def register(generator: Callable[..., Any]) -> None:
     """Add the masked-language models to the zoo (snapshots only: llama.cpp's converter drops
     the heads, and its BERT conversion is in the zoo already)."""
@@ -243,3 +299,9 @@ def register(generator: Callable[..., Any]) -> None:
         "MPNet encoder (as all-mpnet-base-v2: BERT's blocks, T5's relative positions), tiny "
         "random weights, its WordPiece vocabulary with RoBERTa's special tokens",
     )(_mpnet_snapshot)
+    generator(
+        DEBERTA_V3,
+        "transformers save_pretrained (DebertaV2ForMaskedLM) + sentencepiece unigram",
+        "DeBERTa-v3 with its masked-LM and replaced-token heads (as microsoft/deberta-v3-base: "
+        "disentangled relative attention, 256 position buckets), tiny random weights",
+    )(_deberta_v3_snapshot)

@@ -323,6 +323,24 @@ class AltUp:
 
 
 @dataclass(frozen=True)
+class Disentangled:
+    """DeBERTa-v2/v3's disentangled attention (decoder/deberta.py): every layer adds
+    content-to-position (``c2p``) and position-to-content (``p2c``) scores read from one shared
+    table of relative-position embeddings (``rel_embd``, LayerNorm'd where ``rel_embd_norm`` is
+    stored), projected by the layer's own query and key. Distances are log-bucketed into
+    ``buckets`` (0: not bucketed) up to ``max_distance``; ``span`` rows on each side."""
+
+    c2p: bool
+    p2c: bool
+    buckets: int
+    max_distance: int
+
+    @property
+    def span(self) -> int:
+        return self.buckets if self.buckets > 0 else self.max_distance
+
+
+@dataclass(frozen=True)
 class DecoderConfig:
     arch: str  # one of ARCHES
     source: str  # gguf | huggingface
@@ -414,6 +432,8 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
+    #: DeBERTa-v2/v3: disentangled relative attention (None: none)
+    disentangled: Disentangled | None = None
     #: an encoder-decoder T5: its decoder's layer count (0: none) and the token it starts
     #: from; the trace runs the decoder on that one token (t5.decode)
     decoder_layers: int = 0
@@ -523,6 +543,15 @@ class DecoderConfig:
         elif not self.head:  # CLIP's text encoder: causal, yet its output is a hidden state
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("causal attention, ends at the last hidden state (no pooling)")
+        d = self.disentangled
+        if d is not None:
+            terms = "+".join(t for t, on in (("c2p", d.c2p), ("p2c", d.p2c)) if on)
+            spread = (
+                f"{d.buckets} log buckets to distance {d.max_distance}"
+                if d.buckets
+                else f"distances to {d.max_distance}"
+            )
+            bits.append(f"disentangled relative attention (DeBERTa: {terms}, {spread})")
         return ", ".join(bits)
 
     @property

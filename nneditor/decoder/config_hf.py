@@ -21,6 +21,7 @@ from nneditor.decoder.config import (
     MPT,
     NOMIC_BERT,
     DecoderConfig,
+    Disentangled,
     Mla,
     Moe,
     exaone4_layers,
@@ -64,6 +65,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     if model_type == "granitemoehybrid":  # Granite 4.0: its attention-only dense models
         _refuse_granite_hybrid(config)
         arch = llama_cpp_arch(model_type, config)
+    if model_type == "deberta-v2":  # its layouts the decoder does not run, by name
+        _refuse_deberta(config)
     if model_type in ("nemotron_h", "gemma3_text"):  # Nemotron 3's experts, EmbeddingGemma
         arch = llama_cpp_arch(model_type, config)
     if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
@@ -237,12 +240,17 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         roberta = config.get("model_type") in ("roberta", "xlm-roberta", "camembert")
         mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
         family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
+        scores = (
+            _deberta(config, head_dim, common["names"])
+            if config.get("model_type") == "deberta-v2"
+            else {"attn_scale": 1 / math.sqrt(head_dim)}
+        )
         return DecoderConfig(
             **common,
             **{**family, "activation": _BERT_ACTIVATIONS[act]},
             **(_mpnet(config) if mpnet else {}),
+            **scores,
             norm_eps=float(config.get("layer_norm_eps") or 1e-12),
-            attn_scale=1 / math.sqrt(head_dim),
             position_pad=_pad_id(config) if roberta else 1 if mpnet else -1,
         )
     rope = hf_rope(config)
@@ -545,6 +553,60 @@ def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:
             f"this MPNet's relative-position table has {buckets} buckets; MPNet computes 32"
         )
     return {"rel_buckets": 32, "rel_max_distance": 128}
+
+
+def _attention_terms(config: Mapping[str, Any]) -> set[str]:
+    kinds = config.get("pos_att_type") or []
+    if isinstance(kinds, str):  # older configs: "p2c|c2p"
+        kinds = kinds.split("|")
+    return {str(k).strip().lower() for k in kinds}
+
+
+def _refuse_deberta(config: Mapping[str, Any]) -> None:
+    """The DeBERTa-v2 layouts the decoder does not compute, said before their tensors are
+    found to have no place (the v3 releases and their fine-tunes have none of them)."""
+    unknown = _attention_terms(config) - {"c2p", "p2c"}
+    if unknown:
+        raise DecoderUnsupported(f"DeBERTa attention terms {sorted(unknown)} are not implemented")
+    if int(config.get("conv_kernel_size") or 0) > 0:
+        raise DecoderUnsupported(
+            "this DeBERTa-v2 adds a convolution to its first layer's output (conv_kernel_size, "
+            "as deberta-v2-xlarge and -xxlarge do), which the NumPy decoder does not implement"
+        )
+    hidden = int(config.get("hidden_size") or 0)
+    if int(config.get("embedding_size") or hidden) != hidden:
+        raise DecoderUnsupported(
+            "this DeBERTa projects narrower embeddings before their LayerNorm (embedding_size), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("relative_attention") and not config.get("share_att_key"):
+        raise DecoderUnsupported(
+            "this DeBERTa projects relative positions with their own matrices (share_att_key "
+            "false), which the NumPy decoder does not implement; the v3 releases share the "
+            "attention's"
+        )
+
+
+def _deberta(config: Mapping[str, Any], head_dim: int, names: Mapping[str, str]) -> dict[str, Any]:
+    """DeBERTa-v2/v3's disentangled attention as its configuration states it: the scale of
+    every score term and, where relative attention is on, how distances are bucketed."""
+    kinds = _attention_terms(config)
+    relative = bool(config.get("relative_attention")) and bool(kinds)
+    if relative and "rel_embd.weight" not in names:
+        raise DecoderUnsupported(
+            "this DeBERTa's configuration asks for relative attention but its checkpoint has no "
+            "encoder.rel_embeddings.weight"
+        )
+    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim * (1 + len(kinds)))}
+    if relative:
+        most = int(config.get("max_relative_positions") or -1)
+        if most < 1:
+            most = int(config.get("max_position_embeddings") or 512)
+        buckets = int(config.get("position_buckets") or -1)
+        extra["disentangled"] = Disentangled(
+            c2p="c2p" in kinds, p2c="p2c" in kinds, buckets=max(buckets, 0), max_distance=most
+        )
+    return extra
 
 
 def _hf_names(

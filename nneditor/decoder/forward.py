@@ -10,12 +10,14 @@ is read :data:`~.weights.VOCAB_CHUNK_ROWS` rows at a time. Nothing keeps the who
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from nneditor.decoder import (
     bart,
+    deberta,
     gemma3n,
     gemma4,
     hybrid,
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
     from nneditor.model.document import Document
 
 Emit = Callable[[str, np.ndarray], None]
+#: scores added to a layer's attention: fixed [heads, seq, seq] (T5) or computed from its
+#: queries and keys (DeBERTa)
+Bias = np.ndarray | Callable[[np.ndarray, np.ndarray], np.ndarray] | None
 F32 = np.float32
 
 
@@ -151,9 +156,12 @@ def _forward(
             if cfg.rope_theta_local
             else freq_full
         )
-    shared_bias = None  # T5: the first layer's relative-position table, for every layer
+    shared_bias: Bias = None  # T5: the first layer's relative-position table, for every layer
     if cfg.rel_buckets:
         shared_bias = t5.position_bias(w.get("blk.0.attn_rel_b.weight"), seq, cfg)
+    rel_table = None  # DeBERTa: the shared relative-position embeddings (normalised once)
+    if cfg.disentangled is not None:
+        rel_table = deberta.relative_table(w, cfg)
     for i in range(cfg.n_layers if cfg.gemma4 is None else 0):
         local = cfg.is_local(i)
         freq = freq_local if local else freq_full
@@ -163,6 +171,8 @@ def _forward(
         bias = shared_bias
         if cfg.rel_buckets and i and w.has(f"blk.{i}.attn_rel_b.weight"):  # UMT5: its own
             bias = t5.position_bias(w.get(f"blk.{i}.attn_rel_b.weight"), seq, cfg)
+        if rel_table is not None:  # DeBERTa: scores from the layer's own queries and keys
+            bias = partial(deberta.attention_bias, w, cfg, f"blk.{i}", rel_table)
         x = _block(w, cfg, i, x, positions, freq, local, emit, bias)
         w.done_with(i)
         step()
@@ -237,7 +247,7 @@ def _block(
     freq: np.ndarray,
     local: bool,
     emit: Emit,
-    bias: np.ndarray | None = None,
+    bias: Bias = None,
 ) -> np.ndarray:
     p = f"blk.{i}"
     h = x  # OLMo 2 has no norm before the mixer (it normalises the mixer's output)
@@ -350,7 +360,7 @@ def _attention(
     freq: np.ndarray,
     local: bool,
     emit: Emit,
-    bias: np.ndarray | None = None,
+    bias: Bias = None,
 ) -> np.ndarray:
     seq = h.shape[0]
     hd, heads, kv = cfg.head_dim, cfg.n_heads, cfg.n_kv_heads
@@ -407,6 +417,8 @@ def _attention(
         steps = np.floor((positions + cfg.attn_temp_offset) / cfg.attn_temp_floor).astype(F32)
         temperature = F32(1) + F32(cfg.attn_temp_scale) * np.log1p(steps).astype(F32)
         q = (q * temperature[:, None, None]).astype(F32)
+    if callable(bias):  # DeBERTa's scores depend on this layer's queries and keys
+        bias = bias(q, k)
     window = cfg.sliding_window if local else 0
     sinks = w.optional(f"{p}.attn_sinks.weight")  # gpt-oss
     out = ops.attention(

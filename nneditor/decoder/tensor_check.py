@@ -130,6 +130,10 @@ _TOP_KEYS = {
     "mlm_dense.bias",
     "mlm_norm.weight",
     "mlm_norm.bias",
+    # DeBERTa: the relative-position table every layer reads, and its LayerNorm
+    "rel_embd.weight",
+    "rel_embd_norm.weight",
+    "rel_embd_norm.bias",
     # Gemma 4's per-layer embeddings: a table, a projection of the embedding, its norm
     "per_layer_token_embd.weight",
     # Gemma 3n: AltUp's stream projections, stacked (GGUF) or one per stream (snapshots)
@@ -238,8 +242,13 @@ def check_tensors(cfg: DecoderConfig) -> None:
     if "token_embd.weight" not in cfg.names:
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
     if cfg.arch == "bert":  # its embeddings: words, positions, segment 0, then a LayerNorm
-        for key in ("position_embd.weight", "token_embd_norm.weight"):  # (DistilBERT has no
-            if key not in cfg.names:  # token types: none are added, as transformers does)
+        # (DistilBERT has no token types: none are added, as transformers does; DeBERTa-v3
+        # reads positions in its attention only)
+        need = ["token_embd_norm.weight"]
+        if cfg.disentangled is None:
+            need.append("position_embd.weight")
+        for key in need:
+            if key not in cfg.names:
                 raise DecoderUnsupported(f"the checkpoint lacks {key} that a bert encoder needs")
     if cfg.moe is None and is_moe(cfg.names):
         raise DecoderUnsupported(

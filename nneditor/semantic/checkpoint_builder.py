@@ -402,6 +402,12 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             if self.rope_factors and rotated:
                 mixer_w.append(self.rope_factors)
                 text += ", positions rotated with the file's frequency factors (rope_freqs)"
+            if "attn_rel_embd.weight" in t:
+                text += (
+                    ", disentangled (DeBERTa): content-to-position and position-to-content "
+                    "scores from the shared relative-position table (normalised), projected by "
+                    "this layer's query and key"
+                )
         attrs = {"num_heads": heads, "kv_num_heads": kv} if op == "Attention" and heads else {}
         return self.node(
             f"{s}/attn",

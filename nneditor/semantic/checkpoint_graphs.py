@@ -412,6 +412,10 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             top[key] = name
     if not blocks or "token_embd.weight" not in top:
         return None
+    if "rel_embd.weight" in top:  # DeBERTa: every layer's attention reads the shared table
+        table = {k: v for k, v in top.items() if k.startswith("rel_embd")}
+        for t in blocks.values():
+            t.update({f"attn_{k}": v for k, v in table.items()})
     heads = config.get("num_attention_heads") or config.get("n_head") or config.get("n_heads")
     kv = config.get("num_key_value_heads") or heads
     title = f"{model_type} (from config.json and tensor names)"

@@ -98,6 +98,7 @@ HF_ARCH = {
     "camembert": "bert",  # CamemBERT: RoBERTa's
     "electra": "bert",  # ELECTRA: BERT's blocks after a projection of narrower embeddings
     "albert": "bert",  # ALBERT: one BERT block shared by every layer, narrower embeddings
+    "deberta-v2": "bert",  # DeBERTa-v2/v3: BERT's blocks with disentangled relative attention
     "nomic_bert": "nomic-bert",  # nomic-embed-text v1 / v1.5
     "modernbert": "modern-bert",
     "jais2": "jais2",

@@ -1,8 +1,8 @@
-"""BERT-family checkpoints' names (BERT, RoBERTa, DistilBERT, MPNet, ELECTRA, ALBERT, CamemBERT) as
-llama.cpp's, with what llama.cpp's table does not map: the encoder prefix of checkpoints saved
-with a head, TensorFlow's LayerNorm names, the masked-LM heads, MPNet's attention and relative
-positions, ALBERT's shared layer and the embedding projections (checkpoint_names dispatches
-here)."""
+"""BERT-family checkpoints' names (BERT, RoBERTa, DistilBERT, MPNet, ELECTRA, ALBERT, CamemBERT,
+DeBERTa-v2/v3) as llama.cpp's, with what llama.cpp's table does not map: the encoder prefix of
+checkpoints saved with a head, TensorFlow's LayerNorm names, the masked-LM heads, MPNet's
+attention and relative positions, DeBERTa's projections and relative-position table, ALBERT's
+shared layer and the embedding projections (checkpoint_names dispatches here)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 #: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
 #: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
 #: distilbert-base-uncased as released) keep the encoder
-BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.")
+BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.", "deberta.")
 #: ALBERT's one shared layer (albert_layer_groups.0.albert_layers.0) and the projection of its
 #: embeddings; ELECTRA's projection
 _ALBERT_LAYER = re.compile(
@@ -38,7 +38,19 @@ _MPNET_PARTS = {
     "attention.attn.o": "attn_output",
     "attention.LayerNorm": "attn_output_norm",
 }
-_MPNET_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
+_ENCODER_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
+#: DeBERTa-v2/v3's attention projections (the rest of its layer is named as BERT's), and the
+#: relative-position table every layer reads, with the LayerNorm the encoder applies to it
+_DEBERTA_PARTS = {
+    "attention.self.query_proj": "attn_q",
+    "attention.self.key_proj": "attn_k",
+    "attention.self.value_proj": "attn_v",
+}
+_DEBERTA_TABLE = {
+    "encoder.rel_embeddings.weight": "rel_embd.weight",
+    "encoder.LayerNorm.weight": "rel_embd_norm.weight",
+    "encoder.LayerNorm.bias": "rel_embd_norm.bias",
+}
 #: their masked-language-model heads (a dense layer and GELU, a LayerNorm, then the vocabulary
 #: projection tied to the token embedding, with a bias), under the names the decoder reads.
 #: BERT's and RoBERTa's decoder bias is one parameter stored under two names (either or both)
@@ -50,6 +62,8 @@ MLM_HEAD = {
     "generator_predictions.LayerNorm": "mlm_norm",
     "generator_lm_head": "output",
     "cls.predictions.transform.dense": "mlm_dense",
+    "lm_predictions.lm_head.dense": "mlm_dense",  # DeBERTa-v3's (transformers' legacy=False)
+    "lm_predictions.lm_head.LayerNorm": "mlm_norm",
     "lm_head.dense": "mlm_dense",
     "vocab_transform": "mlm_dense",
     "cls.predictions.transform.LayerNorm": "mlm_norm",
@@ -59,14 +73,21 @@ MLM_HEAD = {
     "lm_head.decoder": "output",
     "vocab_projector": "output",
 }
-_MLM_BIAS = ("cls.predictions.bias", "lm_head.bias", "predictions.bias")
+_MLM_BIAS = (
+    "cls.predictions.bias",
+    "lm_head.bias",
+    "predictions.bias",
+    "lm_predictions.lm_head.bias",
+)
 #: heads beside the encoder that the hidden states and the masked-LM logits do not pass through
-#: (BERT's next-sentence, ALBERT's sentence-order, ELECTRA's discriminator heads)
+#: (BERT's next-sentence, ALBERT's sentence-order, ELECTRA's and DeBERTa-v3's replaced-token
+#: heads)
 BERT_SIDE_HEADS = (
     "pooler.",
     "cls.seq_relationship.",
     "sop_classifier.",
     "discriminator_predictions.",
+    "mask_predictions.",
 )
 
 
@@ -97,11 +118,15 @@ def bert_names(
         if module.endswith("LayerNorm") and kind in _TF_NORM_NAMES:  # bert-base-uncased's own
             kind = _TF_NORM_NAMES[kind]  # checkpoint: TensorFlow's gamma and beta
             inner = f"{module}.{kind}"
-        mpnet = _MPNET_LAYER.match(inner)
+        layer = _ENCODER_LAYER.match(inner)
         if inner in _MLM_BIAS:
             key: str | None = "output.bias"
-        elif mpnet and mpnet[2] in _MPNET_PARTS:
-            key = f"blk.{mpnet[1]}.{_MPNET_PARTS[mpnet[2]]}.{mpnet[3]}"
+        elif layer and layer[2] in _MPNET_PARTS:
+            key = f"blk.{layer[1]}.{_MPNET_PARTS[layer[2]]}.{layer[3]}"
+        elif layer and layer[2] in _DEBERTA_PARTS:
+            key = f"blk.{layer[1]}.{_DEBERTA_PARTS[layer[2]]}.{layer[3]}"
+        elif inner in _DEBERTA_TABLE:
+            key = _DEBERTA_TABLE[inner]
         elif inner == "encoder.relative_attention_bias.weight":
             key = "blk.0.attn_rel_b.weight"
         elif module in _EMBED_PROJECTIONS and kind in ("weight", "bias"):

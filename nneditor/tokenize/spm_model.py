@@ -30,6 +30,12 @@ EXACT_SPM = (
 #: SentencePiece's piece types (sentencepiece_model.proto), the numbers llama.cpp uses too
 _NORMAL, _CONTROL, _USER, _UNUSED = 1, 3, 4, 5
 _UNIGRAM, _BPE = 1, 2
+#: families whose SentencePiece models transformers' tokenizers frame or offset their own way
+#: (DeBERTa-v3's spm.model, ALBERT's spiece.model, XLM-R's and the fairseq translation models'
+#: sentencepiece.bpe.model): only their tokenizer.json gives their ids
+OWN_FRAMING = frozenset(
+    {"deberta-v2", "albert", "xlm-roberta", "camembert", "mbart", "m2m_100", "marian", "xglm"}
+)
 #: files larger than this are no tokenizer model (the largest real ones are a few MB)
 _MAX_BYTES = 64 << 20
 
@@ -40,6 +46,14 @@ def spm_tokenizer(file: Path) -> TextTokenizer:
     from nneditor.tokenize.gguf_vocab import gguf_tokenizer
 
     folder = file.parent
+    family = _json(folder / "config.json").get("model_type")
+    if family in OWN_FRAMING:
+        raise TokenizerError(
+            f"{file} is a {family} SentencePiece model, which transformers frames and extends "
+            "its own way (CLS/SEP framing, id offsets, mask tokens after the pieces); read as a "
+            "Llama or T5 vocabulary its ids would be wrong. Give its tokenizer.json (transformers "
+            "writes one: AutoTokenizer.from_pretrained(folder).save_pretrained(folder)), or ids"
+        )
     try:
         size = file.stat().st_size
         if size > _MAX_BYTES:

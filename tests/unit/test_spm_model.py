@@ -92,3 +92,15 @@ def test_not_a_model_is_said(tmp_path: Path) -> None:
     (tmp_path / "tokenizer.model").write_bytes(b"\xff\xff\xff\xff not a protobuf")
     with pytest.raises(TokenizerError, match="not a SentencePiece model"):
         spm_tokenizer(tmp_path / "tokenizer.model")
+
+
+@pytest.mark.parametrize("family", ["deberta-v2", "albert", "xlm-roberta"])
+def test_families_that_frame_their_own_way_are_refused(tmp_path: Path, family: str) -> None:
+    """DeBERTa-v3's spm.model read as a Llama/T5 vocabulary gives other ids than its tokenizer
+    ([CLS]/[SEP] framing, [MASK] after the pieces): refused, pointing at tokenizer.json."""
+    file = _trained(tmp_path, model_type="unigram", prefix=True)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": family}))
+    with pytest.raises(TokenizerError, match=f"a {family} SentencePiece model.*tokenizer.json"):
+        spm_tokenizer(file)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert spm_tokenizer(file).fidelity == EXACT_SPM
