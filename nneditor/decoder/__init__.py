@@ -91,6 +91,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.decoder import (
         bart,
         clip_text,
+        codegen,
         falcon_h1,
         gemma3n,
         gemma4,
@@ -181,6 +182,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             opt.BIOGPT: opt.from_hf,
             gpt_neo.ARCH: gpt_neo.from_hf,
             gptj.ARCH: gptj.from_hf,
+            codegen.ARCH: codegen.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

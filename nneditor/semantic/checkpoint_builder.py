@@ -205,7 +205,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             a = self._side_by_side(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, ha, arch, heads, kv)
-        if arch in ("phi2", "gptj", "command-r", "cohere2", "falcon") or (
+        if arch in ("phi2", "gptj", "codegen", "command-r", "cohere2", "falcon") or (
             arch == "gptneox" and self.parallel
         ):
             return self._parallel_ffn(s, t, x, h, a)

@@ -11,6 +11,7 @@ from typing import Any
 
 from nneditor.semantic.names_bert import bert_names
 from nneditor.semantic.names_unconverted import (
+    CODEGEN_PARTS,
     GPT_NEO_PARTS,
     GPTJ_PARTS,
     T5_EMBED_COPIES,
@@ -79,6 +80,7 @@ HF_ARCH = {
     "m2m_100": "mbart",  # M2M100 and NLLB-200: mBART's layers, fairseq's sinusoids
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
+    "codegen": "codegen",  # CodeGen: GPT-J's blocks, q/v/k fused in four groups
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -234,6 +236,7 @@ _CONFIG_ALIASES = {
     "mbart": _BART_ALIASES,
     "m2m_100": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
+    "codegen": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "distilbert": {
         "dim": "hidden_size",
         "n_layers": "num_hidden_layers",
@@ -487,8 +490,9 @@ def canonical_names(
         return opt_names(list(names))
     if arch in ("bart", "mbart"):
         return bart_names(list(names), pre_norm=arch == "mbart")
-    if arch in ("gpt-neo", "gptj"):
-        return eleuther_names(list(names), GPT_NEO_PARTS if arch == "gpt-neo" else GPTJ_PARTS)
+    if arch in ("gpt-neo", "gptj", "codegen"):
+        parts = {"gpt-neo": GPT_NEO_PARTS, "gptj": GPTJ_PARTS, "codegen": CODEGEN_PARTS}[arch]
+        return eleuther_names(list(names), parts)
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be
     # deeper than its encoder, whose count n_layers is)
     if arch == "bert":

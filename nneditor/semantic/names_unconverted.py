@@ -1,6 +1,6 @@
 """Names of families llama.cpp does not convert, as a decoder stack's (llama.cpp's keys): OPT
-and BioGPT, GPT-Neo and GPT-J, BART, Marian, mBART and M2M100 (their decoders under T5's
-dec.* keys). checkpoint_names dispatches here."""
+and BioGPT, GPT-Neo, GPT-J and CodeGen, BART, Marian, mBART and M2M100 (their decoders under
+T5's dec.* keys). checkpoint_names dispatches here."""
 
 from __future__ import annotations
 
@@ -118,9 +118,18 @@ GPTJ_PARTS = {
     "mlp.fc_in": "ffn_up",
     "mlp.fc_out": "ffn_down",
 }
+#: CodeGen's (GPT-J's, q/v/k fused in qkv_proj)
+CODEGEN_PARTS = {
+    "ln_1": "attn_norm",
+    "attn.qkv_proj": "attn_qkv",
+    "attn.out_proj": "attn_output",
+    "mlp.fc_in": "ffn_up",
+    "mlp.fc_out": "ffn_down",
+}
 _EL_LAYER = re.compile(r"^h\.(\d+)\.(.+)\.(weight|bias)$")
 #: their checkpoints keep causal masks (and GPT-J its sinusoids) as buffers
 _EL_BUFFERS = (
+    ".attn.causal_mask",  # (CodeGen's)
     ".attn.attention.bias",
     ".attn.attention.masked_bias",
     ".attn.bias",
@@ -130,8 +139,8 @@ _EL_BUFFERS = (
 
 
 def eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """GPT-Neo's or GPT-J's names (``transformer.`` in their causal-LM snapshots) as a decoder
-    stack's; the head (GPT-J's has a bias) as output."""
+    """GPT-Neo's, GPT-J's or CodeGen's names (``transformer.`` in their causal-LM snapshots) as
+    a decoder stack's; the head (GPT-J's and CodeGen's have a bias) as output."""
     top = {**_GPT_NEO_TOP, "lm_head.weight": "output.weight", "lm_head.bias": "output.bias"}
     return layered_names(
         names, lambda n: n.removeprefix("transformer."), _EL_LAYER, parts, top, _EL_BUFFERS

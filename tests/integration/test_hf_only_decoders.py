@@ -1,5 +1,5 @@
 """Decoders llama.cpp does not convert, run from their snapshots (tools/zoo_hf_only.py): OPT,
-GPT-Neo, GPT-J.
+GPT-Neo, GPT-J, CodeGen.
 Every block, the logits and the tokenizer's ids against transformers' fp32 forward and
 AutoTokenizer, and the headline path through the CLI."""
 
@@ -61,14 +61,17 @@ VARIANTS = {
     "decoder-gpt-neo": {"window": {"sliding_window": 0}, "scaled": {"attn_scale": 0.25}},
     # GPT-J: a quarter of each head rotates, in adjacent pairs
     "decoder-gptj": {"halves": {"rope": "neox"}, "whole": {"rope_dim": 16}},
+    # CodeGen: GPT-J's block with q, v, k fused in four groups; half of each head rotates
+    "decoder-codegen": {"ungrouped": {"qkv_groups": 0}, "halves": {"rope": "neox"}},
 }
 
 
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_eleuther_decoders_equal_transformers(name: str, zoo_artifact) -> None:  # noqa: ANN001
-    """GPT-Neo and GPT-J as EleutherAI released them (GPT-2's tokenizer pair): every block and
-    the logits on a 17-token prompt; each of their particulars, undone, moves the logits."""
+def test_hf_only_decoders_equal_transformers(name: str, zoo_artifact) -> None:  # noqa: ANN001
+    """GPT-Neo, GPT-J and CodeGen (GPT-2's tokenizer pair) as released: the ids, every block
+    and the logits on a prompt of 17 tokens or more; each of their particulars, undone, moves
+    the logits. The graph draws every value the pass emits."""
     snap = zoo_artifact(name)
     text = "the model reads every layer and writes its weights to Paris, and Paris reads."
     want_ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
@@ -87,12 +90,29 @@ def test_eleuther_decoders_equal_transformers(name: str, zoo_artifact) -> None: 
             moved[key] = _rel(other, out.logits.numpy())
         drawn = {v for node in doc.graph.nodes for v in node.outputs}
     assert set(values) <= drawn  # every traced value has its place in the graph
+    if name == "decoder-codegen":  # and every drawn value is traced
+        assert set(values) == drawn
     n = cfg.n_layers
     for i in range(n - 1):  # (transformers' last hidden state is after the final norm)
         assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
     assert _rel(values["result_norm"], out.hidden_states[n].numpy()) < 1e-5
     assert _rel(logits, out.logits.numpy()) < 1e-5
     assert all(v > 1e-4 for v in moved.values()), moved  # (some 300 times the difference)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["decoder-codegen"])
+def test_prompt_trace_predict(name: str, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """tokenize -> trace -> predict through the CLI: predict's top 3 are transformers'."""
+    snap = zoo_artifact(name)
+    ids, got = prompt_trace_predict(snap, "the model reads every layer", tmp_path)
+    assert (
+        ids
+        == tf.AutoTokenizer.from_pretrained(str(snap))("the model reads every layer")["input_ids"]
+    )
+    model = tf.AutoModelForCausalLM.from_pretrained(str(snap), dtype=torch.float32).eval()
+    with torch.no_grad():
+        assert_top_equals(got, model(torch.tensor([ids])).logits[0, -1])
 
 
 def test_opt_350m_layout_equals_transformers(tmp_path) -> None:  # noqa: ANN001
