@@ -104,6 +104,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         opt,
         qwen35,
         t5,
+        xglm,
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
@@ -183,6 +184,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             gpt_neo.ARCH: gpt_neo.from_hf,
             gptj.ARCH: gptj.from_hf,
             codegen.ARCH: codegen.from_hf,
+            xglm.ARCH: xglm.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

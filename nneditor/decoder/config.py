@@ -112,6 +112,7 @@ ARCHES = (
     "gpt-neo",  # GPT-Neo (snapshots): unscaled scores, local and global layers (gpt_neo.py)
     "gptj",  # GPT-J (snapshots): parallel blocks, partial adjacent-pair RoPE (gptj.py)
     "codegen",  # CodeGen (snapshots): GPT-J's blocks, q/v/k fused in four groups (codegen.py)
+    "xglm",  # XGLM (snapshots): OPT's blocks, scaled embeddings, fairseq sinusoids (xglm.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -374,6 +375,9 @@ class DecoderConfig:
     #: fairseq's sinusoids at positions counted from the padding id (M2M100, NLLB;
     #: ops.fairseq_sinusoids, with position_pad)
     fairseq_positions: bool = False
+    #: the sinusoids (``sinusoidal``) are fairseq's, as M2M100's, read at position_offset + p
+    #: whatever the ids (XGLM), the padding id's row zero; Marian's layout otherwise
+    fairseq_layout: bool = False
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

@@ -111,6 +111,9 @@ def _forward(
             real = ids.reshape(-1) != cfg.position_pad
             at = np.cumsum(real) * real + cfg.position_pad
             pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
+        elif cfg.fairseq_layout:  # XGLM: the same table, yet read at p + 2 for every token
+            at = positions + cfg.position_offset  # (transformers' XGLM counts no padding)
+            pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
         else:
             pos = ops.sinusoids(positions + cfg.position_offset, x.shape[-1])
         emit("inp_pos", pos[None])

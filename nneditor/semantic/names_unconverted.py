@@ -1,6 +1,6 @@
-"""Names of families llama.cpp does not convert, as a decoder stack's (llama.cpp's keys): OPT
-and BioGPT, GPT-Neo, GPT-J and CodeGen, BART, Marian, mBART and M2M100 (their decoders under
-T5's dec.* keys). checkpoint_names dispatches here."""
+"""Names of families llama.cpp does not convert, as a decoder stack's (llama.cpp's keys): OPT,
+BioGPT and XGLM, GPT-Neo, GPT-J and CodeGen, BART, Marian, mBART and M2M100 (their decoders
+under T5's dec.* keys). checkpoint_names dispatches here."""
 
 from __future__ import annotations
 
@@ -88,6 +88,21 @@ def opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
         "lm_head.weight": "output.weight",
     }
     return layered_names(names, _opt_inner, _OPT_LAYER, _OPT_PARTS, top)
+
+
+def xglm_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """XGLM's names (XGLMForCausalLM: model.*; XGLMModel: without it): OPT's layers, the final
+    norm layer_norm, the head lm_head where stored (tied to the embedding otherwise). Its
+    sinusoids are computed, not read: a table kept by older checkpoints (embed_positions.weights,
+    fairseq's _float_tensor) is a buffer."""
+    top = {
+        "embed_tokens.weight": "token_embd.weight",
+        "final_layer_norm.weight": "output_norm.weight",
+        "final_layer_norm.bias": "output_norm.bias",
+        "lm_head.weight": "output.weight",
+    }
+    skip = ("embed_positions.weights", "embed_positions._float_tensor")
+    return layered_names(names, _opt_inner, _OPT_LAYER, _OPT_PARTS, top, skip)
 
 
 #: GPT-Neo's names (GPTNeoForCausalLM: transformer.*; GPTNeoModel: the same without it), and
