@@ -297,6 +297,8 @@ EXPECT: dict[str, E] = {
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},
     "decoder-gptj": {"format": "huggingface", **_lm(2)},
+    "decoder-codegen": {"format": "huggingface", **_lm(2)},
+    "decoder-xglm": {"format": "huggingface", **_lm(2)},
     # encoder-decoder T5s: FLAN-T5 (2 encoder, 3 decoder layers: the longer stack is the one
     # the hierarchy lists), t5-small's T5 1.0 (2 and 2); their logits are the first output
     # token's (one position)

@@ -1,7 +1,8 @@
 """Zoo decoders that llama.cpp does not convert, as their releases ship them: OPT (facebook/opt-*,
 Galactica), whose tokenizer is a GPT-2 vocab.json + merges.txt pair that puts ``</s>`` before
-every text, GPT-Neo and GPT-J (EleutherAI's), with GPT-2's pair. The NumPy decoder runs them
-(tests/integration/test_hf_only_decoders.py)."""
+every text, GPT-Neo, GPT-J (EleutherAI's) and CodeGen (Salesforce's), with GPT-2's pair, XGLM
+(facebook/xglm-*) with its SentencePiece model and the tokenizer.json transformers converts it
+to. The NumPy decoder runs them (tests/integration/test_hf_only_decoders.py)."""
 
 from __future__ import annotations
 
@@ -141,6 +142,85 @@ def _gptj_snapshot(path: Path) -> None:
     perturbed(tf.GPTJForCausalLM(config).eval()).save_pretrained(str(path))
 
 
+CODEGEN = "decoder-codegen"
+XGLM = "decoder-xglm"
+
+
+def _codegen_snapshot(path: Path) -> None:
+    """CodeGen as Salesforce/codegen-350M-mono is laid out: q/v/k fused in four groups of two
+    heads each (codegen-350M: four of 64), half of each head rotated in adjacent pairs, a
+    head with a bias."""
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = _gpt2_pair(path)
+    config = tf.CodeGenConfig(
+        vocab_size=vocab,
+        n_embd=64,
+        n_layer=2,
+        n_head=8,
+        rotary_dim=4,
+        n_positions=64,
+        n_ctx=64,
+        bos_token_id=0,
+        eos_token_id=0,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    perturbed(tf.CodeGenForCausalLM(config).eval()).save_pretrained(str(path))
+
+
+def _xglm_tokenizer(path: Path) -> int:
+    """XGLM's tokenizer files as facebook/xglm-564M ships them: a SentencePiece model
+    (sentencepiece.bpe.model) and the tokenizer.json transformers' converter makes of it
+    (fairseq's ids: <s> <pad> </s> <unk>, the pieces one above their SentencePiece ids, seven
+    <madeupwordN> at the end; </s> before every text). Returns the vocabulary size."""
+    import transformers as tf
+    from transformers.convert_slow_tokenizer import XGLMConverter
+    from zoo_encoders import _unigram
+
+    words = [*_WORDS, "to", "Paris,", "écrit", "层"]  # (the tests' prompts, and more than English)
+    model = path / "sentencepiece.bpe.model"  # SentencePiece's own ids: <unk> 0, <s> 1, </s> 2
+    model.write_bytes(_unigram(words, 5))
+    fairseq = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+
+    class Slow:  # what the converter reads of the slow tokenizer transformers 5 no longer has
+        vocab_file = str(model)
+
+        @staticmethod
+        def convert_tokens_to_ids(token: str) -> int:
+            return fairseq[token]
+
+    XGLMConverter(Slow()).converted().save(str(path / "tokenizer.json"))
+    tok = tf.XGLMTokenizer.from_pretrained(str(path))
+    tok.save_pretrained(str(path))  # its tokenizer_config.json
+    return len(tok)
+
+
+def _xglm_snapshot(path: Path) -> None:
+    """XGLM as facebook/xglm-564M: scaled embeddings, fairseq's sinusoids from row 2, exact
+    GELU, a final layer_norm, a head tied to the embedding."""
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = _xglm_tokenizer(path)
+    config = tf.XGLMConfig(
+        vocab_size=vocab,
+        d_model=64,
+        ffn_dim=128,
+        num_layers=2,
+        attention_heads=4,
+        max_position_embeddings=64,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+    )
+    torch.manual_seed(0)
+    perturbed(tf.XGLMForCausalLM(config).eval()).save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any]) -> None:
     """Add the decoders llama.cpp does not convert (snapshots only)."""
     generator(
@@ -161,3 +241,16 @@ def register(generator: Callable[..., Any]) -> None:
         "GPT-J decoder (as EleutherAI/gpt-j-6b: parallel blocks, a quarter of each head "
         "rotated in adjacent pairs, a head with a bias), tiny random weights",
     )(_gptj_snapshot)
+    generator(
+        CODEGEN,
+        "transformers save_pretrained (CodeGenForCausalLM) + a tokenizers byte-level BPE pair",
+        "CodeGen decoder (as Salesforce/codegen-350M-mono: GPT-J's parallel blocks, q/v/k "
+        "fused in four groups, half of each head rotated), tiny random weights",
+    )(_codegen_snapshot)
+    generator(
+        XGLM,
+        "transformers save_pretrained (XGLMForCausalLM) + a SentencePiece model and the "
+        "tokenizer.json transformers converts it to",
+        "XGLM decoder (as facebook/xglm-564M: scaled embeddings, fairseq's sinusoids from row "
+        "2, a tied head; fairseq's token ids), tiny random weights",
+    )(_xglm_snapshot)

@@ -91,6 +91,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.decoder import (
         bart,
         clip_text,
+        codegen,
         falcon_h1,
         gemma3n,
         gemma4,
@@ -103,6 +104,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         opt,
         qwen35,
         t5,
+        xglm,
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
@@ -181,6 +183,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
             opt.BIOGPT: opt.from_hf,
             gpt_neo.ARCH: gpt_neo.from_hf,
             gptj.ARCH: gptj.from_hf,
+            codegen.ARCH: codegen.from_hf,
+            xglm.ARCH: xglm.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

@@ -111,6 +111,8 @@ ARCHES = (
     "biogpt",  # BioGPT (snapshots): OPT's blocks, GELU, scaled embeddings (opt.py)
     "gpt-neo",  # GPT-Neo (snapshots): unscaled scores, local and global layers (gpt_neo.py)
     "gptj",  # GPT-J (snapshots): parallel blocks, partial adjacent-pair RoPE (gptj.py)
+    "codegen",  # CodeGen (snapshots): GPT-J's blocks, q/v/k fused in four groups (codegen.py)
+    "xglm",  # XGLM (snapshots): OPT's blocks, scaled embeddings, fairseq sinusoids (xglm.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -369,6 +371,10 @@ class DecoderConfig:
     #: the fused qkv projection's rows are per head [q, k, v] (GPT-NeoX snapshots; llama.cpp's
     #: converter regroups them as [all q, all k, all v])
     qkv_per_head: bool = False
+    #: CodeGen: the fused qkv projection's outputs come in this many groups (the model-parallel
+    #: shards it was trained on), each holding its slice of the queries, then of the values,
+    #: then of the keys; 0: [all q, all k, all v]
+    qkv_groups: int = 0
     #: ALiBi (BLOOM): the largest of the per-head slopes' exponents (llama.cpp's max_alibi_bias);
     #: 0 for no linear position bias
     alibi_bias: float = 0.0
@@ -387,6 +393,9 @@ class DecoderConfig:
     #: fairseq's sinusoids at positions counted from the padding id (M2M100, NLLB;
     #: ops.fairseq_sinusoids, with position_pad)
     fairseq_positions: bool = False
+    #: the sinusoids (``sinusoidal``) are fairseq's, as M2M100's, read at position_offset + p
+    #: whatever the ids (XGLM), the padding id's row zero; Marian's layout otherwise
+    fairseq_layout: bool = False
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

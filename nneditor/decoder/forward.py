@@ -116,6 +116,9 @@ def _forward(
             real = ids.reshape(-1) != cfg.position_pad
             at = np.cumsum(real) * real + cfg.position_pad
             pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
+        elif cfg.fairseq_layout:  # XGLM: the same table, yet read at p + 2 for every token
+            at = positions + cfg.position_offset  # (transformers' XGLM counts no padding)
+            pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
         else:
             pos = ops.sinusoids(positions + cfg.position_offset, x.shape[-1])
         emit("inp_pos", pos[None])
@@ -376,6 +379,12 @@ def _attention(
         q = qkv[:, :, :group].reshape(seq, heads * hd)
         k = qkv[:, :, group].reshape(seq, kv * hd)
         v = qkv[:, :, group + 1].reshape(seq, kv * hd)
+    elif w.has(f"{p}.attn_qkv.weight") and cfg.qkv_groups:
+        # CodeGen: trained on qkv_groups shards, each of whose outputs is its slice of the
+        # queries, the values, the keys (in that order); a slice holds whole heads or parts of
+        # one, so the groups are joined back in order before the heads are cut
+        qkv = _linear(w, p, "attn_qkv", h).reshape(seq, cfg.qkv_groups, 3, -1)
+        q, v, k = (qkv[:, :, part].reshape(seq, -1) for part in range(3))
     elif w.has(f"{p}.attn_qkv.weight"):
         qkv = _linear(w, p, "attn_qkv", h)
         q, k, v = np.split(qkv, [heads * hd, heads * hd + kv * hd], axis=-1)

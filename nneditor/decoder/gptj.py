@@ -19,15 +19,25 @@ _ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    return parallel_rotary(config, common, "GPT-J", config.get("rotary_dim") or common["head_dim"])
+
+
+def parallel_rotary(
+    config: Mapping[str, Any],
+    common: dict[str, Any],
+    family: str,
+    rotary: object,
+) -> DecoderConfig:
+    """GPT-J's block (CodeGen's too, codegen.py): ``rotary`` of each head's dimensions
+    rotated in adjacent pairs; ``family`` names the model in refusals."""
     act = str(config.get("activation_function") or "gelu_new")
     if act not in _ACTIVATIONS:
-        raise DecoderUnsupported(f"GPT-J activation {act!r} is not implemented")
+        raise DecoderUnsupported(f"{family} activation {act!r} is not implemented")
     head_dim = common["head_dim"]
-    rotary = int(config.get("rotary_dim") or head_dim)
-    if rotary % 2 or not 0 < rotary <= head_dim:
+    if not isinstance(rotary, int) or rotary % 2 or not 0 < rotary <= head_dim:
         raise DecoderUnsupported(
-            f"this GPT-J rotates {rotary} of its {head_dim} head dimensions; the NumPy decoder "
-            "needs an even number no larger than the head"
+            f"this {family} rotates {rotary} of its {head_dim} head dimensions (rotary_dim); "
+            "the NumPy decoder needs an even number no larger than the head"
         )
     return DecoderConfig(
         **common,

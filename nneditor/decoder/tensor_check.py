@@ -149,6 +149,7 @@ _TOP_KEYS = {
 FUSED_QKV_ARCHES = (
     *("gpt2", "starcoder", "falcon", "bloom", "mpt", "phi3", "gptneox", "nomic-bert"),
     "modern-bert",
+    "codegen",
 )
 
 

@@ -21,6 +21,9 @@ from nneditor.semantic.graph_builder import DOMAIN
 _BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo", "modern-bert"})
 
 
+#: families that scale their embeddings by sqrt(hidden) (Gemma's too), as they are named
+_SCALED_EMBEDDING = {"biogpt": "BioGPT", "xglm": "XGLM"}
+
 #: tensor-name prefixes of a layer's mixer (attention, latent attention, recurrences); a layer
 #: with none of them is a feed-forward layer of its own (Nemotron-H)
 _MIXER_KEYS = ("attn_q", "attn_k", "attn_v", "attn_qkv", "attn_kv_a", "ssm_", "shortconv")
@@ -97,7 +100,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "embedding",
                 "Projection of the narrower embeddings to the hidden size (from tensor names).",
             )
-        if arch.startswith("gemma") or arch == "biogpt":
+        if arch.startswith("gemma") or arch in _SCALED_EMBEDDING:
             x = self.node(
                 "token_embd",
                 "Scale",
@@ -105,9 +108,21 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "inp_scaled",
                 [],
                 "embedding",
-                f"{'BioGPT' if arch == 'biogpt' else 'Gemma'} scales the embedding by the square "
+                f"{_SCALED_EMBEDDING.get(arch, 'Gemma')} scales the embedding by the square "
                 "root of the hidden size.",
             )
+        if arch == "xglm":  # fixed positions: no table is stored
+            pos = self.node(
+                "position_embd",
+                "Sinusoids",
+                ["tokens"],
+                "inp_pos",
+                [],
+                "embedding",
+                "Position embedding: fixed sinusoids in fairseq's layout (sines, then cosines), "
+                "read from row 2 (XGLM; no table is stored).",
+            )
+            x = self.node("token_embd", "Add", [x, pos], "inp_embd_pos", [])
         if "position_embd.weight" in top:
             pos = self.node(
                 "position_embd",
@@ -205,7 +220,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             a = self._side_by_side(s, t, h, heads, kv)
         else:
             a = self._mixer(s, t, ha, arch, heads, kv)
-        if arch in ("phi2", "gptj", "command-r", "cohere2", "falcon") or (
+        if arch in ("phi2", "gptj", "codegen", "command-r", "cohere2", "falcon") or (
             arch == "gptneox" and self.parallel
         ):
             return self._parallel_ffn(s, t, x, h, a)

@@ -446,7 +446,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             )
         g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
         return g
-    headless = arch == "opt" and "output.weight" not in top and not _ties_head(config)
+    headless = arch in ("opt", "xglm") and "output.weight" not in top and not _ties_head(config)
     g = _decoder_graph(
         title,
         arch,

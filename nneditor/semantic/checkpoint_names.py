@@ -11,6 +11,7 @@ from typing import Any
 
 from nneditor.semantic.names_bert import bert_names
 from nneditor.semantic.names_unconverted import (
+    CODEGEN_PARTS,
     GPT_NEO_PARTS,
     GPTJ_PARTS,
     T5_EMBED_COPIES,
@@ -18,6 +19,7 @@ from nneditor.semantic.names_unconverted import (
     eleuther_names,
     layered_names,
     opt_names,
+    xglm_names,
 )
 
 #: Hugging Face model_type -> llama.cpp architecture, where they differ or are not obvious
@@ -79,6 +81,8 @@ HF_ARCH = {
     "m2m_100": "mbart",  # M2M100 and NLLB-200: mBART's layers, fairseq's sinusoids
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
+    "codegen": "codegen",  # CodeGen: GPT-J's blocks, q/v/k fused in four groups
+    "xglm": "xglm",  # XGLM: OPT's blocks under OPT's names, fairseq's sinusoids
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -235,6 +239,13 @@ _CONFIG_ALIASES = {
     "mbart": _BART_ALIASES,
     "m2m_100": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
+    "codegen": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
+    "xglm": {
+        "num_layers": "num_hidden_layers",
+        "attention_heads": "num_attention_heads",
+        "d_model": "hidden_size",
+        "ffn_dim": "intermediate_size",
+    },
     "distilbert": {
         "dim": "hidden_size",
         "n_layers": "num_hidden_layers",
@@ -488,8 +499,11 @@ def canonical_names(
         return opt_names(list(names))
     if arch in ("bart", "mbart"):
         return bart_names(list(names), pre_norm=arch == "mbart")
-    if arch in ("gpt-neo", "gptj"):
-        return eleuther_names(list(names), GPT_NEO_PARTS if arch == "gpt-neo" else GPTJ_PARTS)
+    if arch == "xglm":
+        return xglm_names(list(names))
+    if arch in ("gpt-neo", "gptj", "codegen"):
+        parts = {"gpt-neo": GPT_NEO_PARTS, "gptj": GPTJ_PARTS, "codegen": CODEGEN_PARTS}[arch]
+        return eleuther_names(list(names), parts)
     table = _table(arch, 2 * n_layers if arch == "t5" else n_layers)  # (a T5 decoder may be
     # deeper than its encoder, whose count n_layers is)
     if arch == "bert":

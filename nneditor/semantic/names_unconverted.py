@@ -1,6 +1,6 @@
-"""Names of families llama.cpp does not convert, as a decoder stack's (llama.cpp's keys): OPT
-and BioGPT, GPT-Neo and GPT-J, BART, Marian, mBART and M2M100 (their decoders under T5's
-dec.* keys). checkpoint_names dispatches here."""
+"""Names of families llama.cpp does not convert, as a decoder stack's (llama.cpp's keys): OPT,
+BioGPT and XGLM, GPT-Neo, GPT-J and CodeGen, BART, Marian, mBART and M2M100 (their decoders
+under T5's dec.* keys). checkpoint_names dispatches here."""
 
 from __future__ import annotations
 
@@ -90,6 +90,21 @@ def opt_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return layered_names(names, _opt_inner, _OPT_LAYER, _OPT_PARTS, top)
 
 
+def xglm_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """XGLM's names (XGLMForCausalLM: model.*; XGLMModel: without it): OPT's layers, the final
+    norm layer_norm, the head lm_head where stored (tied to the embedding otherwise). Its
+    sinusoids are computed, not read: a table kept by older checkpoints (embed_positions.weights,
+    fairseq's _float_tensor) is a buffer."""
+    top = {
+        "embed_tokens.weight": "token_embd.weight",
+        "final_layer_norm.weight": "output_norm.weight",
+        "final_layer_norm.bias": "output_norm.bias",
+        "lm_head.weight": "output.weight",
+    }
+    skip = ("embed_positions.weights", "embed_positions._float_tensor")
+    return layered_names(names, _opt_inner, _OPT_LAYER, _OPT_PARTS, top, skip)
+
+
 #: GPT-Neo's names (GPTNeoForCausalLM: transformer.*; GPTNeoModel: the same without it), and
 #: GPT-J's top-level ones
 _GPT_NEO_TOP = {
@@ -118,9 +133,18 @@ GPTJ_PARTS = {
     "mlp.fc_in": "ffn_up",
     "mlp.fc_out": "ffn_down",
 }
+#: CodeGen's (GPT-J's, q/v/k fused in qkv_proj)
+CODEGEN_PARTS = {
+    "ln_1": "attn_norm",
+    "attn.qkv_proj": "attn_qkv",
+    "attn.out_proj": "attn_output",
+    "mlp.fc_in": "ffn_up",
+    "mlp.fc_out": "ffn_down",
+}
 _EL_LAYER = re.compile(r"^h\.(\d+)\.(.+)\.(weight|bias)$")
 #: their checkpoints keep causal masks (and GPT-J its sinusoids) as buffers
 _EL_BUFFERS = (
+    ".attn.causal_mask",  # (CodeGen's)
     ".attn.attention.bias",
     ".attn.attention.masked_bias",
     ".attn.bias",
@@ -130,8 +154,8 @@ _EL_BUFFERS = (
 
 
 def eleuther_names(names: list[str], parts: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """GPT-Neo's or GPT-J's names (``transformer.`` in their causal-LM snapshots) as a decoder
-    stack's; the head (GPT-J's has a bias) as output."""
+    """GPT-Neo's, GPT-J's or CodeGen's names (``transformer.`` in their causal-LM snapshots) as
+    a decoder stack's; the head (GPT-J's and CodeGen's have a bias) as output."""
     top = {**_GPT_NEO_TOP, "lm_head.weight": "output.weight", "lm_head.bias": "output.bias"}
     return layered_names(
         names, lambda n: n.removeprefix("transformer."), _EL_LAYER, parts, top, _EL_BUFFERS
