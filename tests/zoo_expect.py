@@ -293,6 +293,10 @@ EXPECT: dict[str, E] = {
     "encoder-albert": {"format": "huggingface", **_lm(3)},
     "encoder-electra": {"format": "huggingface", **_lm(2)},
     "encoder-deberta-v3": {"format": "huggingface", **_lm(2)},
+    # encoders fine-tuned as classifiers: sentiment, NLI, named entities
+    "encoder-distilbert-sentiment": {"format": "huggingface", "positions": 1, **_lm(2)},
+    "encoder-deberta-v3-nli": {"format": "huggingface", "positions": 1, **_lm(2)},
+    "encoder-bert-ner": {"format": "huggingface", **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},

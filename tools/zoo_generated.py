@@ -507,6 +507,10 @@ import zoo_mlm  # noqa: E402 - BERT, DistilBERT and RoBERTa with their masked-LM
 
 zoo_mlm.register(generator)
 
+import zoo_classifiers  # noqa: E402 - encoders fine-tuned as classifiers (sentiment, NLI, NER)
+
+zoo_classifiers.register(generator)
+
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)

@@ -208,14 +208,10 @@ def _mpnet_snapshot(path: Path) -> None:
 DEBERTA_V3 = "encoder-deberta-v3"
 
 
-def _deberta_v3_snapshot(path: Path) -> None:
-    """DeBERTa-v3 as microsoft/deberta-v3-base ships it: no absolute positions (every layer's
-    disentangled attention reads one table of 2 x 256 relative-position rows), the masked-LM
-    head under lm_predictions and the replaced-token head (mask_predictions) beside it; a
-    SentencePiece unigram spm.model with DeBERTa's special pieces, [MASK] added after it."""
-    import torch
+def _deberta_tokenizer(path: Path) -> Any:  # noqa: ANN401
+    """A SentencePiece unigram spm.model with DeBERTa-v3's special pieces ([PAD] 0, [CLS] 1,
+    [SEP] 2, [UNK] 3; [MASK] added after them) and transformers' tokenizer of it."""
     import transformers as tf
-    from safetensors.torch import load_file, save_file
     from zoo_encoders import _unigram
 
     path.mkdir(parents=True, exist_ok=True)
@@ -224,9 +220,16 @@ def _deberta_v3_snapshot(path: Path) -> None:
     (path / "spm.model").write_bytes(
         _unigram(words, 5, pad_id=0, bos_id=1, eos_id=2, unk_id=3, unk_piece="[UNK]", **pieces)
     )
-    tok = tf.DebertaV2Tokenizer.from_pretrained(str(path))
-    config = tf.DebertaV2Config(  # deberta-v3-base's settings, in small
-        vocab_size=len(tok),
+    return tf.DebertaV2Tokenizer.from_pretrained(str(path))
+
+
+def deberta_v3_config(vocab: int, **extra: Any) -> Any:  # noqa: ANN401
+    """deberta-v3-base's settings, in small: no absolute positions, disentangled attention
+    over 2 x 256 log-bucketed relative positions, a LayerNorm'd table shared by all layers."""
+    import transformers as tf
+
+    return tf.DebertaV2Config(
+        vocab_size=vocab,
         hidden_size=64,
         layer_norm_eps=1e-7,
         relative_attention=True,
@@ -238,16 +241,34 @@ def _deberta_v3_snapshot(path: Path) -> None:
         type_vocab_size=0,
         norm_rel_ebd="layer_norm",
         share_att_key=True,
-        legacy=False,
         **_SIZES,
+        **extra,
     )
-    torch.manual_seed(0)
-    model = tf.DebertaV2ForMaskedLM(config).eval()
-    with torch.no_grad():  # sharp attention, as trained: positions then change the values
+
+
+def sharpened(model: Any) -> Any:  # noqa: ANN401
+    """``model`` with its queries and keys scaled up: attention as sharp as a trained one's,
+    so that positions change the values."""
+    import torch
+
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith(("query_proj.weight", "key_proj.weight")):
                 p.mul_(10)
-    perturbed(model).save_pretrained(str(path))
+    return model
+
+
+def _deberta_v3_snapshot(path: Path) -> None:
+    """DeBERTa-v3 as microsoft/deberta-v3-base ships it: the masked-LM head under
+    lm_predictions and the replaced-token head (mask_predictions) beside it."""
+    import torch
+    import transformers as tf
+    from safetensors.torch import load_file, save_file
+
+    tok = _deberta_tokenizer(path)
+    torch.manual_seed(0)
+    model = tf.DebertaV2ForMaskedLM(deberta_v3_config(len(tok), legacy=False)).eval()
+    perturbed(sharpened(model)).save_pretrained(str(path))
     tok.save_pretrained(str(path))
     state = load_file(str(path / "model.safetensors"))
     side = {  # the replaced-token detector beside the generator's head, as released

@@ -167,7 +167,7 @@ def _mask_position(folder: Path, values: list[dict[str, Any]], tok: Any) -> int 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from nneditor.tokenize import TokenizerError, load_tokenizer
-    from nneditor.tokenize.predictions import find_logits, predict
+    from nneditor.tokenize.predictions import class_labels, find_logits, predict
 
     folder = Path(args.trace_dir)
     try:
@@ -200,11 +200,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         logits = np.asarray(read_value(folder, entry, mmap=False))
     except CaptureReadError as exc:
         raise CLIError(str(exc)) from None
+    labels = class_labels(Path(model)) if model else None
     position, masked = args.position, None
-    if position is None:
+    if position is None and labels is None:  # (a classifier: its own rows, no mask reading)
         masked = _mask_position(folder, values, tok)
+    if position is None:
         position = -1 if masked is None else masked
-    result = predict(logits, entry["name"], tok, args.batch, position, args.top)
+    result = predict(logits, entry["name"], tok, args.batch, position, args.top, labels)
     out = result.as_dict()
     if masked is not None:
         word = tok.encoder.piece(tok.mask_id) if tok is not None and tok.mask_id is not None else ""

@@ -343,6 +343,20 @@ class Disentangled:
 
 
 @dataclass(frozen=True)
+class Classifier:
+    """An encoder's classification head (decoder/classify.py): ``per_token`` (token
+    classification: every position's hidden state) or the first position's, pooled by a dense
+    layer and ``activation`` where ``cls_pool`` is stored; then ``cls_out`` to one logit per
+    label. ``labels``: config.json's id2label in id order; ``multi_label``: trained with a
+    sigmoid per label rather than one softmax."""
+
+    per_token: bool
+    activation: str
+    labels: tuple[str, ...]
+    multi_label: bool = False
+
+
+@dataclass(frozen=True)
 class DecoderConfig:
     arch: str  # one of ARCHES
     source: str  # gguf | huggingface
@@ -443,6 +457,8 @@ class DecoderConfig:
     rel_max_distance: int = 128
     #: DeBERTa-v2/v3: disentangled relative attention (None: none)
     disentangled: Disentangled | None = None
+    #: a sequence- or token-classification head after the encoder (None: none)
+    classifier: Classifier | None = None
     #: an encoder-decoder T5: its decoder's layer count (0: none) and the token it starts
     #: from; the trace runs the decoder on that one token (t5.decode)
     decoder_layers: int = 0
@@ -552,6 +568,12 @@ class DecoderConfig:
         elif not self.head:  # CLIP's text encoder: causal, yet its output is a hidden state
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("causal attention, ends at the last hidden state (no pooling)")
+        c = self.classifier
+        if c is not None:
+            shown = ", ".join(c.labels[:4]) + (", ..." if len(c.labels) > 4 else "")
+            what = "token" if c.per_token else "sequence"
+            bits[-1] = f"bidirectional attention, ends at its {what}-classification head's "
+            bits[-1] += f"{len(c.labels)} label logits ({shown})"
         d = self.disentangled
         if d is not None:
             terms = "+".join(t for t, on in (("c2p", d.c2p), ("p2c", d.p2c)) if on)

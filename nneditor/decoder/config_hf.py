@@ -20,6 +20,7 @@ from nneditor.decoder.config import (
     LAYER_NORM_FAMILIES,
     MPT,
     NOMIC_BERT,
+    Classifier,
     DecoderConfig,
     Disentangled,
     Mla,
@@ -240,16 +241,17 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         roberta = config.get("model_type") in ("roberta", "xlm-roberta", "camembert")
         mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
         family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
-        scores = (
-            _deberta(config, head_dim, common["names"])
-            if config.get("model_type") == "deberta-v2"
-            else {"attn_scale": 1 / math.sqrt(head_dim)}
-        )
+        parts: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
+        if config.get("model_type") == "deberta-v2":
+            parts = _deberta(config, head_dim, common["names"])
+        if "cls_out.weight" in common["names"]:  # (its pooler, where it has one, is run)
+            parts["classifier"] = _classifier(config, common["names"])
+            family = {**family, "notes": ()}
         return DecoderConfig(
             **common,
             **{**family, "activation": _BERT_ACTIVATIONS[act]},
             **(_mpnet(config) if mpnet else {}),
-            **scores,
+            **parts,
             norm_eps=float(config.get("layer_norm_eps") or 1e-12),
             position_pad=_pad_id(config) if roberta else 1 if mpnet else -1,
         )
@@ -553,6 +555,39 @@ def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:
             f"this MPNet's relative-position table has {buckets} buckets; MPNet computes 32"
         )
     return {"rel_buckets": 32, "rel_max_distance": 128}
+
+
+#: the activation after a classification head's pooling layer, by family (BERT's and
+#: ALBERT's pooler, RoBERTa's and MPNet's head: tanh; DistilBERT's pre_classifier: ReLU;
+#: ELECTRA's head: GELU; DeBERTa's ContextPooler: its config's pooler_hidden_act)
+_POOL_ACTIVATIONS = {"distilbert": "relu", "electra": "gelu"}
+
+
+def _classifier(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifier:
+    """A sequence- or token-classification head as the checkpoint's class and config state
+    it, its labels in id order (config.json's id2label)."""
+    kind = str(config.get("model_type") or "")
+    classes = " ".join(str(a) for a in config.get("architectures") or [])
+    per_token = "ForTokenClassification" in classes or (
+        "ForSequenceClassification" not in classes and "cls_pool.weight" not in names
+    )
+    if "ForQuestionAnswering" in classes or "ForMultipleChoice" in classes:
+        raise DecoderUnsupported(
+            f"{classes}'s head (answer spans, multiple choice) is not implemented; sequence- "
+            "and token-classification heads are"
+        )
+    act = _POOL_ACTIVATIONS.get(kind, "tanh")
+    if kind == "deberta-v2":
+        act = str(config.get("pooler_hidden_act") or "gelu")
+    if act not in ("tanh", "relu", "gelu"):
+        raise DecoderUnsupported(f"a classification pooler with {act!r} is not implemented")
+    raw = config.get("id2label")
+    table = raw if isinstance(raw, Mapping) else {}
+    count = int(config.get("num_labels") or len(table) or 2)  # (transformers' default: 2,
+    # which its configs then leave unwritten)
+    labels = tuple(str(table.get(str(i), table.get(i, f"LABEL_{i}"))) for i in range(count))
+    multi = config.get("problem_type") == "multi_label_classification"
+    return Classifier(per_token=per_token, activation=act, labels=labels, multi_label=multi)
 
 
 def _attention_terms(config: Mapping[str, Any]) -> set[str]:

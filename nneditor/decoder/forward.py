@@ -30,6 +30,7 @@ from nneditor.decoder import (
     prefetch,
     t5,
 )
+from nneditor.decoder.classify import classify
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.rope_scaling import dynamic_theta
 from nneditor.decoder.weights import Weights
@@ -179,6 +180,11 @@ def _forward(
         x = _block(w, cfg, i, x, positions, freq, local, emit, bias)
         w.done_with(i)
         step()
+    if cfg.classifier is not None:  # an encoder's classification head
+        logits = classify(w, cfg, x, emit)
+        w.close()
+        step()
+        return logits
     if not cfg.head:  # an encoder: the last hidden state is the output
         if w.has("output_norm.weight"):  # (EmbeddingGemma's, after its final norm)
             x = _norm(w, cfg, "output_norm", x)

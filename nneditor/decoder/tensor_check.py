@@ -130,6 +130,11 @@ _TOP_KEYS = {
     "mlm_dense.bias",
     "mlm_norm.weight",
     "mlm_norm.bias",
+    # classification heads: the first position's pooling layer, the projection to the labels
+    "cls_pool.weight",
+    "cls_pool.bias",
+    "cls_out.weight",
+    "cls_out.bias",
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",
     "rel_embd_norm.weight",

@@ -481,6 +481,9 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         if "mlm_dense.weight" in top:
             self._mlm_head(top, x)
             return
+        if "cls_out.weight" in top:
+            self._classifier_head(top, x)
+            return
         if "output_norm.weight" not in top and "output.weight" not in top and arch != "opt":
             return  # an encoder (BERT): the last block's output is the model's output
         norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
@@ -516,6 +519,32 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         if headless or arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):
             return  # embedders, text encoders, base models: the final norm's output is theirs
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
+
+    def _classifier_head(self, top: dict[str, str], x: str) -> None:
+        """A sequence-classification head (the first position through a pooling layer) or a
+        token-classification one (every position), to one logit per label."""
+        if "cls_pool.weight" in top:
+            x = self.node(
+                "cls_pool",
+                "Linear",
+                [x],
+                "cls_pooled",
+                [top["cls_pool.weight"], top.get("cls_pool.bias", "")],
+                "head",
+                "Classification head: the first position ([CLS]) through a dense layer and "
+                "its activation (from tensor names).",
+            )
+        self.node(
+            "cls_out",
+            "Linear",
+            [x],
+            "result_output",
+            [top["cls_out.weight"], top.get("cls_out.bias", "")],
+            "head",
+            "Classification head: one logit per label"
+            + ("" if "cls_pool.weight" in top else " at every position")
+            + " (from tensor names).",
+        )
 
     def _mlm_head(self, top: dict[str, str], x: str) -> None:
         """BERT's, RoBERTa's and DistilBERT's masked-language-model head."""

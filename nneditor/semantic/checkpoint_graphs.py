@@ -240,7 +240,8 @@ def _rows_of(doc: Document) -> Callable[[str], int | None]:
 
 
 def _head_rows(doc: Document, top: dict[str, str]) -> int | None:
-    name = top.get("output.weight") or top.get("token_embd.weight")
+    """The logits' width: the labels of a classification head, else the vocabulary."""
+    name = top.get("cls_out.weight") or top.get("output.weight") or top.get("token_embd.weight")
     ref = doc.tensors.get(name) if name else None
     return int(ref.shape[0]) if ref is not None and ref.shape else None
 
@@ -460,6 +461,13 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         parallel,
         headless=headless,
     )
+    if "cls_pool.weight" in top:  # sequence classification: one row, the first position's
+        for name in ("cls_pooled", "result_output"):
+            info = g.value_info.get(name)
+            if info is not None and info.shape:
+                g.value_info[name] = ValueInfo(name, info.dtype, (1, 1, info.shape[-1]))
+        if g.outputs:
+            g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
     towers = len(doc.tensors) - len(stored)

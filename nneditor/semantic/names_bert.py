@@ -92,6 +92,24 @@ BERT_SIDE_HEADS = (
 
 
 _TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
+#: classification heads (ForSequenceClassification, ForTokenClassification): the layer that
+#: pools the first position (where stored; RoBERTa's, ELECTRA's and MPNet's classifier.dense,
+#: DistilBERT's pre_classifier, else BERT's and DeBERTa's pooler.dense, ALBERT's pooler), then
+#: the projection to the labels
+_CLS_POOLERS = (("classifier.dense", "pre_classifier"), ("pooler.dense", "pooler"))
+_CLS_OUT = ("classifier", "classifier.out_proj")
+
+
+def _classifier_pool(inners: set[str]) -> str:
+    """The module that pools a classifier's input ("" without a classifier or a pooler): a
+    head's own dense layer over an encoder's pooler, which such checkpoints may still carry."""
+    if not any(f"{m}.weight" in inners for m in _CLS_OUT):
+        return ""
+    for group in _CLS_POOLERS:
+        for module in group:
+            if f"{module}.weight" in inners:
+                return module
+    return ""
 
 
 def bert_inner(name: str) -> str:
@@ -107,6 +125,7 @@ def bert_names(
 ) -> tuple[dict[str, str], list[str]]:
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
+    pool = _classifier_pool({bert_inner(n) for n in names})
     for name in names:
         albert = _ALBERT_LAYER.match(bert_inner(name))
         if albert and albert[1] in _ALBERT_PARTS:  # every layer reads the one shared layer
@@ -121,6 +140,10 @@ def bert_names(
         layer = _ENCODER_LAYER.match(inner)
         if inner in _MLM_BIAS:
             key: str | None = "output.bias"
+        elif module in _CLS_OUT and kind in ("weight", "bias"):
+            key = f"cls_out.{kind}"
+        elif pool and module == pool and kind in ("weight", "bias"):
+            key = f"cls_pool.{kind}"
         elif layer and layer[2] in _MPNET_PARTS:
             key = f"blk.{layer[1]}.{_MPNET_PARTS[layer[2]]}.{layer[3]}"
         elif layer and layer[2] in _DEBERTA_PARTS:

@@ -7,7 +7,9 @@ says so instead of pretending.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,6 +94,41 @@ class Prediction:
         }
 
 
+@dataclass(frozen=True)
+class Labels:
+    """A classifier's labels in id order (config.json's id2label); ``multi_label``: trained
+    with one sigmoid per label (problem_type multi_label_classification)."""
+
+    names: tuple[str, ...]
+    multi_label: bool = False
+    per_token: bool = False  # a token classifier: labels at every position
+
+
+#: model classes whose logits are one per label
+_CLASSIFIERS = ("ForSequenceClassification", "ForTokenClassification")
+
+
+def class_labels(model: Path) -> Labels | None:
+    """The labels of a classifier snapshot (``model``: its folder or a file in it), None for
+    any other model. Transformers leaves two labels unwritten: LABEL_0, LABEL_1."""
+    folder = model if model.is_dir() else model.parent
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    classes = " ".join(str(a) for a in config.get("architectures") or [])
+    if not any(kind in classes for kind in _CLASSIFIERS):
+        return None
+    raw = config.get("id2label")
+    table: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    count = int(config.get("num_labels") or len(table) or 2)
+    names = tuple(str(table.get(str(i), f"LABEL_{i}")) for i in range(count))
+    multi = config.get("problem_type") == "multi_label_classification"
+    return Labels(names, multi, "ForTokenClassification" in classes)
+
+
 def predict(
     logits: np.ndarray,
     value: str,
@@ -99,9 +136,11 @@ def predict(
     batch: int = 0,
     position: int = -1,
     top: int = 20,
+    labels: Labels | None = None,
 ) -> Prediction:
     """The ``top`` most likely next tokens at (``batch``, ``position``) of ``logits``
-    ([batch, positions, vocab], [positions, vocab] or [vocab])."""
+    ([batch, positions, vocab], [positions, vocab] or [vocab]); with a classifier's
+    ``labels`` (one logit per label), its most likely labels instead."""
     arr = np.asarray(logits)
     if arr.ndim == 3:
         if not -arr.shape[0] <= batch < arr.shape[0]:
@@ -121,6 +160,21 @@ def predict(
     probs = np.exp(shifted) / np.exp(shifted).sum()
     k = max(1, min(top, row.size))
     order = np.argsort(-row, kind="stable")[:k]
+    if labels is not None and row.size == len(labels.names):
+        note = f"class probabilities over the model's {row.size} labels (config.json's id2label)"
+        if labels.multi_label:  # each label is its own yes/no
+            probs = 1 / (1 + np.exp(-row))
+            note = (
+                f"each of the model's {row.size} labels with its own sigmoid probability (a "
+                "multi-label classifier: they need not sum to 1)"
+            )
+        if labels.per_token:
+            note += f"; a token classifier labels every position: these are position {pos}'s"
+        out = [
+            {"id": int(i), "logit": float(row[i]), "prob": float(probs[i]), "text": labels.names[i]}
+            for i in order
+        ]
+        return Prediction(value, batch, int(pos), out, int(row.size), True, note)
     complete = tokenizer is not None and row.size == tokenizer.vocab_size
     if tokenizer is None:
         note = "no vocabulary: ids without text; probabilities over the whole row"

@@ -252,3 +252,47 @@ def test_a_masked_lm_trace_reads_its_mask(qtbot, zoo_artifact, tmp_path) -> None
     with torch.no_grad():
         logits = model(torch.tensor([ids])).logits[0, 4]
     assert got == torch.topk(logits, 3).indices.tolist()
+
+
+@pytest.mark.realdata
+def test_a_classifier_trace_reads_its_labels(qtbot, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """The Tokens tab of a sentiment classifier's logits names its labels (config.json's
+    id2label) with transformers' probabilities, instead of vocabulary tokens."""
+    import subprocess
+    import sys
+
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("transformers")
+    from nneditor.ui.trace.overlay import TensorOverlay
+    from nneditor.ui.trace.store import load_run
+
+    snap = zoo_artifact("encoder-distilbert-sentiment")
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    text = "the model reads every layer"
+    for args in (
+        ("tokenize", snap, "--text", text, "--out", ids_file),
+        ("trace", snap, "--inputs", ids_file, "--out", trace, "--yes"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "nneditor", *map(str, args)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    overlay = TensorOverlay(load_run(trace), "result_output")
+    qtbot.addWidget(overlay)
+    tab = overlay.tokens_tab
+    assert tab is not None and "2 labels from config.json (id2label): NEGATIVE, POSITIVE" in (
+        tab.source.text()
+    )
+    assert tab.action.text() == "Inspect class predictions"
+    tab.inspect_predictions()
+    rows = [(tab.table.item(r, 4).text(), float(tab.table.item(r, 2).text())) for r in range(2)]
+    model = tf.AutoModelForSequenceClassification.from_pretrained(str(snap)).eval()
+    ids = tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([ids])).logits[0].double(), -1)
+    want = sorted(
+        ((model.config.id2label[i], float(p)) for i, p in enumerate(probs)), key=lambda t: -t[1]
+    )
+    assert [r[0] for r in rows] == [repr(w[0]) for w in want]
+    assert np.allclose([r[1] for r in rows], [w[1] for w in want], atol=1e-5)
+    assert tab.summary.text().startswith("Most likely label at position 0:")

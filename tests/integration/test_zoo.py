@@ -128,6 +128,7 @@ def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) ->
     values = {v["name"]: v for v in manifest["values"]}
     last = "result_output" if "result_output" in values else manifest_output(manifest)
     logits = read_value(tmp_path / "t", values[last])
-    positions = expect(name).get("positions", 4)  # (a T5's: its decoder's first step)
+    # (a T5's: its decoder's first step; a sequence classifier's: its first position's)
+    positions = expect(name).get("positions", 4)
     assert logits.shape[:2] == (1, positions) and np.isfinite(logits).all()
     assert all(v["status"] == "captured" for v in values.values())

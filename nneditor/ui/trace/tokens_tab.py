@@ -32,7 +32,13 @@ from PySide6.QtWidgets import (
 
 from nneditor.errors import NNEditorError
 from nneditor.tokenize import TextTokenizer, load_tokenizer
-from nneditor.tokenize.predictions import LOGIT_NAMES, decode_captured, mask_position, predict
+from nneditor.tokenize.predictions import (
+    LOGIT_NAMES,
+    class_labels,
+    decode_captured,
+    mask_position,
+    predict,
+)
 from nneditor.tokenize.token_inputs import note_tokenizer
 
 _IDS = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$|argmax|topk", re.IGNORECASE)
@@ -95,7 +101,20 @@ class TokensTab(QWidget):
         positions = array.shape[-2] if array.ndim >= 2 else 1
         self.position.setRange(-positions, max(0, positions - 1))
         self.position.setValue(-1)
-        masked = mask_position(prompt, tok) if prompt is not None else None
+        # a classifier's logits: one per label (config.json's id2label), not a vocabulary
+        self.labels = class_labels(Path(model)) if model and self.kind == "logits" else None
+        if self.labels is not None and array.shape[-1] != len(self.labels.names):
+            self.labels = None
+        if self.labels is not None:
+            names = ", ".join(self.labels.names[:6]) + (
+                ", ..." if len(self.labels.names) > 6 else ""
+            )
+            source = (
+                f"A classifier: {len(self.labels.names)} labels from config.json (id2label): "
+                f"{names}"
+            )
+            self.source.setText(source)
+        masked = mask_position(prompt, tok) if prompt is not None and not self.labels else None
         if masked is not None and masked < positions:  # a masked-language model: its mask
             self.position.setValue(masked)
             mask = tok.encoder.piece(tok.mask_id) if tok and tok.mask_id is not None else ""
@@ -109,9 +128,8 @@ class TokensTab(QWidget):
         self.keep_special = QCheckBox("Keep special tokens", self)
         self.keep_special.setChecked(True)
         logits = self.kind == "logits"
-        self.action = QPushButton(
-            "Inspect next-token predictions" if logits else "Decode captured tokens", self
-        )
+        asked = "Inspect class predictions" if self.labels else "Inspect next-token predictions"
+        self.action = QPushButton(asked if logits else "Decode captured tokens", self)
         self.action.clicked.connect(self.inspect_predictions if logits else self.decode_tokens)
         row = QHBoxLayout()
         for widget, shown in (
@@ -129,7 +147,8 @@ class TokensTab(QWidget):
         self.text = QPlainTextEdit(self)
         self.text.setReadOnly(True)
         self.table = QTableWidget(0, 5, self)
-        self.table.setHorizontalHeaderLabels(["Rank", "Id", "Probability", "Logit", "Text"])
+        last = "Label" if self.labels else "Text"
+        self.table.setHorizontalHeaderLabels(["Rank", "Id", "Probability", "Logit", last])
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -200,6 +219,7 @@ class TokensTab(QWidget):
                 self.batch.value(),
                 self.position.value(),
                 self.top.value(),
+                self.labels,
             )
         except NNEditorError as exc:
             self.summary.setText(str(exc))
@@ -207,9 +227,9 @@ class TokensTab(QWidget):
         best = result.top[0]
         greedy = repr(best["text"]) if best["text"] is not None else f"id {best['id']}"
         note = f" — {result.note}" if result.note else ""
+        what = "Most likely label" if self.labels else "Greedy candidate"
         self.summary.setText(
-            f"Greedy candidate at position {result.position}: {greedy} "
-            f"(p = {best['prob']:.4f}){note}"
+            f"{what} at position {result.position}: {greedy} (p = {best['prob']:.4f}){note}"
         )
         self.table.setRowCount(len(result.top))
         for r, t in enumerate(result.top):

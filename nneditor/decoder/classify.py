@@ -1,0 +1,41 @@
+"""An encoder's classification head: sequence classification (sentiment, NLI, cross-encoder
+rerankers) reads the first position ([CLS], <s>) through a pooling layer where the checkpoint
+has one; token classification (NER, tagging) reads every position. The output is one logit per
+label, [1, 1, labels] or [1, positions, labels], so that ``predict`` reads it as it reads
+vocabulary logits (with the labels' names for text)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from nneditor.decoder import ops
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.weights import Weights
+
+F32 = np.float32
+
+
+def classify(
+    w: Weights, cfg: DecoderConfig, x: np.ndarray, emit: Callable[[str, np.ndarray], None]
+) -> np.ndarray:
+    """The head's logits for the last hidden state ``x`` [positions, hidden]."""
+    c = cfg.classifier
+    assert c is not None
+    rows = w.ref("cls_out.weight").shape[0]
+    if rows != len(c.labels):
+        raise DecoderUnsupported(
+            f"the classifier has {rows} outputs but config.json names {len(c.labels)} labels"
+        )
+    h = x if c.per_token else x[:1]
+    if w.has("cls_pool.weight"):  # the first position's dense layer and activation
+        bias = "cls_pool.bias" if w.has("cls_pool.bias") else None
+        pooled = w.linear("cls_pool.weight", h, bias)
+        h = np.tanh(pooled) if c.activation == "tanh" else ops.ACTIVATIONS[c.activation](pooled)
+        h = h.astype(F32)
+        emit("cls_pooled", h[None])
+    bias = "cls_out.bias" if w.has("cls_out.bias") else None
+    logits = w.linear("cls_out.weight", h, bias).astype(F32)
+    emit("result_output", logits[None])
+    return logits[None]

@@ -1,0 +1,166 @@
+"""Encoders fine-tuned as classifiers (sentiment, NLI and zero-shot, named entities; the
+most-downloaded kind of encoder checkpoint): each family's sequence- or token-classification
+head against transformers' fp32 logits, and the path a user takes through the CLI: tokenize,
+trace, predict, which names the labels (config.json's id2label)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from headline import perturbed
+from nneditor_cli import nneditor_cli
+
+import nneditor
+from nneditor.decoder import decoder_config, run_forward
+from nneditor.tokenize.predictions import Labels, predict
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+_SMALL = {"num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
+
+
+def _distil(labels: int) -> Any:  # noqa: ANN401
+    return tf.DistilBertConfig(
+        vocab_size=64, dim=32, n_layers=2, n_heads=4, hidden_dim=64, num_labels=labels
+    )
+
+
+def _deberta(labels: int) -> Any:  # noqa: ANN401
+    return tf.DebertaV2Config(
+        vocab_size=64,
+        hidden_size=32,
+        relative_attention=True,
+        position_buckets=8,
+        max_relative_positions=32,
+        pos_att_type=["p2c", "c2p"],
+        position_biased_input=False,
+        type_vocab_size=0,
+        norm_rel_ebd="layer_norm",
+        share_att_key=True,
+        num_labels=labels,
+        **_SMALL,
+    )
+
+
+#: (model class, its config) per family and head; the pooling activation each head uses
+FAMILIES: dict[str, Callable[[], Any]] = {
+    "bert-sequence": lambda: tf.BertForSequenceClassification(
+        tf.BertConfig(vocab_size=64, hidden_size=32, num_labels=3, **_SMALL)
+    ),
+    "bert-token": lambda: tf.BertForTokenClassification(
+        tf.BertConfig(vocab_size=64, hidden_size=32, num_labels=5, **_SMALL)
+    ),
+    "roberta-sequence": lambda: tf.RobertaForSequenceClassification(
+        tf.RobertaConfig(vocab_size=64, hidden_size=32, num_labels=2, **_SMALL)
+    ),
+    "xlm-roberta-token": lambda: tf.XLMRobertaForTokenClassification(
+        tf.XLMRobertaConfig(vocab_size=64, hidden_size=32, num_labels=3, **_SMALL)
+    ),
+    "distilbert-sequence": lambda: tf.DistilBertForSequenceClassification(_distil(2)),
+    "distilbert-token": lambda: tf.DistilBertForTokenClassification(_distil(4)),
+    "deberta-v2-sequence": lambda: tf.DebertaV2ForSequenceClassification(_deberta(3)),
+    "electra-sequence": lambda: tf.ElectraForSequenceClassification(
+        tf.ElectraConfig(vocab_size=64, hidden_size=32, embedding_size=16, num_labels=2, **_SMALL)
+    ),
+    "albert-sequence": lambda: tf.AlbertForSequenceClassification(
+        tf.AlbertConfig(vocab_size=64, hidden_size=32, embedding_size=16, num_labels=2, **_SMALL)
+    ),
+    "mpnet-sequence": lambda: tf.MPNetForSequenceClassification(
+        tf.MPNetConfig(vocab_size=64, hidden_size=32, num_labels=2, **_SMALL)
+    ),
+}
+IDS = [[0, 5, 9, 11, 17, 23, 31, 2]]
+
+
+def _rel(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.abs(a - b).max() / np.abs(b).max())
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_classifier_heads_equal_transformers(tmp_path: Path, family: str) -> None:
+    torch.manual_seed(0)
+    model = perturbed(FAMILIES[family]().eval())
+    with torch.no_grad():  # heads far from their initialisation, as a fine-tune's are
+        for name, p in model.named_parameters():
+            if "classifier" in name or "pooler" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+        want = model(torch.tensor(IDS)).logits.numpy()
+    model.save_pretrained(str(tmp_path))
+    want = want[:, None] if want.ndim == 2 else want  # a sequence: one row, as predict reads
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        got = run_forward(doc, cfg, np.array(IDS), values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+        shape = doc.graph.value_info["result_output"].shape
+        c = cfg.classifier
+        assert c is not None and c.per_token == family.endswith("-token")
+        # the pooling layer's activation matters: another one gives other logits
+        other = {"tanh": "gelu", "gelu": "relu", "relu": "tanh"}[c.activation]
+        swapped = dataclasses.replace(cfg, classifier=dataclasses.replace(c, activation=other))
+        changed = run_forward(doc, swapped, np.array(IDS), lambda n, v: None)
+    assert got.shape == want.shape and _rel(got, want) < 1e-5
+    assert set(values) <= drawn  # the graph draws the values the pass emits
+    assert shape[-1] == want.shape[-1] and (shape[1] == 1) == family.endswith("-sequence")
+    if "cls_pooled" in values:
+        assert _rel(changed, want) > 1e-3
+    assert f"{want.shape[-1]} label logits" in cfg.describe()
+
+
+def _cli_json(*args: str) -> dict:
+    r = nneditor_cli(*args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("name", "position"),
+    [("encoder-distilbert-sentiment", 0), ("encoder-deberta-v3-nli", 0), ("encoder-bert-ner", 2)],
+)
+def test_labels_through_the_cli(zoo_artifact, tmp_path, name, position) -> None:  # noqa: ANN001
+    """tokenize -> trace -> predict names the labels with transformers' probabilities."""
+    snap = zoo_artifact(name)
+    text = "Paris is a model that reads every layer"
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    tokens = _cli_json("tokenize", str(snap), "--text", text, "--out", str(ids_file), "--json")
+    assert tokens["ids"] == tf.AutoTokenizer.from_pretrained(str(snap))(text)["input_ids"]
+    r = nneditor_cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    assert r.returncode == 0, r.stderr
+    asked = ["--position", str(position)] if name.endswith("ner") else []
+    got = _cli_json("predict", str(trace), "--top", "3", "--json", *asked)
+    model = (
+        tf.AutoModelForSequenceClassification
+        if position == 0
+        else tf.AutoModelForTokenClassification
+    )
+    ref = model.from_pretrained(str(snap), dtype=torch.float32).eval()
+    with torch.no_grad():
+        logits = ref(torch.tensor([tokens["ids"]])).logits[0]
+    row = logits if logits.ndim == 1 else logits[position]
+    probs = torch.softmax(row.double(), -1)
+    best = torch.topk(probs, min(3, probs.numel()))  # (two labels: both)
+    assert [t["text"] for t in got["top"]] == [
+        ref.config.id2label[i] for i in best.indices.tolist()
+    ]
+    assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
+    assert got["position"] == position and got["complete"]
+    assert "labels (config.json's id2label)" in got["note"]
+    assert ("token classifier" in got["note"]) == name.endswith("ner")
+
+
+def test_multi_label_probabilities_are_sigmoids() -> None:
+    logits = np.array([[[2.0, -1.0, 0.5]]], np.float32)
+    got = predict(logits, "result_output", None, labels=Labels(("a", "b", "c"), True))
+    assert [t["text"] for t in got.top] == ["a", "c", "b"]
+    assert np.allclose([t["prob"] for t in got.top], 1 / (1 + np.exp(-np.array([2.0, 0.5, -1]))))
+    assert "own sigmoid" in got.note
+    single = predict(logits, "result_output", None, labels=Labels(("a", "b", "c")))
+    assert np.isclose(sum(t["prob"] for t in single.top), 1.0)

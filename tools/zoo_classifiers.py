@@ -1,0 +1,96 @@
+"""Zoo encoder classifiers: the most-downloaded kinds of encoder checkpoint are fine-tuned
+classifiers, not masked-language models: sentiment (distilbert-base-uncased-finetuned-sst-2-
+english), natural-language inference and zero-shot classification (DeBERTa-v3 NLI models),
+named entities (dslim/bert-base-NER). Each is written as transformers saves it, with its
+labels and its tokenizer, tiny random weights. The NumPy decoder runs their heads
+(tests/integration/test_classifiers.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from zoo_mlm import _SIZES, _wordpiece
+from zoo_weights import perturbed
+
+SENTIMENT = "encoder-distilbert-sentiment"
+NLI = "encoder-deberta-v3-nli"
+NER = "encoder-bert-ner"
+
+_NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
+
+
+def _labelled(labels: list[str]) -> dict[str, Any]:
+    return {
+        "id2label": dict(enumerate(labels)),
+        "label2id": {name: i for i, name in enumerate(labels)},
+    }
+
+
+def _sentiment_snapshot(path: Path) -> None:
+    """DistilBertForSequenceClassification as the SST-2 release: NEGATIVE / POSITIVE, the
+    first position through pre_classifier and ReLU."""
+    import torch
+    import transformers as tf
+
+    config = tf.DistilBertConfig(
+        vocab_size=30522,
+        dim=64,
+        n_layers=2,
+        n_heads=4,
+        hidden_dim=128,
+        **_labelled(["NEGATIVE", "POSITIVE"]),
+    )
+    torch.manual_seed(0)
+    perturbed(tf.DistilBertForSequenceClassification(config).eval()).save_pretrained(str(path))
+    _wordpiece(path)
+
+
+def _nli_snapshot(path: Path) -> None:
+    """DebertaV2ForSequenceClassification as the DeBERTa-v3 NLI releases: entailment /
+    neutral / contradiction, the first position through the ContextPooler (GELU)."""
+    import torch
+    import transformers as tf
+    from zoo_mlm import _deberta_tokenizer, deberta_v3_config, sharpened
+
+    tok = _deberta_tokenizer(path)
+    config = deberta_v3_config(len(tok), **_labelled(["entailment", "neutral", "contradiction"]))
+    torch.manual_seed(0)
+    model = tf.DebertaV2ForSequenceClassification(config).eval()
+    perturbed(sharpened(model)).save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
+def _ner_snapshot(path: Path) -> None:
+    """BertForTokenClassification as dslim/bert-base-NER: nine BIO labels at every position
+    (cased WordPiece there; the uncased vocabulary here)."""
+    import torch
+    import transformers as tf
+
+    config = tf.BertConfig(vocab_size=30522, hidden_size=64, **_SIZES, **_labelled(_NER_LABELS))
+    torch.manual_seed(0)
+    perturbed(tf.BertForTokenClassification(config).eval()).save_pretrained(str(path))
+    _wordpiece(path)
+
+
+def register(generator: Callable[..., Any]) -> None:
+    """Add the classifiers to the zoo (snapshots: llama.cpp converts encoders without heads)."""
+    generator(
+        SENTIMENT,
+        "transformers save_pretrained (DistilBertForSequenceClassification)",
+        "DistilBERT sentiment classifier (as distilbert-base-uncased-finetuned-sst-2-english: "
+        "NEGATIVE / POSITIVE), tiny random weights, the real WordPiece vocabulary",
+    )(_sentiment_snapshot)
+    generator(
+        NLI,
+        "transformers save_pretrained (DebertaV2ForSequenceClassification) + sentencepiece",
+        "DeBERTa-v3 NLI classifier (entailment / neutral / contradiction, as the zero-shot "
+        "classification releases), tiny random weights",
+    )(_nli_snapshot)
+    generator(
+        NER,
+        "transformers save_pretrained (BertForTokenClassification)",
+        "BERT named-entity tagger (as dslim/bert-base-NER: nine BIO labels per token), tiny "
+        "random weights, the real WordPiece vocabulary",
+    )(_ner_snapshot)
