@@ -297,6 +297,7 @@ EXPECT: dict[str, E] = {
     "encoder-distilbert-sentiment": {"format": "huggingface", "positions": 1, **_lm(2)},
     "encoder-deberta-v3-nli": {"format": "huggingface", "positions": 1, **_lm(2)},
     "encoder-bert-ner": {"format": "huggingface", **_lm(2)},
+    "encoder-bert-cross-encoder": {"format": "huggingface", "positions": 1, **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
     "decoder-gpt-neo": {"format": "huggingface", **_lm(4)},

@@ -17,6 +17,7 @@ from zoo_weights import perturbed
 SENTIMENT = "encoder-distilbert-sentiment"
 NLI = "encoder-deberta-v3-nli"
 NER = "encoder-bert-ner"
+CROSS_ENCODER = "encoder-bert-cross-encoder"
 
 _NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
@@ -74,6 +75,22 @@ def _ner_snapshot(path: Path) -> None:
     _wordpiece(path)
 
 
+def _cross_encoder_snapshot(path: Path) -> None:
+    """BertForSequenceClassification with one logit, as cross-encoder/ms-marco-MiniLM-L6-v2:
+    a query and a passage read as a pair (the passage in segment 1), its relevance score."""
+    import torch
+    import transformers as tf
+
+    config = tf.BertConfig(vocab_size=30522, hidden_size=64, num_labels=1, **_SIZES)
+    torch.manual_seed(0)
+    model = tf.BertForSequenceClassification(config).eval()
+    with torch.no_grad():  # segment rows far apart and a head as large as trained ones
+        model.bert.embeddings.token_type_embeddings.weight.mul_(20)
+        model.classifier.weight.mul_(30)
+    perturbed(model).save_pretrained(str(path))
+    _wordpiece(path)
+
+
 def register(generator: Callable[..., Any]) -> None:
     """Add the classifiers to the zoo (snapshots: llama.cpp converts encoders without heads)."""
     generator(
@@ -94,3 +111,9 @@ def register(generator: Callable[..., Any]) -> None:
         "BERT named-entity tagger (as dslim/bert-base-NER: nine BIO labels per token), tiny "
         "random weights, the real WordPiece vocabulary",
     )(_ner_snapshot)
+    generator(
+        CROSS_ENCODER,
+        "transformers save_pretrained (BertForSequenceClassification, one label)",
+        "BERT cross-encoder (as cross-encoder/ms-marco-MiniLM-L6-v2: a query and a passage "
+        "as a pair, one relevance logit), tiny random weights, the real WordPiece vocabulary",
+    )(_cross_encoder_snapshot)

@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--tokenizer", default="embedded", metavar="embedded|FILE")
     s.add_argument("--codebook", choices=CODEBOOKS, help="a smoke-test codebook instead")
     s.add_argument("--special", action="store_true", help="special-token text -> the token")
+    s.add_argument(
+        "--pair",
+        metavar="TEXT",
+        help="a second text (a cross-encoder's passage, an NLI hypothesis): framed with --text "
+        "as the tokenizer frames pairs, its tokens in segment 1",
+    )
     s.add_argument("--out", metavar="F.npz", help="write the ids for a trace")
     s.add_argument("--dtype", choices=("int64", "int32"), default="int64")
     s.add_argument("--json", action="store_true")
@@ -62,19 +68,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=cmd_predict)
 
 
-def _input_name(path: Path) -> str:
+def _input_names(path: Path) -> tuple[str, str | None]:
+    """The model's token-id input and its segment input (None when it takes none)."""
     from nneditor.tokenize.hf_files import is_tokenizer_file
 
     if is_tokenizer_file(path):
-        return "input_ids"
+        return "input_ids", "token_type_ids"
     import nneditor
     from nneditor.tokenize import token_input_name
 
     with nneditor.open(path) as doc:
         name = token_input_name(doc)
+        segments = token_input_name(doc, "segments")
     if name is None:
         raise CLIError(f"{path} has no input that takes token ids")
-    return name
+    return name, segments
 
 
 def cmd_tokenize(args: argparse.Namespace) -> int:
@@ -83,9 +91,15 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
     path = Path(args.path)
     tok = load_tokenizer(path, args.tokenizer, args.codebook)
-    ids = tok.encode(args.text, special=args.special)
-    name = _input_name(path) if (args.out or not path.name.endswith("tokenizer.json")) else ""
-    name = name or "input_ids"
+    types: list[int] | None = None
+    if args.pair is None:
+        ids = tok.encode(args.text, special=args.special)
+    else:
+        ids, types = tok.encode_pair(args.text, args.pair, special=args.special)
+    named = args.out or not path.name.endswith("tokenizer.json")
+    name, segment_input = _input_names(path) if named else ("input_ids", "token_type_ids")
+    # (a model without a segment table, as DeBERTa-v3's or RoBERTa's, reads the pair's ids
+    # alone: their types change nothing there)
     note = _range_note(path, ids, tok.name)
     if args.out:
         if not args.out.endswith(".npz"):
@@ -93,9 +107,12 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         check_destination(args.out)
         if note:
             raise CLIError(note + "; nothing written")
-        write_token_npz(args.out, name, ids, tok, args.text, args.dtype, args.special)
+        segments = (segment_input, types, args.pair) if types and segment_input else None
+        write_token_npz(args.out, name, ids, tok, args.text, args.dtype, args.special, segments)
     if args.json:
         out = {"ids": ids, "input": name, **tok.describe(), "special": args.special}
+        if types is not None:
+            out = {**out, "token_types": types, "segment_input": segment_input}
         print_json({**out, "note": note} if note else out)
     else:
         print(" ".join(str(i) for i in ids))
@@ -222,7 +239,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"{out['value']} at position {out['position']} (batch {out['batch']}):")
     for k, t in enumerate(out["top"], 1):
         text = json.dumps(t["text"], ensure_ascii=False) if t["text"] is not None else "?"
-        print(f"{k:>3}. {t['id']:>7} {t['prob']:8.4f} {t['logit']:10.4f}  {text}")
+        prob = f"{t['prob']:8.4f}" if t["prob"] is not None else f"{'-':>8}"
+        print(f"{k:>3}. {t['id']:>7} {prob} {t['logit']:10.4f}  {text}")
     if out["note"]:
         print(f"note: {out['note']}", file=sys.stderr)
     return 0

@@ -347,13 +347,12 @@ class Classifier:
     """An encoder's classification head (decoder/classify.py): ``per_token`` (token
     classification: every position's hidden state) or the first position's, pooled by a dense
     layer and ``activation`` where ``cls_pool`` is stored; then ``cls_out`` to one logit per
-    label. ``labels``: config.json's id2label in id order; ``multi_label``: trained with a
-    sigmoid per label rather than one softmax."""
+    label. ``labels``: config.json's id2label in id order (how they are scored is predict's:
+    tokenize/predictions.class_labels)."""
 
     per_token: bool
     activation: str
     labels: tuple[str, ...]
-    multi_label: bool = False
 
 
 @dataclass(frozen=True)

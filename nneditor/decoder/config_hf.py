@@ -586,8 +586,7 @@ def _classifier(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifi
     count = int(config.get("num_labels") or len(table) or 2)  # (transformers' default: 2,
     # which its configs then leave unwritten)
     labels = tuple(str(table.get(str(i), table.get(i, f"LABEL_{i}"))) for i in range(count))
-    multi = config.get("problem_type") == "multi_label_classification"
-    return Classifier(per_token=per_token, activation=act, labels=labels, multi_label=multi)
+    return Classifier(per_token=per_token, activation=act, labels=labels)
 
 
 def _attention_terms(config: Mapping[str, Any]) -> set[str]:

@@ -54,16 +54,26 @@ def run_forward(
     emit: Emit,
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
+    token_types: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run ``tokens`` ([1, seq] ids) through the model; returns the logits [1, seq, vocab]."""
+    """Run ``tokens`` ([1, seq] ids) through the model; returns the logits [1, seq, vocab].
+    ``token_types`` ([1, seq]): BERT's segment of each token (0 everywhere when None)."""
     ids = np.asarray(tokens)
     if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] < 1:
         raise DecoderUnsupported(f"token ids must be [1, seq], given {list(ids.shape)}")
     ids = ids[0].astype(np.int64)
+    types = None
+    if token_types is not None:
+        types = np.asarray(token_types)
+        if types.shape != (1, ids.size):
+            raise DecoderUnsupported(
+                f"token_types must be [1, {ids.size}] like the token ids, given {list(types.shape)}"
+            )
+        types = types[0].astype(np.int64)
     reuse_freed_arrays()  # see platform/allocator.py
     w = Weights(doc, cfg)
     try:
-        return _forward(w, cfg, ids, emit, progress, cancelled)
+        return _forward(w, cfg, ids, emit, progress, cancelled, types)
     finally:
         w.close()
 
@@ -75,6 +85,7 @@ def _forward(
     emit: Emit,
     progress: Callable[[int, int], None] | None,
     cancelled: Callable[[], bool] | None,
+    types: np.ndarray | None = None,
 ) -> np.ndarray:
     rows = w.ref("token_embd.weight").shape[0]
     if ids.min() < 0 or ids.max() >= rows:
@@ -125,10 +136,17 @@ def _forward(
         emit("inp_pos", pos[None])
         x = x + pos
         emit("inp_embd_pos", x[None])
-    if w.has("token_types.weight"):  # BERT: every token in segment 0
-        types = w.rows("token_types.weight", np.zeros(seq, np.int64))
-        emit("inp_types", types[None])
-        x = x + types
+    if w.has("token_types.weight"):  # BERT: each token's segment (all 0 unless given)
+        segments = np.zeros(seq, np.int64) if types is None else types
+        count = w.ref("token_types.weight").shape[0]
+        if segments.min() < 0 or segments.max() >= count:
+            raise DecoderUnsupported(
+                f"token types must lie in [0, {count}) (the segment table's rows); given "
+                f"{segments.min()} to {segments.max()}"
+            )
+        rows_of = w.rows("token_types.weight", segments)
+        emit("inp_types", rows_of[None])
+        x = x + rows_of
         emit("inp_embd_types", x[None])
     if w.has("token_embd_norm.weight"):
         x = _norm(w, cfg, "token_embd_norm", x)

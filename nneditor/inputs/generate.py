@@ -52,7 +52,7 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
     if spec.role == "positions":
         last = spec.shape[-1] if spec.shape else 1
         return np.broadcast_to(np.arange(last), spec.shape).astype(dtype)
-    if spec.role in ("keep_all", "off"):
+    if spec.role in ("keep_all", "off", "segments"):
         return np.zeros(spec.shape, dtype)
     if spec.role == "sample_rate":
         return np.full(spec.shape, DEFAULT_SAMPLE_RATE, dtype)

@@ -51,6 +51,8 @@ _TOKEN_NAME = re.compile(r"(^|[_./:])(input_ids|token_ids|tokens?|ids)$", re.IGN
 _MASK_NAME = re.compile(r"(^|[_./:])mask$", re.IGNORECASE)
 _RATE_NAME = re.compile(r"^(sr|sample_rate|sampling_rate)$", re.IGNORECASE)
 _POSITION_NAME = re.compile(r"(^|[_./:])(position_ids|positions|cache_position)$", re.IGNORECASE)
+#: BERT's segment ids (ONNX exports' token_type_ids; a checkpoint graph's token_types)
+_SEGMENT_NAME = re.compile(r"(^|[_./:])(token_type_ids|segment_ids|token_types)$", re.IGNORECASE)
 _KEEP_NAME = re.compile(r"^(num_)?logits_to_keep$", re.IGNORECASE)
 _TIMESTEP_NAME = re.compile(r"^(timesteps?|t)$", re.IGNORECASE)
 _TIME_IDS_NAME = re.compile(r"^(add_)?time_ids$", re.IGNORECASE)
@@ -73,7 +75,7 @@ class InputSpec:
 
     ``role`` is "tokens" (valid ids), "mask" (all valid), "positions" (0, 1, 2, ...),
     "keep_all" (logits_to_keep = 0), "off" (a merged decoder's use_cache_branch, false while
-    the cache is empty), "words"/"sentences" (text), "sample_rate", "waveform" (audio beside a
+    the cache is empty), "segments" (BERT's token types: all 0), "words"/"sentences" (text), "sample_rate", "waveform" (audio beside a
     sample-rate input), "patches" / "grid_thw" (a Qwen-VL vision input pair, see patches.py)
     or "generic".
     """
@@ -476,6 +478,9 @@ def _role_for(
         notes.append(f"input {name!r} looks like a mask: all positions valid (ones)")
         return "mask", None
     is_int = dtype is not None and dtype.startswith(("int", "uint"))
+    if is_int and _SEGMENT_NAME.search(name):  # (before token ids: the name ends in _ids)
+        notes.append(f"input {name!r} holds segment ids: 0 everywhere (one text, no pair)")
+        return "segments", None
     if is_int and _TOKEN_NAME.search(name):
         vocab = infer_vocab_size(doc, name)
         if vocab:

@@ -134,15 +134,24 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "Learned position embedding (from tensor names).",
             )
             x = self.node("token_embd", "Add", [x, pos], "inp_embd_pos", [])
-        if "token_types.weight" in top:  # BERT: segment embeddings (all segment 0 here)
+        if "token_types.weight" in top:  # BERT: segment embeddings
+            pairs = (self.rows(top["token_types.weight"]) or 1) > 1
+            if pairs:  # a second text's tokens read row 1 (sentence pairs, cross-encoders)
+                self.graph.inputs.append(ValueInfo("token_types", "int64", (1, "seq")))
             types = self.node(
                 "token_types",
                 "Embedding",
-                ["tokens"],
+                ["token_types" if pairs else "tokens"],
                 "inp_types",
                 [top["token_types.weight"]],
                 "embedding",
-                "Token-type (segment) embedding, row 0 for a single segment (from tensor names).",
+                "Token-type (segment) embedding: "
+                + (
+                    "each token's segment row (0: the first text, 1: a pair's second)"
+                    if pairs
+                    else "row 0, its only one"
+                )
+                + " (from tensor names).",
             )
             x = self.node("token_embd", "Add", [x, types], "inp_embd_types", [])
         if "token_embd_norm.weight" in top:

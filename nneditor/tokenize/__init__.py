@@ -87,8 +87,9 @@ def model_vocab(path: Path) -> int | None:
         return None
 
 
-def token_input_name(doc: object) -> str | None:
-    """The model input that takes token ids (None when the model has none)."""
+def token_input_name(doc: object, role: str = "tokens") -> str | None:
+    """The model input that takes token ids (None when the model has none); ``role``
+    "segments": the one that takes BERT's token types (a text pair's segments)."""
     graph = getattr(doc, "graph", None)
     if graph is None:
         return None
@@ -98,6 +99,8 @@ def token_input_name(doc: object) -> str | None:
         plan = detect_inputs(doc)  # type: ignore[arg-type]
     except Exception:
         return None
+    if role != "tokens":
+        return next((s.name for s in plan.inputs if s.role == role), None)
     tokens = [s.name for s in plan.inputs if s.role == "tokens"]
     if tokens:
         return tokens[0]

@@ -59,6 +59,21 @@ class TextTokenizer:
             ids = [*ids, self.eos_id]
         return ids
 
+    def encode_pair(
+        self, text: str, pair: str, special: bool = False
+    ) -> tuple[list[int], list[int]]:
+        """Ids of a text pair as the tokenizer's post-processor frames one ([CLS] a [SEP] b
+        [SEP]) and each token's segment (0: ``text``, 1: ``pair``): what a cross-encoder or an
+        NLI model reads. Only a tokenizer.json states how pairs are framed."""
+        encode = getattr(self.encoder, "encode_pair", None)
+        if encode is None:
+            raise TokenizerError(
+                f"{self.name} states no framing for text pairs (a tokenizer.json's "
+                "post-processor does); give the pair as one text, or its ids"
+            )
+        ids, types = encode(text, pair, special)
+        return list(ids), list(types)
+
     def decode(self, ids: list[int], keep_special: bool = True) -> str:
         bad = [i for i in ids if not 0 <= i < self.vocab_size]
         if bad:

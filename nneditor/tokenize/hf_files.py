@@ -258,6 +258,14 @@ class _Encoder:
         finally:
             self.tok.encode_special_tokens = False
 
+    def encode_pair(self, text: str, pair: str, special: bool) -> tuple[list[int], list[int]]:
+        self.tok.encode_special_tokens = not special
+        try:
+            enc = self.tok.encode(text, pair, add_special_tokens=True)
+            return list(enc.ids), list(enc.type_ids)
+        finally:
+            self.tok.encode_special_tokens = False
+
     def decode(self, ids: list[int], keep_special: bool) -> str:
         return str(self.tok.decode(ids, skip_special_tokens=not keep_special))
 

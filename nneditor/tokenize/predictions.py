@@ -96,11 +96,13 @@ class Prediction:
 
 @dataclass(frozen=True)
 class Labels:
-    """A classifier's labels in id order (config.json's id2label); ``multi_label``: trained
-    with one sigmoid per label (problem_type multi_label_classification)."""
+    """A classifier's labels in id order (config.json's id2label) and how its logits become
+    scores, as transformers' text-classification pipeline makes them: "softmax" (one label of
+    several), "sigmoid" (each label its own yes/no: a multi-label classifier, or a single logit
+    such as a cross-encoder's relevance) or "none" (a regression: the logit is the score)."""
 
     names: tuple[str, ...]
-    multi_label: bool = False
+    scoring: str = "softmax"
     per_token: bool = False  # a token classifier: labels at every position
 
 
@@ -125,8 +127,46 @@ def class_labels(model: Path) -> Labels | None:
     table: dict[str, Any] = raw if isinstance(raw, dict) else {}
     count = int(config.get("num_labels") or len(table) or 2)
     names = tuple(str(table.get(str(i), f"LABEL_{i}")) for i in range(count))
-    multi = config.get("problem_type") == "multi_label_classification"
-    return Labels(names, multi, "ForTokenClassification" in classes)
+    problem = config.get("problem_type")
+    scoring = "softmax"
+    if problem == "multi_label_classification" or (count == 1 and problem != "regression"):
+        scoring = "sigmoid"
+    elif problem == "regression":
+        scoring = "none"
+    return Labels(names, scoring, "ForTokenClassification" in classes)
+
+
+def _classified(
+    value: str,
+    batch: int,
+    pos: int,
+    row: np.ndarray,
+    order: np.ndarray,
+    probs: np.ndarray,
+    labels: Labels,
+) -> Prediction:
+    """A classifier's most likely labels at one position, scored as its kind is scored."""
+    scores: list[float | None] = [float(p) for p in probs]
+    note = f"class probabilities over the model's {row.size} labels (config.json's id2label)"
+    if labels.scoring == "sigmoid":  # each label is its own yes/no
+        scores = [float(p) for p in 1 / (1 + np.exp(-row))]
+        note = (
+            f"each of the model's {row.size} labels with its own sigmoid probability (a "
+            "multi-label classifier: they need not sum to 1)"
+            if row.size > 1
+            else "the model's single logit through a sigmoid (a cross-encoder's relevance "
+            "score, as transformers' text-classification pipeline reports it)"
+        )
+    elif labels.scoring == "none":
+        scores = [None] * row.size
+        note = "a regression head: its logit is the score (no probability)"
+    if labels.per_token:
+        note += f"; a token classifier labels every position: these are position {pos}'s"
+    out = [
+        {"id": int(i), "logit": float(row[i]), "prob": scores[i], "text": labels.names[i]}
+        for i in order
+    ]
+    return Prediction(value, batch, pos, out, int(row.size), True, note)
 
 
 def predict(
@@ -161,20 +201,7 @@ def predict(
     k = max(1, min(top, row.size))
     order = np.argsort(-row, kind="stable")[:k]
     if labels is not None and row.size == len(labels.names):
-        note = f"class probabilities over the model's {row.size} labels (config.json's id2label)"
-        if labels.multi_label:  # each label is its own yes/no
-            probs = 1 / (1 + np.exp(-row))
-            note = (
-                f"each of the model's {row.size} labels with its own sigmoid probability (a "
-                "multi-label classifier: they need not sum to 1)"
-            )
-        if labels.per_token:
-            note += f"; a token classifier labels every position: these are position {pos}'s"
-        out = [
-            {"id": int(i), "logit": float(row[i]), "prob": float(probs[i]), "text": labels.names[i]}
-            for i in order
-        ]
-        return Prediction(value, batch, int(pos), out, int(row.size), True, note)
+        return _classified(value, batch, int(pos), row, order, probs, labels)
     complete = tokenizer is not None and row.size == tokenizer.vocab_size
     if tokenizer is None:
         note = "no vocabulary: ids without text; probabilities over the whole row"

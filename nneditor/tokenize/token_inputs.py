@@ -31,12 +31,19 @@ def write_token_npz(
     text: str,
     dtype: str = "int64",
     special: bool = False,
+    segments: tuple[str, list[int], str] | None = None,
 ) -> Path:
-    """Write ``path`` (atomically) and return it."""
+    """Write ``path`` (atomically) and return it; ``segments``: a text pair's (segment input
+    name, each token's segment, the second text)."""
     out = Path(path)
     note = {**tokenizer.describe(), "input": input_name, "text": text, "special": special}
     tmp = out.with_name(out.name + ".part.npz")
-    arrays: dict[str, Any] = {input_name: token_array(ids, dtype), NOTE: np.array(json.dumps(note))}
+    arrays: dict[str, Any] = {input_name: token_array(ids, dtype)}
+    if segments is not None:
+        name, types, pair = segments
+        arrays[name] = token_array(types, dtype)
+        note["pair"] = pair
+    arrays[NOTE] = np.array(json.dumps(note))
     np.savez(tmp, **arrays)
     os.replace(tmp, out)
     return out

@@ -72,9 +72,13 @@ def run_decoder(
             cfg = decoder_config(doc)
         except DecoderUnsupported as exc:
             raise BackendError(str(exc), "model") from None
+        feeds = dict(feeds)
+        types = feeds.pop("token_types", None)  # BERT's segments, where the graph takes them
         if len(feeds) != 1:
             raise BackendError(
-                f"the decoder takes one input of token ids, given {sorted(feeds)}", "inputs"
+                f"the decoder takes one input of token ids (and BERT's token_types), given "
+                f"{sorted(feeds)}",
+                "inputs",
             )
         (tokens,) = feeds.values()
         emit("provider", provider=PROVIDER, name=PROVIDER_NAME)
@@ -87,7 +91,7 @@ def run_decoder(
                 store.write(name, value)
 
         try:
-            run_forward(doc, cfg, tokens, on_value)
+            run_forward(doc, cfg, tokens, on_value, token_types=types)
         except DecoderUnsupported as exc:
             raise BackendError(str(exc), "inputs") from None
         t2 = time.perf_counter()

@@ -18,7 +18,7 @@ from nneditor_cli import nneditor_cli
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
-from nneditor.tokenize.predictions import Labels, predict
+from nneditor.tokenize.predictions import Labels, class_labels, predict
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
@@ -156,11 +156,71 @@ def test_labels_through_the_cli(zoo_artifact, tmp_path, name, position) -> None:
     assert ("token classifier" in got["note"]) == name.endswith("ner")
 
 
-def test_multi_label_probabilities_are_sigmoids() -> None:
+def test_scores_follow_the_classifier_kind() -> None:
+    """As transformers' text-classification pipeline scores them: a multi-label classifier's
+    and a single logit's sigmoids, a regression's raw logit, else one softmax."""
     logits = np.array([[[2.0, -1.0, 0.5]]], np.float32)
-    got = predict(logits, "result_output", None, labels=Labels(("a", "b", "c"), True))
+    got = predict(logits, "result_output", None, labels=Labels(("a", "b", "c"), "sigmoid"))
     assert [t["text"] for t in got.top] == ["a", "c", "b"]
     assert np.allclose([t["prob"] for t in got.top], 1 / (1 + np.exp(-np.array([2.0, 0.5, -1]))))
     assert "own sigmoid" in got.note
     single = predict(logits, "result_output", None, labels=Labels(("a", "b", "c")))
     assert np.isclose(sum(t["prob"] for t in single.top), 1.0)
+    score = np.array([[[-0.25]]], np.float32)
+    relevance = predict(score, "result_output", None, labels=Labels(("LABEL_0",), "sigmoid"))
+    assert np.isclose(relevance.top[0]["prob"], 1 / (1 + np.exp(0.25)))
+    assert "cross-encoder" in relevance.note
+    regression = predict(score, "result_output", None, labels=Labels(("LABEL_0",), "none"))
+    assert regression.top[0]["prob"] is None and regression.top[0]["logit"] == -0.25
+
+
+@pytest.mark.parametrize(
+    ("config", "scoring"),
+    [
+        ({"num_labels": 1}, "sigmoid"),
+        ({"num_labels": 1, "problem_type": "regression"}, "none"),
+        (
+            {"id2label": {"0": "a", "1": "b"}, "problem_type": "multi_label_classification"},
+            "sigmoid",
+        ),
+        ({}, "softmax"),
+    ],
+)
+def test_class_labels_read_the_kind(tmp_path: Path, config: dict, scoring: str) -> None:
+    (tmp_path / "config.json").write_text(
+        json.dumps({"architectures": ["BertForSequenceClassification"], **config})
+    )
+    labels = class_labels(tmp_path)
+    assert labels is not None and labels.scoring == scoring and not labels.per_token
+
+
+@pytest.mark.realdata
+def test_a_cross_encoder_reads_a_pair(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """tokenize --pair frames a query and a passage as the tokenizer frames pairs, the
+    passage in segment 1; the trace reads the segments and predict gives transformers'
+    relevance logit and its sigmoid. Read as one segment, the score is another."""
+    snap = zoo_artifact("encoder-bert-cross-encoder")
+    query, passage = "what reads every layer", "the model reads every layer"
+    ref = tf.AutoModelForSequenceClassification.from_pretrained(str(snap)).eval()
+    enc = tf.AutoTokenizer.from_pretrained(str(snap))(query, passage)
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    said = _cli_json(
+        "tokenize", str(snap), "--text", query, "--pair", passage, "--out", str(ids_file), "--json"
+    )
+    assert said["ids"] == enc["input_ids"] and said["token_types"] == enc["token_type_ids"]
+    assert said["segment_input"] == "token_types" and 1 in said["token_types"]
+    r = nneditor_cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    assert r.returncode == 0, r.stderr
+    got = _cli_json("predict", str(trace), "--json")
+    with torch.no_grad():
+        want = ref(**{k: torch.tensor([v]) for k, v in enc.items()}).logits[0, 0].item()
+        alone = ref(torch.tensor([enc["input_ids"]])).logits[0, 0].item()  # segment 0 only
+    assert abs(got["top"][0]["logit"] - want) < 1e-5 and abs(alone - want) > 1e-3
+    assert np.isclose(got["top"][0]["prob"], 1 / (1 + np.exp(-want)), atol=1e-6)
+    assert "cross-encoder's relevance score" in got["note"]
+    with nneditor.open(snap) as doc:  # the graph takes the segments as an input of its own
+        assert [v.name for v in doc.graph.inputs] == ["tokens", "token_types"]
+        from nneditor.inputs.spec import detect_inputs
+
+        roles = {s.name: s.role for s in detect_inputs(doc).inputs}
+    assert roles == {"tokens": "tokens", "token_types": "segments"}  # automatic: all 0

@@ -228,15 +228,14 @@ class TokensTab(QWidget):
         greedy = repr(best["text"]) if best["text"] is not None else f"id {best['id']}"
         note = f" — {result.note}" if result.note else ""
         what = "Most likely label" if self.labels else "Greedy candidate"
-        self.summary.setText(
-            f"{what} at position {result.position}: {greedy} (p = {best['prob']:.4f}){note}"
-        )
+        score = f"p = {best['prob']:.4f}" if best["prob"] is not None else f"{best['logit']:.4f}"
+        self.summary.setText(f"{what} at position {result.position}: {greedy} ({score}){note}")
         self.table.setRowCount(len(result.top))
         for r, t in enumerate(result.top):
             cells = (
                 str(r + 1),
                 str(t["id"]),
-                f"{t['prob']:.6f}",
+                f"{t['prob']:.6f}" if t["prob"] is not None else "—",
                 f"{t['logit']:.4f}",
                 repr(t["text"]) if t["text"] is not None else "—",
             )
