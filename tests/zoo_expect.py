@@ -311,6 +311,7 @@ EXPECT: dict[str, E] = {
     "seq2seq-t5": {"format": "huggingface", "blocks": 2, "positions": 1},
     "seq2seq-t5.gguf": {"format": "gguf", "blocks": 2, "positions": 1},
     "seq2seq-bart": {"format": "huggingface", "blocks": 3, "positions": 1},
+    "seq2seq-bart-mnli": {"format": "huggingface", "blocks": 3, "positions": 1},
     "seq2seq-marian": {"format": "huggingface", "blocks": 2, "positions": 1},
     "seq2seq-nllb": {"format": "huggingface", "blocks": 2, "positions": 1},
     "decoder-olmo3": {"format": "huggingface", **_lm(4)},

@@ -78,14 +78,11 @@ def _snapshot(path: Path, v1_1: bool) -> None:
 BART = "seq2seq-bart"
 
 
-def _bart_snapshot(path: Path) -> None:
-    """BartForConditionalGeneration as facebook/bart-base ships it: a byte-level BPE with
-    RoBERTa's special tokens (vocab.json, merges.txt and tokenizer.json), learned positions
-    from row 2, post-norm layers, a decoder deeper than its encoder, a final logits bias."""
-    import torch
+def _bart_tokenizer(path: Path) -> Any:  # noqa: ANN401
+    """A byte-level BPE with RoBERTa's special tokens, as facebook/bart-base ships one
+    (vocab.json, merges.txt; its tokenizer.json once saved)."""
     import transformers as tf
     from tokenizers import ByteLevelBPETokenizer
-    from zoo_weights import perturbed
 
     path.mkdir(parents=True, exist_ok=True)
     bpe = ByteLevelBPETokenizer()
@@ -94,9 +91,14 @@ def _bart_snapshot(path: Path) -> None:
     special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
     bpe.train_from_iterator(lines, vocab_size=330, min_frequency=1, special_tokens=special)
     bpe.save_model(str(path))
-    tok = tf.BartTokenizerFast(str(path / "vocab.json"), str(path / "merges.txt"))
-    config = tf.BartConfig(
-        vocab_size=len(tok),
+    return tf.BartTokenizerFast(str(path / "vocab.json"), str(path / "merges.txt"))
+
+
+def _bart_config(vocab: int, **extra: Any) -> Any:  # noqa: ANN401
+    import transformers as tf
+
+    return tf.BartConfig(
+        vocab_size=vocab,
         d_model=64,
         encoder_layers=2,
         decoder_layers=3,
@@ -105,7 +107,19 @@ def _bart_snapshot(path: Path) -> None:
         encoder_ffn_dim=128,
         decoder_ffn_dim=128,
         max_position_embeddings=64,
+        **extra,
     )
+
+
+def _bart_snapshot(path: Path) -> None:
+    """BartForConditionalGeneration as facebook/bart-base ships it: learned positions from
+    row 2, post-norm layers, a decoder deeper than its encoder, a final logits bias."""
+    import torch
+    import transformers as tf
+    from zoo_weights import perturbed
+
+    tok = _bart_tokenizer(path)
+    config = _bart_config(len(tok))
     torch.manual_seed(0)
     model = perturbed(tf.BartForConditionalGeneration(config).eval())
     with torch.no_grad():  # zeros as initialised: a bias left out would change nothing
@@ -154,6 +168,32 @@ def _tiny(path: Path, kind: str) -> None:
     model.save_pretrained(str(path))
 
 
+BART_MNLI = "seq2seq-bart-mnli"
+
+
+def _bart_mnli_snapshot(path: Path) -> None:
+    """BartForSequenceClassification as facebook/bart-large-mnli ships it (the default model of
+    transformers' zero-shot-classification pipeline): contradiction / neutral / entailment
+    read at the decoder's last </s>."""
+    import torch
+    import transformers as tf
+    from zoo_weights import perturbed
+
+    tok = _bart_tokenizer(path)
+    labels = ["contradiction", "neutral", "entailment"]
+    config = _bart_config(
+        len(tok),
+        id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)},
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.BartForSequenceClassification(config).eval())
+    with torch.no_grad():  # a head as large as a fine-tune's
+        model.classification_head.out_proj.weight.mul_(30)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the encoder-decoder T5s (snapshots, and llama.cpp's conversion of T5 1.0)."""
     from zoo_decoders import convert
@@ -176,6 +216,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "BART encoder-decoder (as facebook/bart-base and bart-large-cnn: post-norm layers, "
         "learned positions from row 2, a final logits bias), tiny random weights",
     )(_bart_snapshot)
+    generator(
+        BART_MNLI,
+        "transformers save_pretrained (BartForSequenceClassification) + a byte-level BPE",
+        "BART NLI classifier (as facebook/bart-large-mnli, zero-shot classification's default: "
+        "the decoder over the shifted prompt, the head at its last </s>), tiny random weights",
+    )(_bart_mnli_snapshot)
     generator(
         MARIAN,
         "transformers save_pretrained (MarianMTModel)",

@@ -33,6 +33,10 @@ NOTE = (
     "the encoder reads the prompt; the decoder runs one step, from its start token, so the "
     "logits predict the first output token (generation past it is not run)"
 )
+CLASSIFIER_NOTE = (
+    "the decoder reads the prompt shifted right behind its start token, as transformers' "
+    "BartForSequenceClassification does; the head reads its state at the prompt's last </s>"
+)
 _ACTIVATIONS = {
     "gelu": "gelu",
     "gelu_new": "gelu_tanh",
@@ -69,10 +73,17 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"this BART has {heads} encoder and {dec_heads} decoder heads and {layers} decoder "
             "layers; the NumPy decoder needs a decoder with the encoder's head count"
         )
-    if not bart_has_head(config, common["names"]):
+    classifier = None
+    if "cls_out.weight" in common["names"]:  # BartForSequenceClassification (bart-large-mnli)
+        from nneditor.decoder.config_hf import classifier_head
+
+        if pre_norm or marian:
+            raise DecoderUnsupported(f"a {kind} classification head is not implemented (BART's is)")
+        classifier = classifier_head(config, common["names"])
+    elif not bart_has_head(config, common["names"]):
         raise DecoderUnsupported(
             "this BART snapshot has no language-model head (no final_logits_bias: a BartModel); "
-            "the NumPy decoder runs BartForConditionalGeneration"
+            "the NumPy decoder runs BartForConditionalGeneration and BartForSequenceClassification"
         )
     head_dim = common["hidden"] // heads
     return DecoderConfig(
@@ -92,8 +103,15 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         head=True,
         decoder_layers=layers,
         decoder_start=int(config.get("decoder_start_token_id") or (0 if marian else 2)),
-        notes=(NOTE,),
+        classifier=classifier,
+        eos_id=_eos(config),
+        notes=(CLASSIFIER_NOTE if classifier else NOTE,),
     )
+
+
+def _eos(config: Mapping[str, Any]) -> int:
+    eos = config.get("eos_token_id")
+    return eos if isinstance(eos, int) else 2  # (BART's </s>)
 
 
 def decode(
@@ -102,9 +120,11 @@ def decode(
     enc: np.ndarray,
     emit: Callable[[str, np.ndarray], None],
     feed_forward: Callable[[str, np.ndarray], np.ndarray],
+    ids: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The decoder's first step over the encoder's last hidden state ``enc`` [seq, hidden]:
-    [1, hidden], the last layer's output."""
+    """The decoder over the encoder's last hidden state ``enc`` [seq, hidden]: its first step
+    from the start token, or with ``ids`` the decoder's whole input (a classifier's: the prompt
+    shifted right); [positions, hidden], the last layer's output."""
 
     def layer_norm(key: str, x: np.ndarray) -> np.ndarray:
         return ops.layer_norm(x, w.get(f"{key}.weight"), w.get(f"{key}.bias"), cfg.norm_eps)
@@ -112,18 +132,20 @@ def decode(
     def linear(key: str, x: np.ndarray) -> np.ndarray:
         return w.linear(f"{key}.weight", x, f"{key}.bias")
 
-    x = w.rows("token_embd.weight", np.array([cfg.decoder_start], np.int64))
+    tokens = np.array([cfg.decoder_start], np.int64) if ids is None else ids
+    x = w.rows("token_embd.weight", tokens)
     emit("dec.inp_embd", x[None])
     if cfg.embed_scale != 1.0:  # Marian, mBART, M2M100
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("dec.inp_scaled", x[None])
-    first = np.array([cfg.position_offset])
+    steps = np.arange(tokens.size)
     if w.has("dec.position_embd.weight"):
-        pos = w.rows("dec.position_embd.weight", first)
+        pos = w.rows("dec.position_embd.weight", steps + cfg.position_offset)
     elif cfg.fairseq_positions:  # M2M100: the start token is the first after the padding id
-        pos = ops.fairseq_sinusoids(np.array([cfg.position_pad + 1]), x.shape[-1], cfg.position_pad)
+        at = steps + cfg.position_pad + 1
+        pos = ops.fairseq_sinusoids(at, x.shape[-1], cfg.position_pad)
     else:  # Marian's fixed positions
-        pos = ops.sinusoids(first, x.shape[-1])
+        pos = ops.sinusoids(steps + cfg.position_offset, x.shape[-1])
     x = (x + pos).astype(F32)
     emit("dec.inp_embd_pos", x[None])
     if w.has("dec.token_embd_norm.weight"):  # BART's (Marian has none)
@@ -135,8 +157,7 @@ def decode(
         if pre:
             x = _pre_norm_layer(p, x, enc, layer_norm, linear, feed_forward, emit, cfg)
             continue
-        # one query, one key: the softmax is 1, the output the value projection
-        a = linear(f"{p}.attn_output", linear(f"{p}.attn_v", x))
+        a = _self(linear, p, x, cfg)
         emit(f"{p}.attn_output", a[None])
         x = layer_norm(f"{p}.attn_norm", x + a)
         emit(f"{p}.attn_norm", x[None])
@@ -154,17 +175,48 @@ def decode(
     return x
 
 
-def _cross(linear: Any, p: str, h: np.ndarray, enc: np.ndarray, cfg: DecoderConfig) -> np.ndarray:  # noqa: ANN401
-    """Cross-attention of one decoder position over the encoder's output, scaled."""
+def shifted(ids: np.ndarray, cfg: DecoderConfig) -> np.ndarray:
+    """The decoder's input for a classifier: the prompt shifted right behind the start token
+    (transformers' shift_tokens_right)."""
+    return np.concatenate([[cfg.decoder_start], ids[:-1]]).astype(np.int64)
+
+
+def last_eos(ids: np.ndarray, cfg: DecoderConfig) -> int:
+    """The position a BART classifier reads: the prompt's last </s>."""
+    hits = np.flatnonzero(ids == cfg.eos_id)
+    if not hits.size:
+        raise DecoderUnsupported(
+            f"the prompt holds no end-of-text token (id {cfg.eos_id}); BART's classifier reads "
+            "the decoder at the last one: tokenize the text with the model's tokenizer, which "
+            "adds it"
+        )
+    return int(hits[-1])
+
+
+def _self(linear: Any, p: str, x: np.ndarray, cfg: DecoderConfig) -> np.ndarray:  # noqa: ANN401
+    """The decoder's causal self-attention; over one position its value projection (the
+    softmax of one score is 1)."""
+    if x.shape[0] == 1:
+        return linear(f"{p}.attn_output", linear(f"{p}.attn_v", x))  # type: ignore[no-any-return]
     heads, hd = cfg.n_heads, cfg.head_dim
-    q = linear(f"{p}.cross_attn_q", h).reshape(1, heads, hd)
+    q = linear(f"{p}.attn_q", x).reshape(-1, heads, hd)
+    k = linear(f"{p}.attn_k", x).reshape(-1, heads, hd)
+    v = linear(f"{p}.attn_v", x).reshape(-1, heads, hd)
+    out = ops.attention(q, k, v, cfg.attn_scale, causal=True)
+    return linear(f"{p}.attn_output", out.reshape(x.shape[0], heads * hd))  # type: ignore[no-any-return]
+
+
+def _cross(linear: Any, p: str, h: np.ndarray, enc: np.ndarray, cfg: DecoderConfig) -> np.ndarray:  # noqa: ANN401
+    """Cross-attention of the decoder's positions over the encoder's output, scaled."""
+    heads, hd = cfg.n_heads, cfg.head_dim
+    q = linear(f"{p}.cross_attn_q", h).reshape(-1, heads, hd)
     k = linear(f"{p}.cross_attn_k", enc).reshape(-1, heads, hd)
     v = linear(f"{p}.cross_attn_v", enc).reshape(-1, heads, hd)
     scores = (np.einsum("qhd,khd->hqk", q, k) * F32(cfg.attn_scale)).astype(F32)
     scores -= scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
-    c = np.einsum("hqk,khd->qhd", scores, v).reshape(1, heads * hd).astype(F32)
+    c = np.einsum("hqk,khd->qhd", scores, v).reshape(h.shape[0], heads * hd).astype(F32)
     return linear(f"{p}.cross_attn_o", c)  # type: ignore[no-any-return]
 
 
@@ -182,7 +234,7 @@ def _pre_norm_layer(
     output to the residual."""
     h = layer_norm(f"{p}.attn_norm", x)
     emit(f"{p}.attn_norm", h[None])
-    a = linear(f"{p}.attn_output", linear(f"{p}.attn_v", h))  # (one position: its value)
+    a = _self(linear, p, h, cfg)
     emit(f"{p}.attn_output", a[None])
     x = (x + a).astype(F32)
     emit(f"{p}.attn_residual", x[None])

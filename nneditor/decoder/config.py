@@ -462,6 +462,8 @@ class DecoderConfig:
     #: from; the trace runs the decoder on that one token (t5.decode)
     decoder_layers: int = 0
     decoder_start: int = 0
+    #: the end-of-text id (a BART classifier reads the decoder at the prompt's last one)
+    eos_id: int = -1
     #: the sparse feed-forward of a mixture of experts (its layers have ffn_gate_inp); None:
     #: dense
     moe: Moe | None = None
@@ -571,8 +573,12 @@ class DecoderConfig:
         if c is not None:
             shown = ", ".join(c.labels[:4]) + (", ..." if len(c.labels) > 4 else "")
             what = "token" if c.per_token else "sequence"
-            bits[-1] = f"bidirectional attention, ends at its {what}-classification head's "
-            bits[-1] += f"{len(c.labels)} label logits ({shown})"
+            ends = f"its {what}-classification head's {len(c.labels)} label logits ({shown})"
+            bits[-1] = (
+                f"the decoder over the prompt shifted right, then {ends} at its last </s>"
+                if self.decoder_layers
+                else f"bidirectional attention, ends at {ends}"
+            )
         d = self.disentangled
         if d is not None:
             terms = "+".join(t for t, on in (("c2p", d.c2p), ("p2c", d.p2c)) if on)

@@ -245,7 +245,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         if config.get("model_type") == "deberta-v2":
             parts = _deberta(config, head_dim, common["names"])
         if "cls_out.weight" in common["names"]:  # (its pooler, where it has one, is run)
-            parts["classifier"] = _classifier(config, common["names"])
+            parts["classifier"] = classifier_head(config, common["names"])
             family = {**family, "notes": ()}
         return DecoderConfig(
             **common,
@@ -563,7 +563,7 @@ def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:
 _POOL_ACTIVATIONS = {"distilbert": "relu", "electra": "gelu"}
 
 
-def _classifier(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifier:
+def classifier_head(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifier:
     """A sequence- or token-classification head as the checkpoint's class and config state
     it, its labels in id order (config.json's id2label)."""
     kind = str(config.get("model_type") or "")

@@ -198,7 +198,7 @@ def _forward(
         x = _block(w, cfg, i, x, positions, freq, local, emit, bias)
         w.done_with(i)
         step()
-    if cfg.classifier is not None:  # an encoder's classification head
+    if cfg.classifier is not None and not cfg.decoder_layers:  # an encoder's classifier
         logits = classify(w, cfg, x, emit)
         w.close()
         step()
@@ -211,6 +211,13 @@ def _forward(
         step()
         return x[None]
     feed_forward = lambda p, v: _feed_forward(w, cfg, p, v, emit)  # noqa: E731
+    if cfg.decoder_layers and cfg.classifier is not None:  # BART's: the decoder over the
+        y = bart.decode(w, cfg, x, emit, feed_forward, bart.shifted(ids, cfg))  # shifted
+        end = bart.last_eos(ids, cfg)  # prompt, the head at its last </s>
+        logits = classify(w, cfg, y[end : end + 1], emit)
+        w.close()
+        step()
+        return logits
     if cfg.decoder_layers and cfg.arch == "bart":  # its encoder's last block ends normalised
         h = x = bart.decode(w, cfg, x, emit, feed_forward)  # (and so does its decoder's)
     elif cfg.decoder_layers and cfg.arch == "mbart":  # pre-norm: the stacks end in norms

@@ -67,6 +67,8 @@ def automatic(spec: InputSpec, seed: int = 0) -> np.ndarray:
         ids = _ints(rng, spec.shape, dtype, 0, high)
         if spec.first_token is not None and ids.size:
             ids[..., 0] = spec.first_token
+        if spec.last_token is not None and ids.size:
+            ids[..., -1] = spec.last_token
         if spec.image_tokens is not None:
             token, count = spec.image_tokens
             ids[ids == token] = (token + 1) % high  # placeholders only where they belong

@@ -90,6 +90,8 @@ class InputSpec:
     problem: str | None = None
     #: the first id of a "tokens" input that must start with one (a decoder start token)
     first_token: int | None = None
+    #: the last id of a "tokens" input that must end with one (a BART classifier's </s>)
+    last_token: int | None = None
     #: (token id, count): a vision-language prompt's image placeholders, at the start
     image_tokens: tuple[int, int] | None = None
     #: exact values (flattened, C order) of an input whose content is fixed by another's
@@ -339,6 +341,12 @@ def _spec_for(
     first = _decoder_start(doc, name) if role == "tokens" else None
     if first is not None:
         notes.append(f"input {name!r} starts with the decoder start token {first}")
+    last = _classifier_end(doc) if role == "tokens" else None
+    if last is not None:
+        notes.append(
+            f"input {name!r} ends with the end-of-text token {last} (a BART classifier reads "
+            "its decoder there)"
+        )
     image = _image_placeholders(doc) if role == "tokens" else None
     if image is not None and shape is not None:
         token, count = image
@@ -350,7 +358,18 @@ def _spec_for(
             "per image feature, then random text tokens (a diagnostic prompt)"
         )
     return InputSpec(
-        name, dtype, declared, shape, role, vocab, tuple(notes), problem, first, image, words=words
+        name,
+        dtype,
+        declared,
+        shape,
+        role,
+        vocab,
+        tuple(notes),
+        problem,
+        first,
+        last,
+        image,
+        words=words,
     )
 
 
@@ -404,6 +423,17 @@ def _decoder_start(doc: Document, name: str) -> int | None:
     config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
     start = config.get("decoder_start_token_id") if isinstance(config, Mapping) else None
     return start if isinstance(start, int) and start >= 0 else None
+
+
+def _classifier_end(doc: Document) -> int | None:
+    """The end-of-text id a BART sequence classifier's prompt must end with (its head reads
+    the decoder at the last one), None for any other model."""
+    config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
+    if not isinstance(config, Mapping) or config.get("model_type") != "bart":
+        return None
+    classes = " ".join(str(c) for c in config.get("architectures") or [])
+    eos = config.get("eos_token_id", 2)
+    return eos if "ForSequenceClassification" in classes and isinstance(eos, int) else None
 
 
 def _resolve_dims(

@@ -38,13 +38,18 @@ def bart_graph(
     if pre_norm:
         enc = _norm(b, "enc_output_norm", [enc], "enc_output", top, "output_norm", "at the end")
     emb = top.get("token_embd.weight", "")
+    classifier = "cls_out.weight" in top  # BartForSequenceClassification
     start = "the decoder's start token (decoder_start_token_id); the decoder runs this one step"
-    y = _embedding(b, "dec.", [], top, scaled, start)
+    if classifier:
+        start = "the prompt shifted right behind the decoder's start token"
+    y = _embedding(b, "dec.", ["tokens"] if classifier else [], top, scaled, start)
     layer = _pre_norm_layer if pre_norm else _post_norm_layer
     for i in sorted(dec_layers):
         y = layer(b, f"dec.blk.{i}", dec_layers[i], y, enc)
     if pre_norm:
         y = _norm(b, "dec_output_norm", [y], "result_norm", top, "dec.output_norm", "at the end")
+    if classifier:
+        return _classifier(b, top, y, hidden, vocab)
     if not head:  # a BartModel: no head (BartForConditionalGeneration stores its final
         return finish_seq2seq(b, hidden, vocab)  # logits bias)
     bias = " plus the final logits bias" if "output.bias" in top else ""
@@ -59,6 +64,38 @@ def bart_graph(
         "tensor names).",
     )
     return finish_seq2seq(b, hidden, vocab)
+
+
+def _classifier(
+    b: CheckpointBuilder, top: dict[str, str], y: str, hidden: int | None, labels: int | None
+) -> Graph:
+    """BartForSequenceClassification's head: the decoder's state at the prompt's last </s>
+    through a dense layer and tanh, then one logit per label."""
+    x = b.node(
+        "cls_pool",
+        "Linear",
+        [y],
+        "cls_pooled",
+        [top.get("cls_pool.weight", ""), top.get("cls_pool.bias", "")],
+        "head",
+        "Classification head: the decoder's state at the prompt's last </s> through a dense "
+        "layer and tanh (from tensor names).",
+    )
+    b.node(
+        "cls_out",
+        "Linear",
+        [x],
+        "result_output",
+        [top.get("cls_out.weight", ""), top.get("cls_out.bias", "")],
+        "head",
+        "Classification head: one logit per label (from tensor names).",
+    )
+    g = finish_seq2seq(b, hidden, labels)
+    for name, info in list(g.value_info.items()):  # the decoder reads every position here
+        if name.startswith("dec.") and info.shape:
+            g.value_info[name] = ValueInfo(name, info.dtype, (1, "seq", info.shape[-1]))
+    g.value_info["cls_pooled"] = ValueInfo("cls_pooled", "float32", (1, 1, hidden))
+    return g
 
 
 _SELF = (
@@ -158,7 +195,8 @@ def _embedding(
         )
         x = b.node("token_embd", "Add", [x, pos], "inp_embd_pos", [], "embedding", "Sum.")
     else:
-        text = f"Plus the decoder's first position: {where} (from tensor names)."
+        which = "positions" if xs else "first position"
+        text = f"Plus the decoder's {which}: {where} (from tensor names)."
         x = b.node(f"{scope}embd", "Add", [x], f"{pre}inp_embd_pos", [table], "embedding", text)
     if f"{pre}token_embd_norm.weight" in top:
         key = f"{pre}token_embd_norm"

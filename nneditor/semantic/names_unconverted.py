@@ -196,6 +196,11 @@ _BART_TOP = {
     "decoder.embed_positions.weight": "dec.position_embd.weight",
     "decoder.layernorm_embedding.weight": "dec.token_embd_norm.weight",
     "decoder.layernorm_embedding.bias": "dec.token_embd_norm.bias",
+    # BartForSequenceClassification (bart-large-mnli): the head over the decoder's last </s>
+    "classification_head.dense.weight": "cls_pool.weight",
+    "classification_head.dense.bias": "cls_pool.bias",
+    "classification_head.out_proj.weight": "cls_out.weight",
+    "classification_head.out_proj.bias": "cls_out.bias",
 }
 _BART_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.(.+)\.(weight|bias)$")
 #: mBART's and M2M100's (NLLB's) pre-norm encoder layers, and their final norms

@@ -165,3 +165,106 @@ def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # n
     assert cfg.arch == "mbart" and cfg.fairseq_positions == (kind == "m2m_100")
     assert set(values) == drawn and cfg.decoder_start == start
     assert _rel(logits, want) < 1e-5
+
+
+def _bart_classifier(path, labels: int = 3):  # noqa: ANN001, ANN202
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("transformers")
+    config = tf.BartConfig(
+        vocab_size=64,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        num_labels=labels,
+    )
+    torch.manual_seed(2)
+    model = perturbed(tf.BartForSequenceClassification(config).eval())
+    with torch.no_grad():
+        model.classification_head.out_proj.weight.mul_(30)
+    model.save_pretrained(str(path))
+    return model
+
+
+def test_bart_classifier_equals_transformers(tmp_path) -> None:  # noqa: ANN001
+    """BartForSequenceClassification (bart-large-mnli's class): the decoder over the prompt
+    shifted right, the head at the last </s> (the prompt holds two, as a pair's framing has)."""
+    torch = pytest.importorskip("torch")
+    model = _bart_classifier(tmp_path)
+    ids = np.array([[0, 5, 9, 11, 2, 2, 17, 23, 31, 2]])
+    with torch.no_grad():
+        out = model(torch.from_numpy(ids), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        got = run_forward(doc, cfg, ids, values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+        shapes = {k: doc.graph.value_info[k].shape for k in ("dec.blk.1.output", "result_output")}
+    assert "the decoder over the prompt shifted right" in cfg.describe()
+    for i in range(2):
+        want = out.decoder_hidden_states[i + 1].numpy()
+        assert np.abs(values[f"dec.blk.{i}.output"] - want).max() < 1e-5, i
+    assert np.abs(got[0, 0] - out.logits.numpy()[0]).max() < 1e-5
+    assert set(values) <= drawn and shapes == {
+        "dec.blk.1.output": (1, "seq", 32),
+        "result_output": (1, 1, 3),
+    }
+    # the first </s> instead of the last, or the prompt unshifted, give other logits
+    first = np.array([[0, 5, 9, 11, 2]])
+    with nneditor.open(tmp_path) as doc:
+        early = run_forward(doc, cfg, first, lambda n, v: None)
+    assert np.abs(early[0, 0] - out.logits.numpy()[0]).max() > 1e-3
+
+
+def test_bart_classifier_needs_an_end_token(tmp_path) -> None:  # noqa: ANN001
+    _bart_classifier(tmp_path)
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        with pytest.raises(Exception, match="holds no end-of-text token"):
+            run_forward(doc, cfg, np.array([[0, 5, 9]]), lambda n, v: None)
+
+
+@pytest.mark.realdata
+def test_bart_mnli_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """tokenize --pair (premise, hypothesis as the tokenizer frames them) -> trace -> predict:
+    transformers' labels and probabilities."""
+    import json
+
+    from nneditor_cli import nneditor_cli
+
+    torch = pytest.importorskip("torch")
+    tf = pytest.importorskip("transformers")
+    snap = zoo_artifact("seq2seq-bart-mnli")
+    premise, hypothesis = "the house is wonderful.", "this article is about Paris."
+    enc = tf.AutoTokenizer.from_pretrained(str(snap))(premise, hypothesis)
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    r = nneditor_cli(
+        "tokenize",
+        str(snap),
+        "--text",
+        premise,
+        "--pair",
+        hypothesis,
+        "--out",
+        str(ids_file),
+        "--json",
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ids"] == enc["input_ids"]
+    r = nneditor_cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    assert r.returncode == 0, r.stderr
+    r = nneditor_cli("predict", str(trace), "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    model = tf.AutoModelForSequenceClassification.from_pretrained(str(snap)).eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([enc["input_ids"]])).logits[0].double(), -1)
+    best = torch.topk(probs, 3)
+    assert [t["text"] for t in got["top"]] == [
+        model.config.id2label[i] for i in best.indices.tolist()
+    ]
+    assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
