@@ -18,6 +18,7 @@ SENTIMENT = "encoder-distilbert-sentiment"
 NLI = "encoder-deberta-v3-nli"
 NER = "encoder-bert-ner"
 CROSS_ENCODER = "encoder-bert-cross-encoder"
+RERANKER = "encoder-xlmr-reranker"
 
 _NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
@@ -91,8 +92,41 @@ def _cross_encoder_snapshot(path: Path) -> None:
     _wordpiece(path)
 
 
-def register(generator: Callable[..., Any]) -> None:
-    """Add the classifiers to the zoo (snapshots: llama.cpp converts encoders without heads)."""
+def _reranker_snapshot(path: Path) -> None:
+    """XLMRobertaForSequenceClassification with one logit, as BAAI/bge-reranker-v2-m3: the
+    first token through classifier.dense and tanh, then out_proj; XLM-R's SentencePiece
+    vocabulary with fairseq's ids. llama.cpp converts it (rank pooling: cls, cls.output)."""
+    import torch
+    import transformers as tf
+    from zoo_encoders import _unigram
+
+    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "sentencepiece.bpe.model").write_bytes(_unigram(words, 1))
+    tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))
+    config = tf.XLMRobertaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=66,
+        type_vocab_size=1,
+        pad_token_id=1,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.XLMRobertaForSequenceClassification(config).eval())
+    with torch.no_grad():  # a head as large as a fine-tune's
+        model.classifier.out_proj.weight.mul_(30)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
+def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
+    """Add the classifiers to the zoo (snapshots, and llama.cpp's conversion of a reranker)."""
+    from zoo_decoders import convert
+
     generator(
         SENTIMENT,
         "transformers save_pretrained (DistilBertForSequenceClassification)",
@@ -117,3 +151,14 @@ def register(generator: Callable[..., Any]) -> None:
         "BERT cross-encoder (as cross-encoder/ms-marco-MiniLM-L6-v2: a query and a passage "
         "as a pair, one relevance logit), tiny random weights, the real WordPiece vocabulary",
     )(_cross_encoder_snapshot)
+    generator(
+        RERANKER,
+        "transformers save_pretrained (XLMRobertaForSequenceClassification, one label)",
+        "XLM-R reranker (as BAAI/bge-reranker-v2-m3: one relevance logit from the first "
+        "token through a dense layer and tanh), tiny random weights",
+    )(_reranker_snapshot)
+    generator(
+        f"{RERANKER}.gguf",
+        "llama.cpp convert_hf_to_gguf.py (f32)",
+        "the XLM-R reranker as llama.cpp converts it: cls and cls.output for rank pooling",
+    )(lambda path: convert(generate(RERANKER, path.parents[2]), path, "f32"))

@@ -509,7 +509,7 @@ zoo_mlm.register(generator)
 
 import zoo_classifiers  # noqa: E402 - encoders fine-tuned as classifiers (sentiment, NLI, NER)
 
-zoo_classifiers.register(generator)
+zoo_classifiers.register(generator, generate)
 
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 

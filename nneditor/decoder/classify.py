@@ -24,7 +24,7 @@ def classify(
     c = cfg.classifier
     assert c is not None
     rows = w.ref("cls_out.weight").shape[0]
-    if rows != len(c.labels):
+    if c.labels and rows != len(c.labels):  # (a GGUF may state none: rows name them)
         raise DecoderUnsupported(
             f"the classifier has {rows} outputs but config.json names {len(c.labels)} labels"
         )

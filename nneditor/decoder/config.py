@@ -573,7 +573,8 @@ class DecoderConfig:
         if c is not None:
             shown = ", ".join(c.labels[:4]) + (", ..." if len(c.labels) > 4 else "")
             what = "token" if c.per_token else "sequence"
-            ends = f"its {what}-classification head's {len(c.labels)} label logits ({shown})"
+            count = f"{len(c.labels)} label logits ({shown})" if c.labels else "label logits"
+            ends = f"its {what}-classification head's {count}"
             bits[-1] = (
                 f"the decoder over the prompt shifted right, then {ends} at its last </s>"
                 if self.decoder_layers

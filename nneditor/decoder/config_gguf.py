@@ -21,6 +21,7 @@ from nneditor.decoder.config import (
     MPT,
     NOMIC_BERT,
     XIELU_PARTS,
+    Classifier,
     DecoderConfig,
     Mla,
     Moe,
@@ -34,6 +35,7 @@ from nneditor.decoder.config import (
 )
 from nneditor.decoder.rope_scaling import gguf_scaling
 from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.checkpoint_names import RERANK_NAMES
 
 #: llama.cpp's LLAMA_ROPE_TYPE_NORM among the supported ones (its converter permutes q/k)
 ROPE_NORMAL = {
@@ -165,6 +167,37 @@ def _gguf_moe(metadata: Mapping[str, Any], arch: str) -> Moe | None:
     return moe
 
 
+def _reranker(
+    metadata: Mapping[str, Any], common: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A BERT-family classifier or reranker as llama.cpp converts and runs one (rank pooling):
+    the first token through ``cls`` and tanh where stored, then ``cls.output``; its labels
+    from classifier.output_labels (llama.cpp writes none for the default two)."""
+    names = dict(common["names"])
+    if "cls.output.weight" not in names:
+        raise DecoderUnsupported(
+            "this GGUF's classification head has a dense layer (cls) but no output projection "
+            "(cls.output), which the NumPy decoder does not implement"
+        )
+    for key, canonical in RERANK_NAMES.items():
+        if key in names:
+            names[canonical] = names.pop(key)
+    raw = metadata.get(f"{common['arch']}.classifier.output_labels")
+    labels = tuple(str(x) for x in raw) if isinstance(raw, (list, tuple)) else ()
+    note = (
+        "a classification head as llama.cpp runs it (rank pooling): the first token"
+        + (" through cls and tanh" if "cls_pool.weight" in names else "")
+        + ", then cls.output; llama.cpp's conversion of a BertForSequenceClassification "
+        "leaves its pooler (pooler.dense) out, so such a file's scores differ from the "
+        "original model's"
+    )
+    head = {
+        "classifier": Classifier(per_token=False, activation="tanh", labels=labels),
+        "notes": (note,),
+    }
+    return {**common, "names": names}, head
+
+
 def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     """The ARCHES from GGUF metadata (qwen35: qwen35.py)."""
     arch = common["arch"]
@@ -209,9 +242,12 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
     if arch == "bert":
         eps = float(num("attention.layer_norm_epsilon", 1e-12))
         causal = bool(metadata.get(f"{arch}.attention.causal", False))
+        head: dict[str, Any] = {}
+        if "cls.output.weight" in common["names"] or "cls.weight" in common["names"]:
+            common, head = _reranker(metadata, common)
         return DecoderConfig(
             **common,
-            **{**BERT, "causal": causal},
+            **{**BERT, "causal": causal, **head},
             norm_eps=eps,
             attn_scale=1 / math.sqrt(head_dim),
         )

@@ -29,6 +29,7 @@ from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.checkpoint_gemma4 import full_layers, producers
 from nneditor.semantic.checkpoint_names import (
+    RERANK_NAMES,
     encoder_key,
     llama4_gguf_nope,
     with_aliases,
@@ -131,6 +132,8 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
                 f"{what} later tokens (multi-token prediction), off the next-token path: not "
                 "drawn in the stack; the tensors are listed with the weights"
             )
+    if arch == "bert" and "cls.output.weight" in top:  # a reranker or classifier
+        top = {RERANK_NAMES.get(k, k): v for k, v in top.items()}
     heads = _meta_int(meta, f"{arch}.attention.head_count")
     kv = _meta_int(meta, f"{arch}.attention.head_count_kv")
     hidden = _meta_int(meta, f"{arch}.embedding_length")
@@ -150,6 +153,8 @@ def _from_gguf(doc: Document) -> tuple[Graph | None, str]:
     g = _decoder_graph(
         title, arch, blocks, top, heads, kv, _rows_of(doc), hidden, vocab, parallel, unrotated
     )
+    if "cls_out.weight" in top:  # (rank pooling: the first token's row)
+        _one_row(g)
     used = set(g.initializers)
     unplaced = [n for n in names if n not in used]
     if nextn:  # (said above)
@@ -229,6 +234,16 @@ def _decoder_graph(
     g.opsets = {}
     _value_types(g, hidden, vocab, b.widths)
     return g
+
+
+def _one_row(g: Graph) -> None:
+    """A sequence classifier's head reads one position: its values have one row."""
+    for name in ("cls_pooled", "result_output"):
+        info = g.value_info.get(name)
+        if info is not None and info.shape:
+            g.value_info[name] = ValueInfo(name, info.dtype, (1, 1, info.shape[-1]))
+    if g.outputs:
+        g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
 
 
 def _rows_of(doc: Document) -> Callable[[str], int | None]:
@@ -462,12 +477,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         headless=headless,
     )
     if "cls_pool.weight" in top:  # sequence classification: one row, the first position's
-        for name in ("cls_pooled", "result_output"):
-            info = g.value_info.get(name)
-            if info is not None and info.shape:
-                g.value_info[name] = ValueInfo(name, info.dtype, (1, 1, info.shape[-1]))
-        if g.outputs:
-            g.outputs[0] = g.value_info.get(g.outputs[0].name, g.outputs[0])
+        _one_row(g)
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed
     towers = len(doc.tensors) - len(stored)

@@ -122,6 +122,14 @@ HF_ARCH = {
     "bamba": "granitehybrid",  # llama.cpp converts Bamba as Granite 4.0-H
     "granitemoeshared": "granitemoe",  # Granite 3 MoE with a shared feed-forward
 }
+#: llama.cpp's classification head (rank pooling: rerankers, classifiers) -> the names the
+#: decoder and the graphs read (a pooling dense layer, the projection to the labels)
+RERANK_NAMES = {
+    "cls.weight": "cls_pool.weight",
+    "cls.bias": "cls_pool.bias",
+    "cls.output.weight": "cls_out.weight",
+    "cls.output.bias": "cls_out.bias",
+}
 #: Granite 4.0's feed-forward: [gate; up] in one matrix, then the down projection
 _SHARED_MLP = {"input_linear": "ffn_up", "output_linear": "ffn_down"}
 _SHARED_MLP_NAME = re.compile(r"^model\.layers\.(\d+)\.shared_mlp\.(input|output)_linear\.weight$")

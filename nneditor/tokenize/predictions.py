@@ -113,6 +113,8 @@ _CLASSIFIERS = ("ForSequenceClassification", "ForTokenClassification")
 def class_labels(model: Path) -> Labels | None:
     """The labels of a classifier snapshot (``model``: its folder or a file in it), None for
     any other model. Transformers leaves two labels unwritten: LABEL_0, LABEL_1."""
+    if model.suffix == ".gguf" and model.is_file():
+        return _gguf_labels(model)
     folder = model if model.is_dir() else model.parent
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -134,6 +136,28 @@ def class_labels(model: Path) -> Labels | None:
     elif problem == "regression":
         scoring = "none"
     return Labels(names, scoring, "ForTokenClassification" in classes)
+
+
+def _gguf_labels(model: Path) -> Labels | None:
+    """A llama.cpp reranker's or classifier's labels (cls.output; classifier.output_labels,
+    written for all but the default two): its single logit is a relevance score."""
+    from nneditor.artifacts.registry import open_document
+    from nneditor.errors import NNEditorError
+
+    try:
+        with open_document(model) as doc:
+            head = doc.tensors.get("cls.output.weight")
+            if head is None or not head.shape:
+                return None
+            arch = doc.metadata.get("general.architecture")
+            raw = doc.metadata.get(f"{arch}.classifier.output_labels")
+            rows = int(head.shape[0])
+    except (NNEditorError, OSError):
+        return None
+    names = tuple(str(x) for x in raw) if isinstance(raw, (list, tuple)) else ()
+    if len(names) != rows:
+        names = tuple(f"LABEL_{i}" for i in range(rows))
+    return Labels(names, "sigmoid" if rows == 1 else "softmax")
 
 
 def _classified(

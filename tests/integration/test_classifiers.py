@@ -224,3 +224,30 @@ def test_a_cross_encoder_reads_a_pair(zoo_artifact, tmp_path) -> None:  # noqa: 
 
         roles = {s.name: s.role for s in detect_inputs(doc).inputs}
     assert roles == {"tokens": "tokens", "token_types": "segments"}  # automatic: all 0
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["encoder-xlmr-reranker", "encoder-xlmr-reranker.gguf"])
+def test_a_reranker_and_its_llama_cpp_conversion(zoo_artifact, tmp_path, name) -> None:  # noqa: ANN001
+    """bge-reranker's layout (XLM-R, classifier.dense + tanh + out_proj) and llama.cpp's
+    conversion of it (cls, cls.output: rank pooling): the relevance logit equals transformers'
+    on the snapshot, and predict scores it with a sigmoid, naming the label."""
+    snap = zoo_artifact("encoder-xlmr-reranker")
+    path = zoo_artifact(name)
+    enc = tf.AutoTokenizer.from_pretrained(str(snap))("the model reads", "every layer weights")
+    ref = tf.AutoModelForSequenceClassification.from_pretrained(str(snap)).eval()
+    with torch.no_grad():
+        want = ref(torch.tensor([enc["input_ids"]])).logits[0, 0].item()
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    np.savez(ids_file, tokens=np.array([enc["input_ids"]], np.int64))
+    r = nneditor_cli("trace", str(path), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    assert r.returncode == 0, r.stderr
+    got = _cli_json("predict", str(trace), "--json")
+    assert abs(got["top"][0]["logit"] - want) < 1e-5
+    assert got["top"][0]["text"] == "LABEL_0" and got["position"] == 0
+    assert np.isclose(got["top"][0]["prob"], 1 / (1 + np.exp(-want)), atol=1e-6)
+    with nneditor.open(path) as doc:
+        cfg = decoder_config(doc)
+    assert cfg.classifier is not None and cfg.classifier.activation == "tanh"
+    if name.endswith(".gguf"):
+        assert "rank pooling" in " ".join(cfg.notes)
