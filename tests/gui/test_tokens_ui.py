@@ -216,12 +216,28 @@ def test_window_traces_record_the_codebook_of_their_token_ids(
     overlay.close()
 
 
+def _traced(snap: Path, folder: Path, *tokenize: str) -> Path:
+    """``nneditor tokenize SNAP *tokenize --out``, then ``nneditor trace`` of the ids: the
+    trace folder."""
+    import subprocess
+    import sys
+
+    ids_file, trace = folder / "ids.npz", folder / "trace"
+    for args in (
+        ("tokenize", snap, *tokenize, "--out", ids_file),
+        ("trace", snap, "--inputs", ids_file, "--out", trace, "--yes"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "nneditor", *map(str, args)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    return trace
+
+
 @pytest.mark.realdata
 def test_a_masked_lm_trace_reads_its_mask(qtbot, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     """The Tokens tab of a masked-language model's logits starts at the prompt's [MASK] and
     lists transformers' top tokens there."""
-    import subprocess
-    import sys
 
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("transformers")
@@ -229,16 +245,8 @@ def test_a_masked_lm_trace_reads_its_mask(qtbot, zoo_artifact, tmp_path) -> None
     from nneditor.ui.trace.store import load_run
 
     snap = zoo_artifact("encoder-bert-mlm")
-    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
     text = "Paris is the [MASK] of France."
-    for args in (
-        ("tokenize", snap, "--text", text, "--special", "--out", ids_file),
-        ("trace", snap, "--inputs", ids_file, "--out", trace, "--yes"),
-    ):
-        done = subprocess.run(
-            [sys.executable, "-m", "nneditor", *map(str, args)], capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
+    trace = _traced(snap, tmp_path, "--text", text, "--special")
     overlay = TensorOverlay(load_run(trace), "result_output")
     qtbot.addWidget(overlay)
     tab = overlay.tokens_tab
@@ -258,8 +266,6 @@ def test_a_masked_lm_trace_reads_its_mask(qtbot, zoo_artifact, tmp_path) -> None
 def test_a_classifier_trace_reads_its_labels(qtbot, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
     """The Tokens tab of a sentiment classifier's logits names its labels (config.json's
     id2label) with transformers' probabilities, instead of vocabulary tokens."""
-    import subprocess
-    import sys
 
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("transformers")
@@ -267,16 +273,8 @@ def test_a_classifier_trace_reads_its_labels(qtbot, zoo_artifact, tmp_path) -> N
     from nneditor.ui.trace.store import load_run
 
     snap = zoo_artifact("encoder-distilbert-sentiment")
-    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
     text = "the model reads every layer"
-    for args in (
-        ("tokenize", snap, "--text", text, "--out", ids_file),
-        ("trace", snap, "--inputs", ids_file, "--out", trace, "--yes"),
-    ):
-        done = subprocess.run(
-            [sys.executable, "-m", "nneditor", *map(str, args)], capture_output=True, text=True
-        )
-        assert done.returncode == 0, done.stderr
+    trace = _traced(snap, tmp_path, "--text", text)
     overlay = TensorOverlay(load_run(trace), "result_output")
     qtbot.addWidget(overlay)
     tab = overlay.tokens_tab

@@ -126,6 +126,20 @@ PRE_NORM = {
 }
 
 
+#: a two-layer encoder and decoder, 32 wide
+SMALL = {
+    "vocab_size": 64,
+    "d_model": 32,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 64,
+    "decoder_ffn_dim": 64,
+    "max_position_embeddings": 64,
+}
+
+
 @pytest.mark.parametrize("kind", sorted(PRE_NORM))
 def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # noqa: ANN001
     """mBART (mbart-large-50) and M2M100 / NLLB-200: BART's layout with each block reading a
@@ -133,18 +147,7 @@ def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # n
     positions from row 2, M2M100's fairseq sinusoids counted from the padding id (a padding
     token inside the prompt keeps the zero row), its head without a bias."""
     config_cls, model_cls = PRE_NORM[kind]
-    config = config_cls(
-        vocab_size=100,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        scale_embedding=True,
-    )
+    config = config_cls(**{**SMALL, "vocab_size": 100}, scale_embedding=True)
     torch.manual_seed(0)
     model = perturbed(model_cls(config).eval())
     with torch.no_grad():
@@ -170,18 +173,7 @@ def test_pre_norm_families_equal_transformers(kind: str, tmp_path) -> None:  # n
 def _bart_classifier(path, labels: int = 3):  # noqa: ANN001, ANN202
     torch = pytest.importorskip("torch")
     tf = pytest.importorskip("transformers")
-    config = tf.BartConfig(
-        vocab_size=64,
-        d_model=32,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
-        max_position_embeddings=64,
-        num_labels=labels,
-    )
+    config = tf.BartConfig(**SMALL, num_labels=labels)
     torch.manual_seed(2)
     model = perturbed(tf.BartForSequenceClassification(config).eval())
     with torch.no_grad():
