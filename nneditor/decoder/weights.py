@@ -162,6 +162,14 @@ class Weights:
         ref = self.ref(key)
         x = self.fold_input(key, x)
         rows, width = (int(ref.shape[0]), int(np.prod(ref.shape[1:]))) if ref.shape else (0, 0)
+        unpacked = str(ref.dtype).startswith(("float", "bfloat"))  # (packed ones: other widths)
+        flat = len(ref.shape) == 2 and key not in self.cfg.transposed
+        if unpacked and flat and x.shape[-1] != width:
+            raise DecoderUnsupported(
+                f"tensor {self.cfg.names.get(key, key)!r} ({key}) takes {width} inputs, but the "
+                f"value reaching it has {x.shape[-1]}: the checkpoint's shapes do not fit its "
+                "configuration (config.json or the GGUF's metadata)"
+            )
         chunk = max(1, MATRIX_CHUNK_BYTES // max(4 * width, 1))
         if key in self.cfg.transposed or rows <= chunk:
             found = self._fetch(key)

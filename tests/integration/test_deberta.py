@@ -158,3 +158,21 @@ def test_deberta_layouts_refused_by_name(tmp_path, layout, said) -> None:  # noq
     snap = _small(tmp_path / "deberta", **layout)
     with nneditor.open(snap) as doc, pytest.raises(DecoderUnsupported, match=said):
         decoder_config(doc)
+
+
+def test_a_head_wider_than_the_encoder_is_refused_in_a_sentence(tmp_path) -> None:  # noqa: ANN001
+    """A classifier whose pooler does not fit the encoder's width (pooler_hidden_size left at
+    transformers' default): a sentence naming the tensor, not NumPy's matmul error."""
+    config = tf.DebertaV2Config(
+        vocab_size=96,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        intermediate_size=64,
+        pooler_hidden_size=48,
+    )
+    tf.DebertaV2ForSequenceClassification(config).save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        with pytest.raises(DecoderUnsupported, match="'pooler.dense.weight' .* takes 48 inputs"):
+            run_forward(doc, cfg, np.array([PROMPT[:8]]), lambda n, v: None)
