@@ -28,12 +28,22 @@ def classify(
         raise DecoderUnsupported(
             f"the classifier has {rows} outputs but config.json names {len(c.labels)} labels"
         )
-    h = x if c.per_token else x[:1]
-    if w.has("cls_pool.weight"):  # the first position's dense layer and activation
+    if c.per_token:
+        h = x
+    else:  # the first position ([CLS]), or every position's mean (ModernBERT's "mean")
+        h = (
+            x.mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
+            if c.pooling == "mean"
+            else x[:1]
+        )
+    if w.has("cls_pool.weight"):  # a dense layer and its activation (and ModernBERT's norm)
         bias = "cls_pool.bias" if w.has("cls_pool.bias") else None
         pooled = w.linear("cls_pool.weight", h, bias)
         h = np.tanh(pooled) if c.activation == "tanh" else ops.ACTIVATIONS[c.activation](pooled)
         h = h.astype(F32)
+        if w.has("cls_norm.weight"):
+            norm_bias = w.optional("cls_norm.bias")
+            h = ops.layer_norm(h, w.get("cls_norm.weight"), norm_bias, cfg.norm_eps)
         emit("cls_pooled", h[None])
     bias = "cls_out.bias" if w.has("cls_out.bias") else None
     logits = w.linear("cls_out.weight", h, bias).astype(F32)

@@ -353,6 +353,9 @@ class Classifier:
     per_token: bool
     activation: str
     labels: tuple[str, ...]
+    #: what a sequence head reads: the "first" position's state or the positions' "mean"
+    #: (ModernBERT's classifier_pooling)
+    pooling: str = "first"
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,9 @@ def _forward(
         w.done_with(i)
         step()
     if cfg.classifier is not None and not cfg.decoder_layers:  # an encoder's classifier
+        if w.has("output_norm.weight"):  # (ModernBERT: its final norm first)
+            x = _norm(w, cfg, "output_norm", x)
+            emit("enc_output", x[None])
         logits = classify(w, cfg, x, emit)
         w.close()
         step()
@@ -229,6 +232,9 @@ def _forward(
         emit("enc_output", enc[None])
         h = t5.decode(w, cfg, enc, emit, feed_forward)
     elif w.has("mlm_dense.weight"):  # BERT's masked-LM head: dense, GELU, LayerNorm
+        if w.has("output_norm.weight"):  # (ModernBERT: its final norm first)
+            x = _norm(w, cfg, "output_norm", x)
+            emit("enc_output", x[None])
         dense_bias = "mlm_dense.bias" if w.has("mlm_dense.bias") else None
         h = ops.ACTIVATIONS[cfg.activation](w.linear("mlm_dense.weight", x, dense_bias))
         emit("mlm_dense", h[None])

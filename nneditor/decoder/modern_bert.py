@@ -14,6 +14,7 @@ The trace ends at the final norm's hidden states (no pooling, no masked-LM head)
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -93,6 +94,36 @@ def from_gguf(metadata: Mapping[str, Any], common: dict[str, Any]) -> DecoderCon
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    cfg = _from_hf(config, common)
+    names = common["names"]
+    act = str(config.get("classifier_activation") or "gelu")
+    headed = "mlm_dense.weight" in names or "cls_out.weight" in names
+    if headed and act not in _ACTIVATIONS:
+        raise DecoderUnsupported(f"ModernBERT head activation {act!r} is not implemented")
+    if "mlm_dense.weight" in names:  # ModernBertForMaskedLM: the final norm, then its head
+        if _ACTIVATIONS[act] != cfg.activation:
+            raise DecoderUnsupported(
+                f"this ModernBERT's masked-LM head uses {act!r} and its feed-forward "
+                f"{cfg.activation!r}; the NumPy decoder runs both with one activation"
+            )
+        return dataclasses.replace(cfg, head=True, notes=())
+    if "cls_out.weight" in names:
+        from nneditor.decoder.config_hf import classifier_head
+
+        pooling = str(config.get("classifier_pooling") or "cls")
+        if pooling not in ("cls", "mean"):
+            raise DecoderUnsupported(f"ModernBERT classifier pooling {pooling!r} is unknown")
+        head = classifier_head(config, names)
+        head = dataclasses.replace(
+            head,
+            activation=_ACTIVATIONS[act],
+            pooling="first" if pooling == "cls" else "mean",
+        )
+        return dataclasses.replace(cfg, classifier=head, notes=())
+    return cfg
+
+
+def _from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if config.get("norm_bias") or config.get("attention_bias") or config.get("mlp_bias"):
         raise DecoderUnsupported(
             "this ModernBERT has biases in its norms, attention or feed-forward, which the "

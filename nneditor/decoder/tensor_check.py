@@ -135,6 +135,8 @@ _TOP_KEYS = {
     "cls_pool.bias",
     "cls_out.weight",
     "cls_out.bias",
+    "cls_norm.weight",  # (ModernBERT: its head normalises after the dense layer)
+    "cls_norm.bias",
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",
     "rel_embd_norm.weight",

@@ -487,6 +487,17 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         return new
 
     def head(self, top: dict[str, str], x: str, arch: str, headless: bool = False) -> None:
+        headed = "mlm_dense.weight" in top or "cls_out.weight" in top
+        if headed and "output_norm.weight" in top:  # ModernBERT: the final norm, then a head
+            x = self.node(
+                "output_norm",
+                "LayerNorm",
+                [x],
+                "enc_output",
+                [top["output_norm.weight"], top.get("output_norm.bias", "")],
+                "norm",
+                "Final LayerNorm of the encoder, before its head (from tensor names).",
+            )
         if "mlm_dense.weight" in top:
             self._mlm_head(top, x)
             return
@@ -533,15 +544,28 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         """A sequence-classification head (the first position through a pooling layer) or a
         token-classification one (every position), to one logit per label."""
         if "cls_pool.weight" in top:
+            normed = "cls_norm.weight" in top  # ModernBERT's: dense, activation, LayerNorm
+            read = (
+                "the encoder's output (for a sequence pooled: its first position or the mean, "
+                "as classifier_pooling says; every position for tokens)"
+                if normed
+                else "the first position ([CLS])"
+            )
             x = self.node(
                 "cls_pool",
                 "Linear",
                 [x],
                 "cls_pooled",
-                [top["cls_pool.weight"], top.get("cls_pool.bias", "")],
+                [
+                    top["cls_pool.weight"],
+                    top.get("cls_pool.bias", ""),
+                    top.get("cls_norm.weight", ""),
+                    top.get("cls_norm.bias", ""),
+                ],
                 "head",
-                "Classification head: the first position ([CLS]) through a dense layer and "
-                "its activation (from tensor names).",
+                f"Classification head: {read} through a dense layer and its activation"
+                + (", then a LayerNorm" if normed else "")
+                + " (from tensor names).",
             )
         self.node(
             "cls_out",

@@ -476,7 +476,11 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         parallel,
         headless=headless,
     )
-    if "cls_pool.weight" in top:  # sequence classification: one row, the first position's
+    classes = " ".join(str(c) for c in config.get("architectures") or [])
+    sequence = "ForSequenceClassification" in classes or (
+        "ForTokenClassification" not in classes and "cls_pool.weight" in top
+    )
+    if "cls_out.weight" in top and sequence:  # one row: the pooled position's
         _one_row(g)
     used = set(g.initializers)
     g.initializers.extend(n for n in doc.tensors if n not in used)  # unplaced stay listed

@@ -497,6 +497,34 @@ def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     )
 
 
+#: ModernBERT's prediction head (dense, activation, norm) before its tied decoder (the masked
+#: LM) or its classifier, as the decoder names them
+_MODERN_BERT_MLM = {"head.dense": "mlm_dense", "head.norm": "mlm_norm", "decoder": "output"}
+_MODERN_BERT_CLS = {"head.dense": "cls_pool", "head.norm": "cls_norm", "classifier": "cls_out"}
+
+
+def _modern_bert_heads(
+    names: list[str],
+) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """(the encoder's names as ModernBertModel stores them, {canonical: name} of the head,
+    {such a name: the checkpoint's own}) of a ModernBertForMaskedLM / ForSequenceClassification
+    / ForTokenClassification snapshot (which keep the encoder under model.)."""
+    parts = (
+        _MODERN_BERT_CLS if any(n.startswith("classifier.") for n in names) else (_MODERN_BERT_MLM)
+    )
+    encoder: list[str] = []
+    heads: dict[str, str] = {}
+    stored: dict[str, str] = {}
+    for name in names:
+        module, _, kind = name.rpartition(".")
+        if module in parts and kind in ("weight", "bias"):
+            heads[f"{parts[module]}.{kind}"] = name
+        else:
+            stored[name.removeprefix("model.")] = name
+            encoder.append(name.removeprefix("model."))
+    return encoder, heads, stored
+
+
 def canonical_names(
     arch: str, names: Iterable[str], n_layers: int
 ) -> tuple[dict[str, str], list[str]]:
@@ -517,6 +545,10 @@ def canonical_names(
     if arch == "bert":
         return bert_names(list(names), table, n_layers, BUFFERS)
     names = list(names)
+    heads: dict[str, str] = {}
+    stored: dict[str, str] = {}  # a name as looked up -> the checkpoint's own
+    if arch == "modern-bert":  # its masked-LM or classification head beside model.
+        names, heads, stored = _modern_bert_heads(names)
     if arch in ("t5", "t5encoder") and "shared.weight" in names:  # T5: copies of the shared
         names = [n for n in names if n not in T5_EMBED_COPIES]  # embedding, where stored
     mapped: dict[str, str] = {}
@@ -615,4 +647,8 @@ def canonical_names(
             unplaced.append(name)
         else:
             mapped[key] = name
+    if stored:
+        mapped = {k: stored.get(v, v) for k, v in mapped.items()}
+        unplaced = [stored.get(n, n) for n in unplaced]
+    mapped.update(heads)
     return mapped, unplaced

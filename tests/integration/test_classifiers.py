@@ -49,6 +49,25 @@ def _deberta(labels: int) -> Any:  # noqa: ANN401
     )
 
 
+def _modernbert(**extra: Any) -> Any:  # noqa: ANN401
+    return tf.ModernBertConfig(
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=64,
+        local_attention=4,
+        global_attn_every_n_layers=2,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        cls_token_id=1,
+        sep_token_id=2,
+        **extra,
+    )
+
+
 #: (model class, its config) per family and head; the pooling activation each head uses
 FAMILIES: dict[str, Callable[[], Any]] = {
     "bert-sequence": lambda: tf.BertForSequenceClassification(
@@ -75,6 +94,12 @@ FAMILIES: dict[str, Callable[[], Any]] = {
     "mpnet-sequence": lambda: tf.MPNetForSequenceClassification(
         tf.MPNetConfig(vocab_size=64, hidden_size=32, num_labels=2, **_SMALL)
     ),
+    # ModernBERT's head: the final norm, the pooled positions (here their mean), a dense layer,
+    # GELU and a LayerNorm, then the classifier
+    "modernbert-sequence": lambda: tf.ModernBertForSequenceClassification(
+        _modernbert(num_labels=3, classifier_pooling="mean")
+    ),
+    "modernbert-token": lambda: tf.ModernBertForTokenClassification(_modernbert(num_labels=4)),
 }
 IDS = [[0, 5, 9, 11, 17, 23, 31, 2]]
 
@@ -251,3 +276,22 @@ def test_a_reranker_and_its_llama_cpp_conversion(zoo_artifact, tmp_path, name) -
     assert cfg.classifier is not None and cfg.classifier.activation == "tanh"
     if name.endswith(".gguf"):
         assert "rank pooling" in " ".join(cfg.notes)
+
+
+def test_modernbert_masked_lm_equals_transformers(tmp_path: Path) -> None:
+    """ModernBertForMaskedLM (answerdotai/ModernBERT-base's class; was refused over its
+    decoder.bias): the final norm, the head's dense layer, GELU and LayerNorm, the tied
+    decoder with its bias."""
+    torch.manual_seed(0)
+    model = perturbed(tf.ModernBertForMaskedLM(_modernbert()).eval())
+    ids = [[1, 5, 9, 11, 17, 23, 31, 40, 2]]
+    with torch.no_grad():
+        want = model(torch.tensor(ids)).logits.numpy()
+    model.save_pretrained(str(tmp_path))
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        got = run_forward(doc, cfg, np.array(ids), values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert cfg.head and _rel(got, want) < 1e-5
+    assert {"enc_output", "mlm_dense", "result_norm", "result_output"} <= set(values) <= drawn
