@@ -196,11 +196,16 @@ def hybrid_from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> Decoder
     refuse_mixer_options(config, "Granite 4.0-H", "Mamba-2", "mamba_proj_bias", "mamba_conv_bias")
     kinds = list(config.get("layer_types") or config.get("layers_block_type") or [])
     attends = config.get("attn_layer_indices")
-    if not kinds and isinstance(attends, list):  # Bamba: the attention layers' indexes
-        kinds = ["attention" if i in attends else "mamba" for i in range(base.n_layers)]
+    bamba = config.get("model_type") == "bamba"
+    if not kinds and (isinstance(attends, list) or (bamba and attends is None)):
+        # Bamba: the attention layers' indexes (none stated: every layer is Mamba-2, as
+        # transformers' BambaConfig reads it)
+        kinds = ["attention" if i in (attends or ()) else "mamba" for i in range(base.n_layers)]
     if len(kinds) != base.n_layers:
         raise DecoderUnsupported(
-            f"layer_types lists {len(kinds)} layers for a model of {base.n_layers}"
+            f"the configuration's layer kinds (layer_types, layers_block_type or "
+            f"attn_layer_indices) cover {len(kinds)} of the model's {base.n_layers} layers; "
+            "the NumPy decoder needs each layer's kind"
         )
     hidden = int(common["hidden"])
     heads = int(config.get("mamba_n_heads") or 0)

@@ -54,3 +54,33 @@ def test_bamba_snapshot_equals_transformers_and_its_gguf_says_how_it_differs(zoo
     assert BAMBA_NOTE in gguf_cfg.notes
     assert _rel(converted["blk.0.output"], outs[0]) < 1e-4  # Mamba-2 layers agree
     assert _rel(converted["result_output"], logits) > 0.1  # the attention layers do not
+
+
+def test_a_bamba_stating_no_attention_layers_is_all_mamba(tmp_path) -> None:  # noqa: ANN001
+    """attn_layer_indices null (transformers' default): every layer is Mamba-2, as BambaConfig
+    reads it; it was refused with 'layer_types lists 0 layers' (found by a sweep)."""
+    config = tf.BambaConfig(
+        vocab_size=128,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        mamba_n_heads=4,
+        mamba_d_head=16,
+        mamba_d_state=16,
+        attn_layer_indices=None,
+        pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    model = tf.BambaForCausalLM(config).eval()
+    model.save_pretrained(str(tmp_path))
+    ids = IDS[:, :6] % 128
+    with torch.no_grad():  # (transformers' own cache refuses a model without attention)
+        logits = model(torch.from_numpy(ids), use_cache=False).logits.numpy()
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        run_forward(doc, cfg, ids, values.__setitem__)
+    assert cfg.layer_kinds == ("mamba2", "mamba2")
+    assert _rel(values["result_output"], logits) < 1e-4
