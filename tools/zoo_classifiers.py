@@ -19,6 +19,7 @@ NLI = "encoder-deberta-v3-nli"
 NER = "encoder-bert-ner"
 CROSS_ENCODER = "encoder-bert-cross-encoder"
 RERANKER = "encoder-xlmr-reranker"
+QA = "encoder-distilbert-squad"
 
 _NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
@@ -123,6 +124,21 @@ def _reranker_snapshot(path: Path) -> None:
     tok.save_pretrained(str(path))
 
 
+def _qa_snapshot(path: Path) -> None:
+    """DistilBertForQuestionAnswering as distilbert-base-cased-distilled-squad: a start and an
+    end logit per token (qa_outputs); the uncased WordPiece vocabulary here."""
+    import torch
+    import transformers as tf
+
+    config = tf.DistilBertConfig(vocab_size=30522, dim=64, n_layers=2, n_heads=4, hidden_dim=128)
+    torch.manual_seed(0)
+    model = perturbed(tf.DistilBertForQuestionAnswering(config).eval())
+    with torch.no_grad():  # confident starts and ends, as a fine-tune's
+        model.qa_outputs.weight.mul_(40)
+    model.save_pretrained(str(path))
+    _wordpiece(path)
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the classifiers to the zoo (snapshots, and llama.cpp's conversion of a reranker)."""
     from zoo_decoders import convert
@@ -151,6 +167,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "BERT cross-encoder (as cross-encoder/ms-marco-MiniLM-L6-v2: a query and a passage "
         "as a pair, one relevance logit), tiny random weights, the real WordPiece vocabulary",
     )(_cross_encoder_snapshot)
+    generator(
+        QA,
+        "transformers save_pretrained (DistilBertForQuestionAnswering)",
+        "DistilBERT extractive question answering (as distilbert-base-cased-distilled-squad: "
+        "start and end logits per token), tiny random weights, the real WordPiece vocabulary",
+    )(_qa_snapshot)
     generator(
         RERANKER,
         "transformers save_pretrained (XLMRobertaForSequenceClassification, one label)",

@@ -168,18 +168,50 @@ def _outputs(model: str | None) -> list[str]:
         return []
 
 
+def _answers(
+    folder: Path,
+    values: list[dict[str, Any]],
+    entry: dict[str, Any],
+    logits: np.ndarray,
+    tok: Any,  # noqa: ANN401
+    args: argparse.Namespace,
+) -> int:
+    """A question-answering model's best answer spans (``--position`` reads one token's
+    start and end logits instead)."""
+    from nneditor.tokenize.predictions import answer_spans
+
+    ids = _prompt(folder, values)
+    if ids is None:
+        raise CLIError("the trace holds no captured prompt (tokens) to read answers from")
+    out = answer_spans(logits, entry["name"], ids, tok, args.top).as_dict()
+    if args.json:
+        print_json(out)
+        return 0
+    print(f"{out['value']}: answer spans")
+    for k, t in enumerate(out["top"], 1):
+        text = json.dumps(t["text"], ensure_ascii=False) if t["text"] is not None else "?"
+        print(f"{k:>3}. tokens {t['start']}-{t['end']} {t['prob']:8.4f}  {text}")
+    print(f"note: {out['note']}", file=sys.stderr)
+    return 0
+
+
+def _prompt(folder: Path, values: list[dict[str, Any]]) -> np.ndarray | None:
+    """The captured prompt (the ``tokens`` input), or None."""
+    entry = next((v for v in values if v.get("name") == "tokens" and v.get("file")), None)
+    if entry is None:
+        return None
+    try:
+        return np.asarray(read_value(folder, entry, mmap=False))
+    except CaptureReadError:
+        return None
+
+
 def _mask_position(folder: Path, values: list[dict[str, Any]], tok: Any) -> int | None:  # noqa: ANN401
     """Where a masked-language model's prompt (the captured ``tokens``) holds its mask token."""
     from nneditor.tokenize.predictions import mask_position
 
-    entry = next((v for v in values if v.get("name") == "tokens" and v.get("file")), None)
-    if entry is None or tok is None or tok.mask_id is None:
-        return None
-    try:
-        ids = np.asarray(read_value(folder, entry, mmap=False))
-    except CaptureReadError:
-        return None
-    return mask_position(ids, tok)
+    ids = _prompt(folder, values) if tok is not None and tok.mask_id is not None else None
+    return mask_position(ids, tok) if ids is not None else None
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -218,6 +250,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except CaptureReadError as exc:
         raise CLIError(str(exc)) from None
     labels = class_labels(Path(model)) if model else None
+    if labels is not None and labels.scoring == "spans" and args.position is None:
+        return _answers(folder, values, entry, logits, tok, args)
     position, masked = args.position, None
     if position is None and labels is None:  # (a classifier: its own rows, no mask reading)
         masked = _mask_position(folder, values, tok)

@@ -571,10 +571,12 @@ def classifier_head(config: Mapping[str, Any], names: Mapping[str, str]) -> Clas
     per_token = "ForTokenClassification" in classes or (
         "ForSequenceClassification" not in classes and "cls_pool.weight" not in names
     )
-    if "ForQuestionAnswering" in classes or "ForMultipleChoice" in classes:
+    if "ForQuestionAnswering" in classes:  # extractive QA: a start and an end logit per token
+        return Classifier(per_token=True, activation="tanh", labels=("start", "end"))
+    if "ForMultipleChoice" in classes:
         raise DecoderUnsupported(
-            f"{classes}'s head (answer spans, multiple choice) is not implemented; sequence- "
-            "and token-classification heads are"
+            f"{classes}'s head (multiple choice) is not implemented; sequence- and "
+            "token-classification and question-answering heads are"
         )
     act = _POOL_ACTIVATIONS.get(kind, "tanh")
     if kind == "deberta-v2":

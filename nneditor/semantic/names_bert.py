@@ -97,7 +97,7 @@ _TF_NORM_NAMES = {"gamma": "weight", "beta": "bias"}
 #: DistilBERT's pre_classifier, else BERT's and DeBERTa's pooler.dense, ALBERT's pooler), then
 #: the projection to the labels
 _CLS_POOLERS = (("classifier.dense", "pre_classifier"), ("pooler.dense", "pooler"))
-_CLS_OUT = ("classifier", "classifier.out_proj")
+_CLS_OUT = ("classifier", "classifier.out_proj", "qa_outputs")  # (QA: start and end logits)
 
 
 def _classifier_pool(inners: set[str]) -> str:

@@ -123,6 +123,8 @@ def class_labels(model: Path) -> Labels | None:
     if not isinstance(config, dict):
         return None
     classes = " ".join(str(a) for a in config.get("architectures") or [])
+    if "ForQuestionAnswering" in classes:  # a start and an end logit per token
+        return Labels(("start", "end"), "spans", per_token=True)
     if not any(kind in classes for kind in _CLASSIFIERS):
         return None
     raw = config.get("id2label")
@@ -160,6 +162,85 @@ def _gguf_labels(model: Path) -> Labels | None:
     return Labels(names, "sigmoid" if rows == 1 else "softmax")
 
 
+#: the longest answer transformers' question-answering pipeline reads (max_answer_len)
+MAX_ANSWER = 15
+
+
+def answer_spans(
+    logits: np.ndarray,
+    value: str,
+    ids: np.ndarray,
+    tokenizer: TextTokenizer | None,
+    top: int = 5,
+    max_len: int = MAX_ANSWER,
+) -> Prediction:
+    """An extractive question-answering model's best answers: spans of the context (the
+    prompt's second text: the tokens between its separators after the question) scored as
+    transformers 4's question-answering pipeline scored them (transformers 5 has none): each
+    token's start and end logits
+    softmaxed over the context alone, a span's probability their product, at most
+    ``max_len`` tokens. ``logits`` [batch, positions, 2] (start, end); ``ids`` the prompt's."""
+    arr = np.asarray(logits, np.float64)
+    arr = arr[0] if arr.ndim == 3 else arr
+    row = np.asarray(ids).reshape(-1)
+    if arr.ndim != 2 or arr.shape[-1] != 2 or arr.shape[0] != row.size:
+        raise TokenizerError(
+            f"{value!r} has shape {list(np.shape(logits))}; a question-answering head gives a "
+            f"start and an end logit for each of the prompt's {row.size} tokens"
+        )
+    special = set(tokenizer.special_ids) if tokenizer is not None else set()
+    if tokenizer is not None:
+        special |= {
+            i for i in (tokenizer.bos_id, tokenizer.eos_id, tokenizer.pad_id) if i is not None
+        }
+    runs: list[tuple[int, int]] = []  # the prompt's texts: runs of ordinary tokens
+    for i, token in enumerate(row.tolist()):
+        if token in special:
+            continue
+        if runs and runs[-1][1] == i:
+            runs[-1] = (runs[-1][0], i + 1)
+        else:
+            runs.append((i, i + 1))
+    if not runs:
+        raise TokenizerError("the prompt holds no text tokens to answer from")
+    first, last = runs[1] if len(runs) > 1 else runs[0]  # the context: the second text
+    context = np.zeros(row.size, bool)
+    context[first:last] = True
+    probs = []
+    for column in (0, 1):  # the pipeline's softmax over the context (-10000 elsewhere)
+        x = np.where(context, arr[:, column], -10000.0)
+        e = np.exp(x - x.max())
+        probs.append(e / e.sum())
+    start, end = probs
+    outer = np.triu(np.outer(start, end)) - np.triu(np.outer(start, end), max_len)
+    order = np.argsort(-outer, axis=None, kind="stable")[: max(1, top)]
+    out: list[dict[str, Any]] = []
+    starts: list[int] = []
+    for flat in order:
+        s, e = divmod(int(flat), row.size)
+        if outer[s, e] <= 0:
+            break
+        text = tokenizer.decode(row[s : e + 1].tolist(), keep_special=False) if tokenizer else None
+        score = float(arr[s, 0] + arr[e, 1])
+        out.append(
+            {
+                "id": s,
+                "logit": score,
+                "prob": float(outer[s, e]),
+                "text": text,
+                "start": s,
+                "end": e,
+            }
+        )
+    which = "the prompt's second text" if len(runs) > 1 else "the prompt (one text: no question)"
+    note = (
+        f"answer spans of {which}, tokens {first}-{last - 1}, scored as the question-answering "
+        f"pipeline of transformers 4 scored them (start and end softmaxed over the context, "
+        f"their product; at most {max_len} tokens); id is the span's first token"
+    )
+    return Prediction(value, 0, starts[0] if starts else first, out, row.size, True, note)
+
+
 def _classified(
     value: str,
     batch: int,
@@ -184,7 +265,13 @@ def _classified(
     elif labels.scoring == "none":
         scores = [None] * row.size
         note = "a regression head: its logit is the score (no probability)"
-    if labels.per_token:
+    elif labels.scoring == "spans":
+        scores = [None] * row.size
+        note = (
+            "an extractive question-answering head's start and end logits at one token (no "
+            "probability: without a position, predict gives the best answer spans)"
+        )
+    if labels.per_token and labels.scoring != "spans":
         note += f"; a token classifier labels every position: these are position {pos}'s"
     out = [
         {"id": int(i), "logit": float(row[i]), "prob": scores[i], "text": labels.names[i]}

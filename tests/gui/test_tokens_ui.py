@@ -294,3 +294,35 @@ def test_a_classifier_trace_reads_its_labels(qtbot, zoo_artifact, tmp_path) -> N
     assert [r[0] for r in rows] == [repr(w[0]) for w in want]
     assert np.allclose([r[1] for r in rows], [w[1] for w in want], atol=1e-5)
     assert tab.summary.text().startswith("Most likely label at position 0:")
+
+
+@pytest.mark.realdata
+def test_a_question_answering_trace_finds_its_answers(qtbot, zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """The Tokens tab of an extractive QA head's logits lists answer spans of the context, the
+    same as `nneditor predict` (which tests/integration/test_classifiers.py checks against
+    transformers)."""
+    import json
+    import subprocess
+    import sys
+
+    from nneditor.ui.trace.overlay import TensorOverlay
+    from nneditor.ui.trace.store import load_run
+
+    snap = zoo_artifact("encoder-distilbert-squad")
+    question, context = "what does the model read", "the model reads every layer of tensors"
+    trace = _traced(snap, tmp_path, "--text", question, "--pair", context)
+    overlay = TensorOverlay(load_run(trace), "result_output")
+    qtbot.addWidget(overlay)
+    tab = overlay.tokens_tab
+    assert tab is not None and tab.action.text() == "Find answer spans"
+    tab.top.setValue(3)
+    shown = tab.inspect_predictions()
+    cli = subprocess.run(
+        [sys.executable, "-m", "nneditor", "predict", str(trace), "--top", "3", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert shown is not None and shown["top"] == json.loads(cli.stdout)["top"]
+    assert tab.table.item(0, 1).text() == f"{shown['top'][0]['start']}-{shown['top'][0]['end']}"
+    assert tab.summary.text().startswith("Best answer:")

@@ -295,3 +295,57 @@ def test_modernbert_masked_lm_equals_transformers(tmp_path: Path) -> None:
         drawn = {v for node in doc.graph.nodes for v in node.outputs}
     assert cfg.head and _rel(got, want) < 1e-5
     assert {"enc_output", "mlm_dense", "result_norm", "result_output"} <= set(values) <= drawn
+
+
+@pytest.mark.realdata
+def test_extractive_question_answering(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """tokenize --pair (question, context) -> trace -> predict gives the best answer spans:
+    the start and end logits equal transformers' DistilBertForQuestionAnswering, and the spans
+    are those a brute-force search finds under transformers 4's pipeline scoring (softmax over
+    the context's tokens, the product, at most 15 tokens)."""
+    snap = zoo_artifact("encoder-distilbert-squad")
+    question, context = "what does the model read", "the model reads every layer of tensors"
+    tok = tf.AutoTokenizer.from_pretrained(str(snap))
+    enc = tok(question, context)
+    ids_file, trace = tmp_path / "ids.npz", tmp_path / "trace"
+    said = _cli_json(
+        "tokenize",
+        str(snap),
+        "--text",
+        question,
+        "--pair",
+        context,
+        "--out",
+        str(ids_file),
+        "--json",
+    )
+    assert said["ids"] == enc["input_ids"]
+    r = nneditor_cli("trace", str(snap), "--inputs", str(ids_file), "--out", str(trace), "--yes")
+    assert r.returncode == 0, r.stderr
+    got = _cli_json("predict", str(trace), "--top", "3", "--json")
+    model = tf.AutoModelForQuestionAnswering.from_pretrained(str(snap)).eval()
+    with torch.no_grad():
+        out = model(torch.tensor([enc["input_ids"]]))
+    in_context = torch.tensor([s == 1 for s in enc.sequence_ids()]) & torch.tensor(
+        [t not in tok.all_special_ids for t in enc["input_ids"]]
+    )
+    start = torch.softmax(out.start_logits[0].double().masked_fill(~in_context, -10000), -1)
+    end = torch.softmax(out.end_logits[0].double().masked_fill(~in_context, -10000), -1)
+    n = len(enc["input_ids"])
+    spans = sorted(
+        ((float(start[s] * end[e]), s, e) for s in range(n) for e in range(s, min(n, s + 15))),
+        reverse=True,
+    )[:3]
+    assert [(t["start"], t["end"]) for t in got["top"]] == [(s, e) for _, s, e in spans]
+    assert np.allclose([t["prob"] for t in got["top"]], [p for p, _, _ in spans], atol=1e-6)
+    best = got["top"][0]
+    assert best["text"] == tok.decode(enc["input_ids"][best["start"] : best["end"] + 1])
+    assert "answer spans of the prompt's second text" in got["note"]
+    # one token's start and end logits with --position
+    one = _cli_json("predict", str(trace), "--position", "9", "--json")
+    assert [t["text"] for t in one["top"]] and {t["text"] for t in one["top"]} == {"start", "end"}
+    assert np.isclose(
+        {t["text"]: t["logit"] for t in one["top"]}["start"],
+        out.start_logits[0, 9].item(),
+        atol=1e-5,
+    )

@@ -34,6 +34,7 @@ from nneditor.errors import NNEditorError
 from nneditor.tokenize import TextTokenizer, load_tokenizer
 from nneditor.tokenize.predictions import (
     LOGIT_NAMES,
+    answer_spans,
     class_labels,
     decode_captured,
     mask_position,
@@ -114,6 +115,13 @@ class TokensTab(QWidget):
                 f"{names}"
             )
             self.source.setText(source)
+        #: an extractive QA head's prompt: its answer spans are read from it
+        self.prompt = prompt if self.labels and self.labels.scoring == "spans" else None
+        if self.prompt is not None:
+            self.source.setText(
+                "An extractive question-answering head: a start and an end logit per token; "
+                "its answers are spans of the prompt's second text (the context)"
+            )
         masked = mask_position(prompt, tok) if prompt is not None and not self.labels else None
         if masked is not None and masked < positions:  # a masked-language model: its mask
             self.position.setValue(masked)
@@ -129,6 +137,8 @@ class TokensTab(QWidget):
         self.keep_special.setChecked(True)
         logits = self.kind == "logits"
         asked = "Inspect class predictions" if self.labels else "Inspect next-token predictions"
+        if self.prompt is not None:
+            asked = "Find answer spans"
         self.action = QPushButton(asked if logits else "Decode captured tokens", self)
         self.action.clicked.connect(self.inspect_predictions if logits else self.decode_tokens)
         row = QHBoxLayout()
@@ -210,7 +220,41 @@ class TokensTab(QWidget):
         self.text.setPlainText(out["text"])
         return out
 
+    def _answer_spans(self) -> dict[str, Any] | None:
+        """An extractive QA head's best answers (the table lists spans, not tokens)."""
+        assert self.prompt is not None
+        try:
+            result = answer_spans(
+                self.array, self.name, self.prompt, self.tokenizer, self.top.value()
+            )
+        except NNEditorError as exc:
+            self.summary.setText(str(exc))
+            return None
+        if not result.top:
+            self.summary.setText(f"No answer span — {result.note}")
+            return result.as_dict()
+        best = result.top[0]
+        self.summary.setText(
+            f"Best answer: {best['text']!r} (tokens {best['start']}-{best['end']}, "
+            f"p = {best['prob']:.4f}) — {result.note}"
+        )
+        self.table.setHorizontalHeaderLabels(["Rank", "Tokens", "Probability", "Logit", "Answer"])
+        self.table.setRowCount(len(result.top))
+        for r, t in enumerate(result.top):
+            cells = (
+                str(r + 1),
+                f"{t['start']}-{t['end']}",
+                f"{t['prob']:.6f}",
+                f"{t['logit']:.4f}",
+                repr(t["text"]) if t["text"] is not None else "—",
+            )
+            for c, text in enumerate(cells):
+                self.table.setItem(r, c, QTableWidgetItem(text))
+        return result.as_dict()
+
     def inspect_predictions(self) -> dict[str, Any] | None:
+        if self.prompt is not None:
+            return self._answer_spans()
         try:
             result = predict(
                 self.array,
