@@ -86,6 +86,18 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
     return tuple(layers)
 
 
+def _decoder_classifier(config: Mapping[str, Any], cfg: DecoderConfig) -> DecoderConfig:
+    """A decoder with a classification head (LlamaForSequenceClassification, reward models;
+    ...ForTokenClassification): ``score`` over the final norm at the last token that is not
+    padding (every token for token classification), as transformers reads it."""
+    from nneditor.decoder.config_hf import classifier_head
+
+    head = classifier_head(config, cfg.names)
+    pad = config.get("pad_token_id")
+    head = dataclasses.replace(head, pooling="last", pad_id=pad if isinstance(pad, int) else -1)
+    return dataclasses.replace(cfg, classifier=head, notes=())
+
+
 def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import (
@@ -190,6 +202,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),
         }
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
+        if cfg.causal and cfg.classifier is None and "cls_out.weight" in cfg.names:
+            cfg = _decoder_classifier(config, cfg)
         if part is not None:
             cfg = dataclasses.replace(cfg, text_of=multimodal)
         mtp = sum(1 for n in names if n.startswith(MTP_PREFIXES))

@@ -18,9 +18,14 @@ F32 = np.float32
 
 
 def classify(
-    w: Weights, cfg: DecoderConfig, x: np.ndarray, emit: Callable[[str, np.ndarray], None]
+    w: Weights,
+    cfg: DecoderConfig,
+    x: np.ndarray,
+    emit: Callable[[str, np.ndarray], None],
+    ids: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The head's logits for the last hidden state ``x`` [positions, hidden]."""
+    """The head's logits for the last hidden state ``x`` [positions, hidden] of the prompt
+    ``ids``."""
     c = cfg.classifier
     assert c is not None
     rows = w.ref("cls_out.weight").shape[0]
@@ -30,12 +35,16 @@ def classify(
         )
     if c.per_token:
         h = x
-    else:  # the first position ([CLS]), or every position's mean (ModernBERT's "mean")
-        h = (
-            x.mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
-            if c.pooling == "mean"
-            else x[:1]
-        )
+    elif c.pooling == "mean":  # every position's mean (ModernBERT's "mean")
+        h = x.mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
+    elif c.pooling == "last":  # a decoder's: the last token that is not padding
+        at = x.shape[0] - 1
+        if ids is not None and c.pad_id >= 0:
+            real = np.flatnonzero(ids != c.pad_id)
+            at = int(real[-1]) if real.size else 0  # (transformers' argmax of an all-pad row)
+        h = x[at : at + 1]
+    else:  # the first position ([CLS], <s>)
+        h = x[:1]
     if w.has("cls_pool.weight"):  # a dense layer and its activation (and ModernBERT's norm)
         bias = "cls_pool.bias" if w.has("cls_pool.bias") else None
         pooled = w.linear("cls_pool.weight", h, bias)

@@ -353,9 +353,10 @@ class Classifier:
     per_token: bool
     activation: str
     labels: tuple[str, ...]
-    #: what a sequence head reads: the "first" position's state or the positions' "mean"
-    #: (ModernBERT's classifier_pooling)
+    #: what a sequence head reads: the "first" position's state, the positions' "mean"
+    #: (ModernBERT's classifier_pooling) or the "last" one that is not ``pad_id`` (a decoder's)
     pooling: str = "first"
+    pad_id: int = -1
 
 
 @dataclass(frozen=True)
@@ -578,11 +579,15 @@ class DecoderConfig:
             what = "token" if c.per_token else "sequence"
             count = f"{len(c.labels)} label logits ({shown})" if c.labels else "label logits"
             ends = f"its {what}-classification head's {count}"
-            bits[-1] = (
-                f"the decoder over the prompt shifted right, then {ends} at its last </s>"
-                if self.decoder_layers
-                else f"bidirectional attention, ends at {ends}"
-            )
+            if self.decoder_layers:
+                bits[-1] = (
+                    f"the decoder over the prompt shifted right, then {ends} at its last </s>"
+                )
+            elif self.causal:
+                where = "every token" if c.per_token else "the last token that is not padding"
+                bits.append(f"ends at {ends} at {where}")
+            else:
+                bits[-1] = f"bidirectional attention, ends at {ends}"
         d = self.disentangled
         if d is not None:
             terms = "+".join(t for t, on in (("c2p", d.c2p), ("p2c", d.p2c)) if on)

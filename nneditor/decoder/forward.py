@@ -199,10 +199,10 @@ def _forward(
         w.done_with(i)
         step()
     if cfg.classifier is not None and not cfg.decoder_layers:  # an encoder's classifier
-        if w.has("output_norm.weight"):  # (ModernBERT: its final norm first)
+        if w.has("output_norm.weight"):  # (ModernBERT, a decoder: the final norm first)
             x = _norm(w, cfg, "output_norm", x)
-            emit("enc_output", x[None])
-        logits = classify(w, cfg, x, emit)
+            emit("result_norm" if cfg.causal else "enc_output", x[None])
+        logits = classify(w, cfg, x, emit, ids)
         w.close()
         step()
         return logits

@@ -488,15 +488,17 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
 
     def head(self, top: dict[str, str], x: str, arch: str, headless: bool = False) -> None:
         headed = "mlm_dense.weight" in top or "cls_out.weight" in top
-        if headed and "output_norm.weight" in top:  # ModernBERT: the final norm, then a head
+        if headed and "output_norm.weight" in top:  # the final norm, then a head
+            encoder = arch in ("bert", "modern-bert")  # (ModernBERT; else a decoder's)
+            norm = "LayerNorm" if "output_norm.bias" in top or encoder else "RMSNorm"
             x = self.node(
                 "output_norm",
-                "LayerNorm",
+                norm,
                 [x],
-                "enc_output",
+                "enc_output" if encoder else "result_norm",
                 [top["output_norm.weight"], top.get("output_norm.bias", "")],
                 "norm",
-                "Final LayerNorm of the encoder, before its head (from tensor names).",
+                f"Final {norm}, before the classification or masked-LM head (from tensor names).",
             )
         if "mlm_dense.weight" in top:
             self._mlm_head(top, x)

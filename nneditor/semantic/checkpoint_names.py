@@ -122,6 +122,8 @@ HF_ARCH = {
     "bamba": "granitehybrid",  # llama.cpp converts Bamba as Granite 4.0-H
     "granitemoeshared": "granitemoe",  # Granite 3 MoE with a shared feed-forward
 }
+#: a decoder's classification head (LlamaForSequenceClassification, reward models: score)
+_SCORE = re.compile(r"^score\.(weight|bias)$")
 #: llama.cpp's classification head (rank pooling: rerankers, classifiers) -> the names the
 #: decoder and the graphs read (a pooling dense layer, the projection to the labels)
 RERANK_NAMES = {
@@ -560,6 +562,10 @@ def canonical_names(
     )
     for name in names:
         if name.endswith(BUFFERS):
+            continue
+        score = _SCORE.match(name)
+        if score:  # a decoder's classification head (...ForSequenceClassification)
+            mapped[f"cls_out.{score[1]}"] = name
             continue
         shared = (
             _SHARED_MLP_NAME.match(name)

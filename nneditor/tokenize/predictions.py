@@ -260,7 +260,8 @@ def _classified(
             "multi-label classifier: they need not sum to 1)"
             if row.size > 1
             else "the model's single logit through a sigmoid (a cross-encoder's relevance "
-            "score, as transformers' text-classification pipeline reports it)"
+            "score, a reward model's reward: as transformers' text-classification pipeline "
+            "reports it)"
         )
     elif labels.scoring == "none":
         scores = [None] * row.size

@@ -349,3 +349,52 @@ def test_extractive_question_answering(zoo_artifact, tmp_path) -> None:  # noqa:
         out.start_logits[0, 9].item(),
         atol=1e-5,
     )
+
+
+_DECODER = {
+    "vocab_size": 64,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 64,
+    "pad_token_id": 0,
+}
+#: decoders with a classification head: reward models and classifiers built on Llama, Qwen,
+#: GPT-2 (score over the final norm at the last token that is not padding)
+DECODERS: dict[str, Callable[[], Any]] = {
+    "llama-sequence": lambda: tf.LlamaForSequenceClassification(
+        tf.LlamaConfig(**_DECODER, num_labels=3)
+    ),
+    "llama-reward": lambda: tf.LlamaForSequenceClassification(
+        tf.LlamaConfig(**_DECODER, num_labels=1)
+    ),
+    "qwen2-token": lambda: tf.Qwen2ForTokenClassification(tf.Qwen2Config(**_DECODER, num_labels=4)),
+    "gpt2-sequence": lambda: tf.GPT2ForSequenceClassification(
+        tf.GPT2Config(vocab_size=64, n_embd=32, n_layer=2, n_head=4, num_labels=2, pad_token_id=0)
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(DECODERS))
+def test_decoder_classifiers_equal_transformers(tmp_path: Path, family: str) -> None:
+    """The head reads the last token that is not padding (a prompt padded at its end)."""
+    torch.manual_seed(0)
+    model = perturbed(DECODERS[family]().eval())
+    ids = [[1, 5, 9, 11, 17, 23, 0, 0]]
+    with torch.no_grad():
+        want = model(torch.tensor(ids)).logits.numpy()
+    model.save_pretrained(str(tmp_path))
+    want = want[:, None] if want.ndim == 2 else want
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        got = run_forward(doc, cfg, np.array(ids), values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+        c = cfg.classifier
+        assert c is not None
+        at_last = dataclasses.replace(cfg, classifier=dataclasses.replace(c, pad_id=-1))
+        padded = run_forward(doc, at_last, np.array(ids), lambda n, v: None)
+    assert got.shape == want.shape and _rel(got, want) < 1e-5
+    assert set(values) <= drawn and "result_norm" in values
+    assert (_rel(padded, want) > 1e-3) == (not c.per_token)  # the padding read instead
