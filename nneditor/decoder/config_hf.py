@@ -73,9 +73,12 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
     if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
         arch = "t5"  # T5ForConditionalGeneration: the encoder, then the decoder
     if arch is None:
+        kind = f"{model_type} snapshots" if model_type else "a snapshot stating no model_type"
         raise DecoderUnsupported(
-            f"the NumPy decoder runs {', '.join(sorted(HF_ARCH))} snapshots; this one's "
-            f"model_type is {model_type or 'not stated'}"
+            f"the NumPy decoder does not run {kind}: it runs {len(HF_ARCH)} text model families "
+            "(Llama, Mistral, Qwen, Gemma, Phi, GPT-2, BERT, RoBERTa, DeBERTa, T5, BART and more; "
+            "the README lists them). Its graph and weights can still be inspected; a tracer "
+            "plugin can add the family"
         )
     qconfig = config.get("quantization_config")
     if qconfig:
