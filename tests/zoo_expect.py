@@ -293,6 +293,7 @@ EXPECT: dict[str, E] = {
     "encoder-albert": {"format": "huggingface", **_lm(3)},
     "encoder-electra": {"format": "huggingface", **_lm(2)},
     "encoder-deberta-v3": {"format": "huggingface", **_lm(2)},
+    "encoder-esm2": {"format": "huggingface", **_lm(2)},
     # encoders fine-tuned as classifiers: sentiment, NLI, named entities
     "encoder-distilbert-sentiment": {"format": "huggingface", "positions": 1, **_lm(2)},
     "encoder-deberta-v3-nli": {"format": "huggingface", "positions": 1, **_lm(2)},

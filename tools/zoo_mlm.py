@@ -282,6 +282,49 @@ def _deberta_v3_snapshot(path: Path) -> None:
     save_file({**state, **side}, str(path / "model.safetensors"), metadata={"format": "pt"})
 
 
+ESM2 = "encoder-esm2"
+#: facebook/esm2_*'s vocabulary: specials, the residues, then <mask>
+_ESM_VOCAB = [
+    "<cls>", "<pad>", "<eos>", "<unk>", "L", "A", "G", "V", "S", "E", "R", "T", "I", "D", "P",
+    "K", "Q", "N", "F", "Y", "M", "H", "W", "C", "X", "B", "U", "Z", "O", ".", "-", "<null_1>",
+    "<mask>",
+]  # fmt: skip
+
+
+def _esm2_snapshot(path: Path) -> None:
+    """EsmForMaskedLM as facebook/esm2_t6_8M_UR50D ships it: rotary positions, token dropout,
+    the contact-prediction head beside the encoder, EsmTokenizer's vocab.txt (no
+    tokenizer.json)."""
+    import torch
+    import transformers as tf
+
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "vocab.txt").write_text("\n".join(_ESM_VOCAB) + "\n", encoding="utf-8")
+    tok = tf.EsmTokenizer(str(path / "vocab.txt"))
+    config = tf.EsmConfig(
+        vocab_size=len(_ESM_VOCAB),
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        max_position_embeddings=1026,
+        position_embedding_type="rotary",
+        token_dropout=True,
+        emb_layer_norm_before=False,
+        mask_token_id=32,
+        pad_token_id=1,
+        layer_norm_eps=1e-5,
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.EsmForMaskedLM(config).eval())
+    with torch.no_grad():  # sharp attention, as trained: the rotation then changes the values
+        for name, p in model.named_parameters():
+            if name.endswith(("self.query.weight", "self.key.weight")):
+                p.mul_(10)
+    model.save_pretrained(str(path))
+    tok.save_pretrained(str(path))
+
+
 def register(generator: Callable[..., Any]) -> None:
     """Add the masked-language models to the zoo (snapshots only: llama.cpp's converter drops
     the heads, and its BERT conversion is in the zoo already)."""
@@ -326,3 +369,9 @@ def register(generator: Callable[..., Any]) -> None:
         "DeBERTa-v3 with its masked-LM and replaced-token heads (as microsoft/deberta-v3-base: "
         "disentangled relative attention, 256 position buckets), tiny random weights",
     )(_deberta_v3_snapshot)
+    generator(
+        ESM2,
+        "transformers save_pretrained (EsmForMaskedLM) + EsmTokenizer's vocab.txt",
+        "ESM-2 protein language model (as facebook/esm2_t6_8M_UR50D: pre-norm, rotary, token "
+        "dropout, a contact head), tiny random weights, the real residue vocabulary",
+    )(_esm2_snapshot)

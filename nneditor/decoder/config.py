@@ -113,6 +113,7 @@ ARCHES = (
     "gptj",  # GPT-J (snapshots): parallel blocks, partial adjacent-pair RoPE (gptj.py)
     "codegen",  # CodeGen (snapshots): GPT-J's blocks, q/v/k fused in four groups (codegen.py)
     "xglm",  # XGLM (snapshots): OPT's blocks, scaled embeddings, fairseq sinusoids (xglm.py)
+    "esm",  # ESM-2 protein models (snapshots): pre-norm BERT with RoPE, token dropout (esm.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -458,6 +459,9 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
+    #: ESM's token dropout: the mask token's (this id's) embedding zeroed, the others scaled
+    #: by (1 - 0.12) / (1 - the prompt's share of mask tokens); -1: none
+    mask_dropout: int = -1
     #: DeBERTa-v2/v3: disentangled relative attention (None: none)
     disentangled: Disentangled | None = None
     #: a sequence- or token-classification head after the encoder (None: none)

@@ -42,7 +42,7 @@ from nneditor.semantic.checkpoint_names import (
     layer_count,
     llama_cpp_arch,
 )
-from nneditor.semantic.names_bert import BERT_SIDE_HEADS, bert_inner
+from nneditor.semantic.names_bert import BERT_SIDE_HEADS, ESM_SIDE, bert_inner
 
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}
@@ -658,6 +658,8 @@ def _hf_names(
     names, unplaced = canonical_names(arch, tensor_names, n_layers)
     if arch == "bert":  # the pooler and the next-sentence head are off the traced path
         unplaced = [n for n in unplaced if not bert_inner(n).startswith(BERT_SIDE_HEADS)]
+    if arch == "esm":  # (its contact-prediction head reads attention maps, off that path)
+        unplaced = [n for n in unplaced if not n.removeprefix("esm.").startswith(ESM_SIDE)]
     if unplaced:
         raise DecoderUnsupported(
             f"the snapshot's tensor {unplaced[0]!r} has no place in a {arch} decoder block; the "

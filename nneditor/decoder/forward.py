@@ -114,6 +114,11 @@ def _forward(
     if cfg.embed_scale != 1.0:
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("inp_scaled", x[None])
+    if cfg.mask_dropout >= 0:  # ESM: mask tokens zeroed, the rest scaled as in training
+        masked = ids == cfg.mask_dropout
+        x = np.where(masked[:, None], F32(0), x).astype(F32)
+        x = ((x * F32(1 - 0.15 * 0.8)) / F32(1 - masked.mean())).astype(F32)
+        emit("inp_dropout_scaled", x[None])
     if w.has("position_embd.weight"):
         at = positions + cfg.position_offset
         if cfg.position_pad >= 0:  # RoBERTa: non-padding tokens count on from the padding id

@@ -42,6 +42,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         #: layer reads except the ``unrotated`` ones (Llama 4's NoPE layers)
         self.rope_factors = ""
         self.unrotated: frozenset[int] = frozenset()
+        #: ESM's token dropout: the mask token's embedding zeroed, the others scaled
+        self.token_dropout = False
         self._rows = rows
 
     def rows(self, name: str) -> int | None:
@@ -90,6 +92,17 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             f"Embedding: token ids look up rows of {emb or 'token_embd.weight'} (from tensor "
             "names).",
         )
+        if self.token_dropout:
+            x = self.node(
+                "token_embd",
+                "Scale",
+                [x, "tokens"],
+                "inp_dropout_scaled",
+                [],
+                "embedding",
+                "ESM's token dropout: the mask token's embedding zeroed, the others scaled by "
+                "(1 - 0.12) / (1 - the prompt's share of mask tokens), as in training.",
+            )
         if "token_embd_in_proj.weight" in top:  # OPT-350m
             x = self.node(
                 "token_embd_in_proj",
@@ -489,7 +502,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
     def head(self, top: dict[str, str], x: str, arch: str, headless: bool = False) -> None:
         headed = "mlm_dense.weight" in top or "cls_out.weight" in top
         if headed and "output_norm.weight" in top:  # the final norm, then a head
-            encoder = arch in ("bert", "modern-bert")  # (ModernBERT; else a decoder's)
+            encoder = arch in ("bert", "modern-bert", "esm")  # (else a decoder's)
             norm = "LayerNorm" if "output_norm.bias" in top or encoder else "RMSNorm"
             x = self.node(
                 "output_norm",

@@ -190,6 +190,7 @@ def _decoder_graph(
     parallel: bool = False,
     unrotated: frozenset[int] = frozenset(),
     headless: bool = False,
+    token_dropout: bool = False,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
@@ -199,6 +200,7 @@ def _decoder_graph(
     if arch != "gemma4":  # (Gemma 4's full-attention layers read them: gemma4_block)
         b.rope_factors = top.get("rope_freqs.weight", "")
     b.unrotated = unrotated
+    b.token_dropout = token_dropout
     if arch == "falcon-h1":  # llama.cpp names its feed-forward norm without ".weight"
         blocks = {i: {with_weight_suffix(k): v for k, v in t.items()} for i, t in blocks.items()}
     if arch == "olmo":  # OLMo's LayerNorms have no weights: drawn where they apply all the same
@@ -396,7 +398,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         llama_cpp_arch,
         text_part,
     )
-    from nneditor.semantic.names_bert import BERT_SIDE_HEADS, bert_inner
+    from nneditor.semantic.names_bert import BERT_SIDE_HEADS, ESM_SIDE, bert_inner
     from nneditor.semantic.names_unconverted import bart_has_head, opt_norm_keys
 
     part = text_part(config, doc.tensors.keys())  # Gemma 4: its text decoder, towers aside
@@ -475,6 +477,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         vocab,
         parallel,
         headless=headless,
+        token_dropout=arch == "esm" and bool(config.get("token_dropout")),
     )
     classes = " ".join(str(c) for c in config.get("architectures") or [])
     sequence = "ForSequenceClassification" in classes or (
@@ -491,6 +494,13 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             f"(or audio) side ({towers}) are listed with the weights but not drawn"
         )
     side = [n for n in unplaced if arch == "bert" and bert_inner(n).startswith(BERT_SIDE_HEADS)]
+    contact = [n for n in unplaced if arch == "esm" and n.removeprefix("esm.").startswith(ESM_SIDE)]
+    if contact:
+        doc.notes.append(
+            f"its contact-prediction head ({len(contact)} tensors), which reads the attention "
+            "maps, is not drawn: the drawn path to the logits does not pass through it; its "
+            "tensors are listed with the weights"
+        )
     if side:
         doc.notes.append(
             f"its pooler and pre-training heads beside the encoder ({len(side)} tensors: "

@@ -165,3 +165,61 @@ def bert_names(
         else:
             mapped.setdefault(key, name)  # (the bias's second name: the same values)
     return mapped, unplaced
+
+
+#: ESM's layers (BERT's names with a norm before each half) and its embeddings' and stack's
+#: norms (esm. stripped)
+_ESM_PARTS = {
+    "attention.self.query": "attn_q",
+    "attention.self.key": "attn_k",
+    "attention.self.value": "attn_v",
+    "attention.output.dense": "attn_output",
+    "attention.LayerNorm": "attn_norm",
+    "intermediate.dense": "ffn_up",
+    "output.dense": "ffn_down",
+    "LayerNorm": "ffn_norm",
+}
+_ESM_TOP = {
+    "embeddings.word_embeddings.weight": "token_embd.weight",
+    "embeddings.position_embeddings.weight": "position_embd.weight",  # ESM-1b's
+    "embeddings.layer_norm.weight": "token_embd_norm.weight",
+    "embeddings.layer_norm.bias": "token_embd_norm.bias",
+    "encoder.emb_layer_norm_after.weight": "output_norm.weight",
+    "encoder.emb_layer_norm_after.bias": "output_norm.bias",
+}
+#: what ESM checkpoints keep beside the weights the forward pass reads
+_ESM_BUFFERS = ("rotary_embeddings.inv_freq", "position_ids")
+#: ESM's contact-prediction head (over the attention maps): beside the traced path
+ESM_SIDE = ("contact_head.",)
+
+
+def esm_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """ESM-2's names as the decoder reads them; its contact-prediction head stays unplaced
+    (listed beside the encoder)."""
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    pool = _classifier_pool({n.removeprefix("esm.") for n in names})
+    for name in names:
+        inner = name.removeprefix("esm.")
+        module, _, kind = inner.rpartition(".")
+        if module.endswith(("LayerNorm", "layer_norm")) and kind in _TF_NORM_NAMES:
+            kind = _TF_NORM_NAMES[kind]  # (ESM checkpoints keep gamma and beta)
+            inner = f"{module}.{kind}"
+        layer = _ENCODER_LAYER.match(inner)
+        if inner.endswith(_ESM_BUFFERS):
+            continue
+        if layer and layer[2] in _ESM_PARTS:
+            mapped[f"blk.{layer[1]}.{_ESM_PARTS[layer[2]]}.{layer[3]}"] = name
+        elif inner in _ESM_TOP:
+            mapped[_ESM_TOP[inner]] = name
+        elif inner in _MLM_BIAS:
+            mapped["output.bias"] = name
+        elif module in MLM_HEAD and kind in ("weight", "bias"):
+            mapped[f"{MLM_HEAD[module]}.{kind}"] = name
+        elif module in _CLS_OUT and kind in ("weight", "bias"):
+            mapped[f"cls_out.{kind}"] = name
+        elif pool and module == pool and kind in ("weight", "bias"):
+            mapped[f"cls_pool.{kind}"] = name
+        else:
+            unplaced.append(name)
+    return mapped, unplaced

@@ -36,6 +36,15 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
     from tokenizers import Tokenizer
 
     folder = path if path.is_dir() else path.parent
+    if (
+        path.is_dir()
+        and not (folder / "tokenizer.json").is_file()
+        and (folder / "vocab.txt").is_file()
+        and _config(folder).get("tokenizer_class") == "EsmTokenizer"
+    ):  # ESM's protein vocabulary (no tokenizer.json in its releases)
+        from nneditor.tokenize.esm_vocab import esm_tokenizer
+
+        return esm_tokenizer(folder)
     spm = path if path.is_file() and path.suffix == ".model" else folder / SPM_FILE
     if (path.is_file() and path.suffix == ".model") or (
         path.is_dir() and not (folder / "tokenizer.json").is_file() and spm.is_file()
