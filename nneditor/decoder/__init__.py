@@ -86,6 +86,22 @@ def _xielu_tensors(cfg: DecoderConfig, doc: Document) -> tuple[Xielu, ...]:
     return tuple(layers)
 
 
+def _with_pooling(cfg: DecoderConfig, doc: Document) -> DecoderConfig:
+    """An encoder snapshot with sentence-transformers' modules.json: its sentence embedding
+    after the last hidden state (sentence_pooling.py)."""
+    from pathlib import Path
+
+    from nneditor.semantic.sentence_pooling import read_pooling
+
+    folder = Path(doc.path)
+    pooling = read_pooling(folder if folder.is_dir() else folder.parent)
+    if pooling is None:
+        return cfg
+    said = f"the sentence embedding is computed after the last hidden state: {pooling.describe()}"
+    kept = tuple(n for n in cfg.notes if "sentence embedding" not in n)
+    return dataclasses.replace(cfg, pooling=pooling, notes=(*kept, said))
+
+
 def _decoder_classifier(config: Mapping[str, Any], cfg: DecoderConfig) -> DecoderConfig:
     """A decoder with a classification head (LlamaForSequenceClassification, reward models;
     ...ForTokenClassification): ``score`` over the final norm at the last token that is not
@@ -206,6 +222,8 @@ def decoder_config(doc: Document) -> DecoderConfig:
         cfg = hf_family.get(common["arch"], from_hf)(config, common)
         if cfg.causal and cfg.classifier is None and "cls_out.weight" in cfg.names:
             cfg = _decoder_classifier(config, cfg)
+        if not cfg.head and cfg.classifier is None and not cfg.decoder_layers:
+            cfg = _with_pooling(cfg, doc)
         if part is not None:
             cfg = dataclasses.replace(cfg, text_of=multimodal)
         mtp = sum(1 for n in names if n.startswith(MTP_PREFIXES))

@@ -30,6 +30,7 @@ from typing import Any
 from nneditor.decoder.hadamard import Hadamard
 from nneditor.decoder.rope_scaling import RopeScaling
 from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.sentence_pooling import SentencePooling
 
 ARCHES = (
     "llama",
@@ -459,6 +460,9 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
+    #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
+    #: state; None: none
+    pooling: SentencePooling | None = None
     #: ESM's token dropout: the mask token's (this id's) embedding zeroed, the others scaled
     #: by (1 - 0.12) / (1 - the prompt's share of mask tokens); -1: none
     mask_dropout: int = -1

@@ -35,6 +35,7 @@ from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, Dec
 from nneditor.decoder.rope_scaling import dynamic_theta
 from nneditor.decoder.weights import Weights
 from nneditor.platform.allocator import reuse_freed_arrays
+from nneditor.semantic import sentence_pooling
 from nneditor.semantic.checkpoint_names import ffn_norm_value
 
 if TYPE_CHECKING:
@@ -215,6 +216,11 @@ def _forward(
         if w.has("output_norm.weight"):  # (EmbeddingGemma's, after its final norm)
             x = _norm(w, cfg, "output_norm", x)
             emit("result_norm", x[None])
+        if cfg.pooling is not None:  # sentence-transformers' modules: the sentence embedding
+            v = sentence_pooling.pool(x, cfg.pooling)
+            emit("sentence_pooled", v[None])
+            if cfg.pooling.normalize:
+                emit("sentence_embedding", sentence_pooling.unit(v)[None])
         w.close()
         step()
         return x[None]

@@ -16,6 +16,7 @@ from nneditor.semantic.checkpoint_gemma3n import Gemma3nParts
 from nneditor.semantic.checkpoint_mixers import HybridMixers, attention_text
 from nneditor.semantic.checkpoint_names import ffn_norm_value
 from nneditor.semantic.graph_builder import DOMAIN
+from nneditor.semantic.sentence_pooling import SentencePooling
 
 #: families whose LayerNorm has a weight but no bias (a bias-less norm is RMSNorm elsewhere)
 _BIASLESS_LN = frozenset({"command-r", "cohere2", "olmo", "modern-bert"})
@@ -554,6 +555,30 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         if headless or arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):
             return  # embedders, text encoders, base models: the final norm's output is theirs
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
+
+    def sentence_pooling(self, pooling: SentencePooling) -> None:
+        """sentence-transformers' Pooling (and Normalize) after the last value drawn."""
+        x = self.graph.nodes[-1].outputs[0]
+        x = self.node(
+            "sentence_pool",
+            "Pooling",
+            [x],
+            "sentence_pooled",
+            [],
+            "head",
+            f"Sentence embedding: {pooling.describe()} (from modules.json).",
+            mode=pooling.mode,
+        )
+        if pooling.normalize:
+            self.node(
+                "sentence_normalize",
+                "Normalize",
+                [x],
+                "sentence_embedding",
+                [],
+                "head",
+                "The sentence embedding at unit length (sentence-transformers' Normalize).",
+            )
 
     def _classifier_head(self, top: dict[str, str], x: str) -> None:
         """A sequence-classification head (the first position through a pooling layer) or a

@@ -35,6 +35,7 @@ from nneditor.semantic.checkpoint_names import (
     with_aliases,
     with_weight_suffix,
 )
+from nneditor.semantic.sentence_pooling import SentencePooling, read_pooling
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -191,6 +192,7 @@ def _decoder_graph(
     unrotated: frozenset[int] = frozenset(),
     headless: bool = False,
     token_dropout: bool = False,
+    pooling: SentencePooling | None = None,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
@@ -232,10 +234,18 @@ def _decoder_graph(
         for i in sorted(blocks):
             x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
     b.head(top, x, arch, headless)
+    if pooling is not None and b.graph.nodes[-1].outputs[0] != "result_output":
+        b.sentence_pooling(pooling)  # an encoder's sentence embedding (modules.json)
     g = b.finish()
     g.opsets = {}
     _value_types(g, hidden, vocab, b.widths)
     return g
+
+
+def _pooling_of(doc: Document) -> SentencePooling | None:
+    """The sentence-transformers pooling stated beside a snapshot (modules.json)."""
+    folder = Path(doc.path)
+    return read_pooling(folder if folder.is_dir() else folder.parent)
 
 
 def _one_row(g: Graph) -> None:
@@ -478,7 +488,12 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         parallel,
         headless=headless,
         token_dropout=arch == "esm" and bool(config.get("token_dropout")),
+        pooling=_pooling_of(doc),
     )
+    if "sentence_pooled" in g.value_info:  # (one row: the sentence's)
+        for name in ("sentence_pooled", "sentence_embedding"):
+            if name in g.value_info:
+                g.value_info[name] = ValueInfo(name, "float32", (1, 1, width))
     classes = " ".join(str(c) for c in config.get("architectures") or [])
     sequence = "ForSequenceClassification" in classes or (
         "ForTokenClassification" not in classes and "cls_pool.weight" in top
