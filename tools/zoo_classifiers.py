@@ -20,6 +20,7 @@ NER = "encoder-bert-ner"
 CROSS_ENCODER = "encoder-bert-cross-encoder"
 RERANKER = "encoder-xlmr-reranker"
 QA = "encoder-distilbert-squad"
+VIT = "vision-vit"
 
 _NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
@@ -139,6 +140,59 @@ def _qa_snapshot(path: Path) -> None:
     _wordpiece(path)
 
 
+def _vit_snapshot(path: Path) -> None:
+    """ViTForImageClassification as google/vit-base-patch16-224 ships it (transformers 4's
+    names, as the release stores them), in small: 32x32 images in 8x8 patches, ten labels,
+    its preprocessor_config.json."""
+    import json
+
+    import torch
+    import transformers as tf
+    from safetensors.torch import save_file
+
+    labels = ["tench", "goldfish", "great white shark", "tiger shark", "hammerhead", "ray",
+              "cock", "hen", "ostrich", "brambling"]  # fmt: skip
+    config = tf.ViTConfig(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=128,
+        image_size=32,
+        patch_size=8,
+        **_labelled(labels),
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.ViTForImageClassification(config).eval())
+    model.save_pretrained(str(path))
+    renames = {  # the release's (transformers 4) names
+        "attention.q_proj": "attention.attention.query",
+        "attention.k_proj": "attention.attention.key",
+        "attention.v_proj": "attention.attention.value",
+        "attention.o_proj": "attention.output.dense",
+        "mlp.fc1": "intermediate.dense",
+        "mlp.fc2": "output.dense",
+    }
+    state = {}
+    for name, value in model.state_dict().items():
+        name = name.replace("vit.layers.", "vit.encoder.layer.")
+        for new, old in renames.items():
+            name = name.replace(f".{new}.", f".{old}.")
+        state[name] = value.contiguous()
+    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
+    processor = {
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "image_processor_type": "ViTImageProcessor",
+        "resample": 2,
+        "rescale_factor": 1 / 255,
+        "size": {"height": 32, "width": 32},
+    }
+    (path / "preprocessor_config.json").write_text(json.dumps(processor, indent=2))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the classifiers to the zoo (snapshots, and llama.cpp's conversion of a reranker)."""
     from zoo_decoders import convert
@@ -173,6 +227,12 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "DistilBERT extractive question answering (as distilbert-base-cased-distilled-squad: "
         "start and end logits per token), tiny random weights, the real WordPiece vocabulary",
     )(_qa_snapshot)
+    generator(
+        VIT,
+        "transformers save_pretrained (ViTForImageClassification), the release's names",
+        "Vision Transformer image classifier (as google/vit-base-patch16-224, in small: 32x32 "
+        "images, 8x8 patches, ten ImageNet labels), tiny random weights",
+    )(_vit_snapshot)
     generator(
         RERANKER,
         "transformers save_pretrained (XLMRobertaForSequenceClassification, one label)",

@@ -265,7 +265,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         out["note"] = (out["note"] + "; " if out["note"] else "") + said
     if entry.get("status") == "partial":
         out["note"] = (out["note"] + "; " if out["note"] else "") + "the value is partial"
-    if why:
+    if why and labels is None:  # (a classifier's labels need no vocabulary)
         out["note"] = (out["note"] + "; " if out["note"] else "") + why
     if args.json:
         print_json(out)

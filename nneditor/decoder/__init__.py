@@ -133,6 +133,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         opt,
         qwen35,
         t5,
+        vit,
         xglm,
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
@@ -215,6 +216,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             codegen.ARCH: codegen.from_hf,
             xglm.ARCH: xglm.from_hf,
             esm.ARCH: esm.from_hf,
+            vit.ARCH: vit.from_hf,
             mamba2.NEMOTRON_H: mamba2.nemotron_h_from_hf,
             mamba2.NEMOTRON_H_MOE: mamba2.nemotron_h_from_hf,
             **dict.fromkeys(qwen35.ARCHES, qwen35.from_hf),

@@ -115,6 +115,7 @@ ARCHES = (
     "codegen",  # CodeGen (snapshots): GPT-J's blocks, q/v/k fused in four groups (codegen.py)
     "xglm",  # XGLM (snapshots): OPT's blocks, scaled embeddings, fairseq sinusoids (xglm.py)
     "esm",  # ESM-2 protein models (snapshots): pre-norm BERT with RoPE, token dropout (esm.py)
+    "vit",  # Vision Transformers (snapshots): patches of an image, pre-norm blocks (vit.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -460,6 +461,8 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
+    #: a vision transformer's image (decoder/vit.py: vit.Vision); None: the input is token ids
+    vision: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -513,10 +516,13 @@ class DecoderConfig:
         return bool(self.nope_layers) and self.nope_layers[i]
 
     def describe(self) -> str:
+        v = self.vision
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",
             f"{self.n_heads} heads" + (f" / {self.n_kv_heads} key-value" if self.gqa else ""),
-            f"vocabulary {self.vocab:,}",
+            f"vocabulary {self.vocab:,}"
+            if v is None
+            else f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches",
         ]
         if self.mamba2 is not None:
             m = self.mamba2

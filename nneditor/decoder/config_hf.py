@@ -571,8 +571,9 @@ def classifier_head(config: Mapping[str, Any], names: Mapping[str, str]) -> Clas
     it, its labels in id order (config.json's id2label)."""
     kind = str(config.get("model_type") or "")
     classes = " ".join(str(a) for a in config.get("architectures") or [])
+    whole = ("ForSequenceClassification", "ForImageClassification")  # one row: the first's
     per_token = "ForTokenClassification" in classes or (
-        "ForSequenceClassification" not in classes and "cls_pool.weight" not in names
+        not any(c in classes for c in whole) and "cls_pool.weight" not in names
     )
     if "ForQuestionAnswering" in classes:  # extractive QA: a start and an end logit per token
         return Classifier(per_token=True, activation="tanh", labels=("start", "end"))

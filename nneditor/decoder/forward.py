@@ -29,6 +29,7 @@ from nneditor.decoder import (
     ops,
     prefetch,
     t5,
+    vit,
 )
 from nneditor.decoder.classify import classify
 from nneditor.decoder.config import FFN_NORM_AFTER_ATTENTION, DecoderConfig, DecoderUnsupported
@@ -57,8 +58,16 @@ def run_forward(
     cancelled: Callable[[], bool] | None = None,
     token_types: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Run ``tokens`` ([1, seq] ids) through the model; returns the logits [1, seq, vocab].
-    ``token_types`` ([1, seq]): BERT's segment of each token (0 everywhere when None)."""
+    """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
+    returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
+    token (0 everywhere when None)."""
+    if cfg.vision is not None:
+        reuse_freed_arrays()
+        w = Weights(doc, cfg)
+        try:
+            return _vision_forward(w, cfg, np.asarray(tokens, F32), emit)
+        finally:
+            w.close()
     ids = np.asarray(tokens)
     if ids.ndim != 2 or ids.shape[0] != 1 or ids.shape[1] < 1:
         raise DecoderUnsupported(f"token ids must be [1, seq], given {list(ids.shape)}")
@@ -77,6 +86,23 @@ def run_forward(
         return _forward(w, cfg, ids, emit, progress, cancelled, types)
     finally:
         w.close()
+
+
+def _vision_forward(w: Weights, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.ndarray:
+    """A vision transformer: the image's patches and class token through the blocks, the final
+    norm, then its classifier (or the last hidden state)."""
+    x = vit.embed(w, cfg, pixels, emit)
+    positions = np.arange(x.shape[0])
+    none = np.zeros(0, F32)
+    for i in range(cfg.n_layers):
+        x = _block(w, cfg, i, x, positions, none, False, emit)
+        w.done_with(i)
+    if w.has("output_norm.weight"):
+        x = _norm(w, cfg, "output_norm", x)
+        emit("enc_output" if cfg.classifier is not None else "result_norm", x[None])
+    if cfg.classifier is None:
+        return x[None]
+    return classify(w, cfg, x, emit)
 
 
 def _forward(

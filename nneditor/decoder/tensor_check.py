@@ -136,6 +136,11 @@ _TOP_KEYS = {
     "cls_out.weight",
     "cls_out.bias",
     "cls_norm.weight",  # (ModernBERT: its head normalises after the dense layer)
+    # ViT: the patch embedding, the class token, the position table
+    "patch_embd.weight",
+    "patch_embd.bias",
+    "cls_token.weight",
+    "patch_pos.weight",
     "cls_norm.bias",
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",
@@ -247,7 +252,7 @@ def check_tensors(cfg: DecoderConfig) -> None:
                 f"tensor {cfg.names[key]!r} belongs to layer {m.group(1)}, but the model states "
                 f"{cfg.n_layers} layers"
             )
-    if "token_embd.weight" not in cfg.names:
+    if "token_embd.weight" not in cfg.names and cfg.vision is None:  # (ViT: patches)
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
     if cfg.arch == "bert":  # its embeddings: words, positions, segment 0, then a LayerNorm
         # (DistilBERT has no token types: none are added, as transformers does; DeBERTa-v3

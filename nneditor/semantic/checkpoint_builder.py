@@ -80,6 +80,30 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         self.graph.nodes.append(node)
         return output
 
+    def vision_embedding(self, top: dict[str, str], channels: int, size: int, patch: int) -> str:
+        """A vision transformer's input: the image's patches projected, the class token first,
+        the learned positions added (decoder/vit.py ``embed``)."""
+        self.graph.inputs.append(ValueInfo("pixel_values", "float32", (1, channels, size, size)))
+        x = self.node(
+            "patch_embd",
+            "Conv",
+            ["pixel_values"],
+            "inp_patches",
+            [top.get("patch_embd.weight", ""), top.get("patch_embd.bias", "")],
+            "embedding",
+            f"Patch embedding: each {patch}x{patch} patch of the image projected to the hidden "
+            "size (a convolution whose stride is its kernel) (from tensor names).",
+        )
+        return self.node(
+            "patch_pos",
+            "Add",
+            [x],
+            "inp_embd_pos",
+            [top.get("cls_token.weight", ""), top.get("patch_pos.weight", "")],
+            "embedding",
+            "The class token first, then the learned position table added (from tensor names).",
+        )
+
     def embedding(self, top: dict[str, str], arch: str = "") -> str:
         self.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
         emb = top.get("token_embd.weight")
@@ -503,7 +527,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
     def head(self, top: dict[str, str], x: str, arch: str, headless: bool = False) -> None:
         headed = "mlm_dense.weight" in top or "cls_out.weight" in top
         if headed and "output_norm.weight" in top:  # the final norm, then a head
-            encoder = arch in ("bert", "modern-bert", "esm")  # (else a decoder's)
+            encoder = arch in ("bert", "modern-bert", "esm", "vit")  # (else a decoder's)
             norm = "LayerNorm" if "output_norm.bias" in top or encoder else "RMSNorm"
             x = self.node(
                 "output_norm",
@@ -522,6 +546,9 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             return
         if "output_norm.weight" not in top and "output.weight" not in top and arch != "opt":
             return  # an encoder (BERT): the last block's output is the model's output
+        if arch == "vit":  # ViTModel: its final LayerNorm is its last hidden state
+            self.layer_norm("output_norm", x, "result_norm", top, "Final LayerNorm.")
+            return
         norm = "LayerNorm" if "output_norm.bias" in top or arch in _BIASLESS_LN else "RMSNorm"
         if "output_norm.weight" in top or arch != "opt":  # (OPT-350m has no final norm)
             x = self.node(

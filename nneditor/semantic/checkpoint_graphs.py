@@ -193,6 +193,7 @@ def _decoder_graph(
     headless: bool = False,
     token_dropout: bool = False,
     pooling: SentencePooling | None = None,
+    image: tuple[int, int, int] | None = None,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
@@ -213,7 +214,7 @@ def _decoder_graph(
     if arch in ("lfm2", "lfm2moe") and "token_embd_norm.weight" in top:  # LFM2's last norm
         top = {**top, "output_norm.weight": top["token_embd_norm.weight"]}
         del top["token_embd_norm.weight"]
-    x = b.embedding(top, arch)
+    x = b.vision_embedding(top, *image) if image else b.embedding(top, arch)
     if arch == "gemma3n":
         ple_in = b.gemma4_inputs(top, x) or ""
         coefs = b.rows(blocks[min(blocks)].get("altup_predict_coef.weight", "")) or 16
@@ -240,6 +241,12 @@ def _decoder_graph(
     g.opsets = {}
     _value_types(g, hidden, vocab, b.widths)
     return g
+
+
+def _image_of(config: Mapping[str, Any]) -> tuple[int, int, int]:
+    """(channels, size, patch) of a vision transformer's image."""
+    channels = int(config.get("num_channels") or 3)
+    return channels, int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
 
 
 def _pooling_of(doc: Document) -> SentencePooling | None:
@@ -438,7 +445,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
             blocks.setdefault(int(m.group(1)), {})[m.group(2)] = name
         else:
             top[key] = name
-    if not blocks or "token_embd.weight" not in top:
+    if not blocks or ("token_embd.weight" not in top and "patch_embd.weight" not in top):
         return None
     if "rel_embd.weight" in top:  # DeBERTa: every layer's attention reads the shared table
         table = {k: v for k, v in top.items() if k.startswith("rel_embd")}
@@ -489,15 +496,16 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         headless=headless,
         token_dropout=arch == "esm" and bool(config.get("token_dropout")),
         pooling=_pooling_of(doc),
+        image=_image_of(config) if arch == "vit" else None,
     )
     if "sentence_pooled" in g.value_info:  # (one row: the sentence's)
         for name in ("sentence_pooled", "sentence_embedding"):
             if name in g.value_info:
                 g.value_info[name] = ValueInfo(name, "float32", (1, 1, width))
     classes = " ".join(str(c) for c in config.get("architectures") or [])
-    sequence = "ForSequenceClassification" in classes or (
-        "ForTokenClassification" not in classes and "cls_pool.weight" in top
-    )
+    sequence = any(
+        k in classes for k in ("ForSequenceClassification", "ForImageClassification")
+    ) or ("ForTokenClassification" not in classes and "cls_pool.weight" in top)
     if "cls_out.weight" in top and sequence:  # one row: the pooled position's
         _one_row(g)
     used = set(g.initializers)

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from nneditor.semantic.names_bert import bert_names, esm_names
+from nneditor.semantic.names_bert import bert_names, esm_names, vit_names
 from nneditor.semantic.names_unconverted import (
     CODEGEN_PARTS,
     GPT_NEO_PARTS,
@@ -84,6 +84,7 @@ HF_ARCH = {
     "codegen": "codegen",  # CodeGen: GPT-J's blocks, q/v/k fused in four groups
     "xglm": "xglm",  # XGLM: OPT's blocks under OPT's names, fairseq's sinusoids
     "esm": "esm",  # ESM-2 protein language models: pre-norm BERT with RoPE
+    "vit": "vit",  # Vision Transformers (google/vit-*): image patches, pre-norm blocks
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -542,6 +543,8 @@ def canonical_names(
         return xglm_names(list(names))
     if arch == "esm":
         return esm_names(list(names))
+    if arch == "vit":
+        return vit_names(list(names))
     if arch in ("gpt-neo", "gptj", "codegen"):
         parts = {"gpt-neo": GPT_NEO_PARTS, "gptj": GPTJ_PARTS, "codegen": CODEGEN_PARTS}[arch]
         return eleuther_names(list(names), parts)

@@ -223,3 +223,51 @@ def esm_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
         else:
             unplaced.append(name)
     return mapped, unplaced
+
+
+#: ViT's layers under transformers 4's names (the releases) and 5's (vit.layers.N...)
+_VIT_LAYER = re.compile(r"^(?:encoder\.layer|layers)\.(\d+)\.(.+)\.(weight|bias)$")
+_VIT_PARTS = {
+    "layernorm_before": "attn_norm",
+    "attention.attention.query": "attn_q",
+    "attention.attention.key": "attn_k",
+    "attention.attention.value": "attn_v",
+    "attention.output.dense": "attn_output",
+    "attention.q_proj": "attn_q",
+    "attention.k_proj": "attn_k",
+    "attention.v_proj": "attn_v",
+    "attention.o_proj": "attn_output",
+    "layernorm_after": "ffn_norm",
+    "intermediate.dense": "ffn_up",
+    "output.dense": "ffn_down",
+    "mlp.fc1": "ffn_up",
+    "mlp.fc2": "ffn_down",
+}
+_VIT_TOP = {
+    "embeddings.cls_token": "cls_token.weight",
+    "embeddings.position_embeddings": "patch_pos.weight",
+    "embeddings.patch_embeddings.projection.weight": "patch_embd.weight",
+    "embeddings.patch_embeddings.projection.bias": "patch_embd.bias",
+    "layernorm.weight": "output_norm.weight",
+    "layernorm.bias": "output_norm.bias",
+    "classifier.weight": "cls_out.weight",
+    "classifier.bias": "cls_out.bias",
+}
+#: ViTModel's pooler (the class token through tanh: pooler_output), beside the traced path
+VIT_SIDE = ("pooler.",)
+
+
+def vit_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A ViT snapshot's names as the decoder reads them (vit. stripped)."""
+    mapped: dict[str, str] = {}
+    unplaced: list[str] = []
+    for name in names:
+        inner = name.removeprefix("vit.")
+        layer = _VIT_LAYER.match(inner)
+        if layer and layer[2] in _VIT_PARTS:
+            mapped[f"blk.{layer[1]}.{_VIT_PARTS[layer[2]]}.{layer[3]}"] = name
+        elif inner in _VIT_TOP:
+            mapped[_VIT_TOP[inner]] = name
+        elif not inner.startswith(VIT_SIDE):
+            unplaced.append(name)
+    return mapped, unplaced

@@ -107,7 +107,7 @@ class Labels:
 
 
 #: model classes whose logits are one per label
-_CLASSIFIERS = ("ForSequenceClassification", "ForTokenClassification")
+_CLASSIFIERS = ("ForSequenceClassification", "ForTokenClassification", "ForImageClassification")
 
 
 def class_labels(model: Path) -> Labels | None:

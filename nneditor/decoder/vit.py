@@ -1,0 +1,105 @@
+"""Vision Transformers (google/vit-base-patch16-224 and its fine-tunes: ViTModel,
+ViTForImageClassification), which llama.cpp does not convert.
+
+The image [1, channels, height, width] is cut into patches, each projected by the patch
+embedding (a convolution whose stride is its kernel: a matrix over the flattened patch), a
+learned class token goes first and the learned position table is added; then pre-norm blocks
+(LayerNorm before the attention and before the GELU feed-forward), the final LayerNorm, and a
+classifier over the class token. The values are the pixel values as given: resizing and
+normalising an image (preprocessor_config.json) happen before.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+
+ARCH = "vit"
+F32 = np.float32
+_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
+
+
+@dataclass(frozen=True)
+class Vision:
+    """The image a vision transformer reads: ``channels`` x ``size`` x ``size`` pixels in
+    ``patch`` x ``patch`` patches."""
+
+    size: int
+    patch: int
+    channels: int
+
+
+def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    act = str(config.get("hidden_act") or "gelu")
+    if act not in _ACTIVATIONS:
+        raise DecoderUnsupported(f"ViT activation {act!r} is not implemented")
+    size, patch = int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
+    if size % patch:
+        raise DecoderUnsupported(
+            f"this ViT's image size {size} is not a multiple of its patch {patch}"
+        )
+    names = common["names"]
+    classifier = None
+    if "cls_out.weight" in names:
+        from nneditor.decoder.config_hf import classifier_head
+
+        classifier = classifier_head(config, names)
+    return DecoderConfig(
+        **common,
+        norm="layer",
+        norm_eps=float(config.get("layer_norm_eps") or 1e-12),
+        rope="none",
+        activation=_ACTIVATIONS[act],
+        gated=False,
+        causal=False,
+        head=False,
+        attn_scale=1 / math.sqrt(int(common["head_dim"])),
+        classifier=classifier,
+        vision=Vision(size, patch, int(config.get("num_channels") or 3)),
+        notes=(
+            "the pixel values are read as given: an image is resized and normalised as "
+            "preprocessor_config.json says before it reaches the model",
+        ),
+    )
+
+
+def embed(
+    w: Any,  # noqa: ANN401 - weights.Weights
+    cfg: DecoderConfig,
+    pixels: np.ndarray,
+    emit: Callable[[str, np.ndarray], None],
+) -> np.ndarray:
+    """[1 + patches, hidden]: the class token, then each patch's projection, plus positions."""
+    v = cfg.vision
+    assert v is not None
+    want = (1, v.channels, v.size, v.size)
+    if pixels.shape != want:
+        raise DecoderUnsupported(
+            f"pixel values must be {list(want)} for this ViT, given {list(pixels.shape)}"
+        )
+    n = v.size // v.patch
+    # [1, C, n, P, n, P] -> [n * n, C * P * P], each patch flattened as the kernel is
+    patches = pixels.reshape(v.channels, n, v.patch, n, v.patch).transpose(1, 3, 0, 2, 4)
+    patches = np.ascontiguousarray(patches.reshape(n * n, -1), dtype=F32)
+    kernel = w.get("patch_embd.weight").reshape(cfg.hidden, -1)
+    x = patches @ kernel.T
+    if w.has("patch_embd.bias"):
+        x = x + w.get("patch_embd.bias")
+    emit("inp_patches", x[None].astype(F32))
+    cls = w.get("cls_token.weight").reshape(1, cfg.hidden)
+    x = np.concatenate([cls, x]).astype(F32)
+    table = w.get("patch_pos.weight").reshape(-1, cfg.hidden)
+    if table.shape[0] != x.shape[0]:
+        raise DecoderUnsupported(
+            f"the position table has {table.shape[0]} rows for {x.shape[0]} positions (the "
+            "class token and the patches); other image sizes are not interpolated here"
+        )
+    x = (x + table).astype(F32)
+    emit("inp_embd_pos", x[None])
+    return x
