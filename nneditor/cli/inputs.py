@@ -42,7 +42,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     add_shape_arguments(s)
     s.add_argument("--tensor", action="append", metavar="[INPUT=]FILE", help=".npy/.npz to assign")
     s.add_argument("--image", action="append", metavar="INPUT=FILE", help="PNG/JPEG for an input")
-    s.add_argument("--normalize", default="imagenet", choices=sorted(NORMALIZATIONS))
+    s.add_argument(
+        "--normalize",
+        choices=sorted(NORMALIZATIONS),
+        help="pixel scaling of --image inputs (default: the model's preprocessor_config.json, "
+        "else imagenet)",
+    )
     s.add_argument("--layout", choices=LAYOUTS, help="image layout (default: from the shape)")
     s.add_argument("--csv", action="append", metavar="INPUT=FILE", help="numeric CSV for an input")
     s.add_argument(
@@ -150,6 +155,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_inputs(args: argparse.Namespace) -> int:
     from nneditor.cli.common import open_document
+    from nneditor.inputs.image import model_normalization
 
+    if not getattr(args, "normalize", None):  # the model's own, where it states one
+        args.normalize = model_normalization(args.path) or "imagenet"
     with open_document(args.path) as doc:
         return run(doc, args)

@@ -35,6 +35,32 @@ NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 MAX_PIXELS = 100_000_000
 
 
+def model_normalization(model: str | os.PathLike[str]) -> str | None:
+    """The named normalisation a snapshot's preprocessor_config.json states (its image_mean and
+    image_std; do_normalize false: 0..1), None when it states none NNEditor names."""
+    import json
+
+    p = Path(model)
+    folder = p if p.is_dir() else p.parent
+    try:
+        config = json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    if config.get("do_normalize") is False:
+        return "0..1" if config.get("do_rescale", True) else None
+    mean, std = config.get("image_mean"), config.get("image_std")
+    if not isinstance(mean, list) or not isinstance(std, list):
+        return None
+    for name, (m, s) in NORMALIZATIONS.items():
+        if name == "0..255" or len(mean) != len(m) or len(std) != len(s):
+            continue
+        if np.allclose(mean, m, atol=1e-3) and np.allclose(std, s, atol=1e-3):
+            return name
+    return None
+
+
 @dataclass(frozen=True)
 class ImageLayout:
     """Where the image goes in a tensor: layout, height, width, channels and batch size."""

@@ -224,3 +224,17 @@ def test_the_image_options_show_only_for_models_with_image_inputs(
     window.trace.show_view("Trace")
     qtbot.waitUntil(lambda: panel.image_layout.isVisible(), timeout=3000)
     assert panel.image_norm.isVisible()
+
+
+@pytest.mark.realdata
+def test_a_vision_model_starts_on_its_stated_normalisation(
+    qtbot, window, open_model, zoo_artifact
+) -> None:  # noqa: ANN001
+    """A ViT snapshot's preprocessor_config.json (mean and std 0.5) picks -1..1 for its image
+    input, and says so; its input is the pixel values."""
+    open_model(zoo_artifact("vision-vit"))
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.image_norm.currentData() == "-1..1"
+    assert "preprocessor_config.json" in panel.image_norm.toolTip()
+    assert panel.plan is not None and panel.plan.names() == ["pixel_values"]

@@ -72,12 +72,25 @@ def test_vit_model_last_hidden_state(tmp_path) -> None:  # noqa: ANN001
 
 @pytest.mark.realdata
 def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
+    """A PNG made into pixel values by `nneditor inputs` (the normalisation its
+    preprocessor_config.json states, unasked) equals transformers' image processor's; traced,
+    predict names transformers' classes with its probabilities."""
+    image_pil = pytest.importorskip("PIL.Image")
     snap = zoo_artifact("vision-vit")
-    pixels = _pixels(32)
-    np.savez(tmp_path / "image.npz", pixel_values=pixels)
+    rng = np.random.default_rng(0)
+    png = tmp_path / "image.png"
+    image_pil.fromarray((rng.random((48, 40, 3)) * 255).astype(np.uint8)).save(png)
+    r = nneditor_cli(
+        "inputs", str(snap), "--image", f"pixel_values={png}", "--out", str(tmp_path / "in")
+    )
+    assert r.returncode == 0, r.stderr
+    pixels = np.load(tmp_path / "in" / "inputs.npz")["pixel_values"]
+    processor = tf.AutoImageProcessor.from_pretrained(str(snap))
+    want_pixels = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+    assert np.abs(pixels - want_pixels).max() < 1e-6
     trace = tmp_path / "trace"
     r = nneditor_cli(
-        "trace", str(snap), "--inputs", str(tmp_path / "image.npz"), "--out", str(trace), "--yes"
+        "trace", str(snap), "--inputs", str(tmp_path / "in"), "--out", str(trace), "--yes"
     )
     assert r.returncode == 0, r.stderr
     r = nneditor_cli("predict", str(trace), "--top", "3", "--json")
@@ -85,7 +98,7 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
     got = json.loads(r.stdout)
     model = tf.ViTForImageClassification.from_pretrained(str(snap)).eval()
     with torch.no_grad():
-        probs = torch.softmax(model(torch.from_numpy(pixels)).logits[0].double(), -1)
+        probs = torch.softmax(model(torch.from_numpy(want_pixels)).logits[0].double(), -1)
     best = torch.topk(probs, 3)
     assert [t["text"] for t in got["top"]] == [
         model.config.id2label[i] for i in best.indices.tolist()

@@ -376,6 +376,14 @@ class InputsPanel(QWidget):
             return
         self._fill()
         self._show_image_options()
+        from nneditor.inputs.image import model_normalization
+
+        stated = model_normalization(doc.path)  # (preprocessor_config.json's, where stated)
+        self.image_norm.setCurrentIndex(self.image_norm.findData(stated or "imagenet"))
+        self.image_norm.setToolTip(
+            "How pixel values of image inputs are scaled"
+            + (" (the model's preprocessor_config.json states this one)" if stated else "")
+        )
         spec = self.token_input()
         self.text_box.setVisible(spec is not None)
         if spec is not None:
