@@ -27,7 +27,7 @@ _SPECIAL = ("<cls>", "<pad>", "<eos>", "<unk>", "<mask>")
 def esm_tokenizer(folder: Path) -> TextTokenizer:
     from tokenizers import AddedToken, Regex, Tokenizer, models, pre_tokenizers, processors
 
-    from nneditor.tokenize.hf_files import _Encoder
+    from nneditor.tokenize.encoder import TokenizersEncoder
 
     words = (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
     vocab = {w.strip(): i for i, w in enumerate(words) if w.strip()}
@@ -50,7 +50,7 @@ def esm_tokenizer(folder: Path) -> TextTokenizer:
         "vocab.txt:esm",
         EXACT_ESM,
         len(vocab),
-        _Encoder(tok),
+        TokenizersEncoder(tok),
         bos_id=cls,
         eos_id=eos,
         add_bos=True,

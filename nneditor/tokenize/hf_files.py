@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nneditor.tokenize.base import EXACT_HF, TextTokenizer, TokenizerError
+from nneditor.tokenize.encoder import TokenizersEncoder
 from nneditor.tokenize.spm_model import SPM_FILE, spm_tokenizer
 
 #: the two files of a GPT-2 style tokenizer; picking either one means the pair in its folder
@@ -103,7 +104,7 @@ def hf_tokenizer(path: Path) -> TextTokenizer:
         "tokenizer.json",
         EXACT_HF,
         vocab,
-        _Encoder(tok),
+        TokenizersEncoder(tok),
         bos_id=bos,
         eos_id=eos,
         add_bos=bos is not None and frame[:1] == [bos],
@@ -254,29 +255,3 @@ def _token_id(tok: Any, token: Any) -> int | None:
         return None
     found = tok.token_to_id(token)
     return int(found) if found is not None else None
-
-
-class _Encoder:
-    def __init__(self, tok: Any) -> None:
-        self.tok = tok
-
-    def encode(self, text: str, special: bool) -> list[int]:
-        self.tok.encode_special_tokens = not special
-        try:
-            return list(self.tok.encode(text, add_special_tokens=True).ids)
-        finally:
-            self.tok.encode_special_tokens = False
-
-    def encode_pair(self, text: str, pair: str, special: bool) -> tuple[list[int], list[int]]:
-        self.tok.encode_special_tokens = not special
-        try:
-            enc = self.tok.encode(text, pair, add_special_tokens=True)
-            return list(enc.ids), list(enc.type_ids)
-        finally:
-            self.tok.encode_special_tokens = False
-
-    def decode(self, ids: list[int], keep_special: bool) -> str:
-        return str(self.tok.decode(ids, skip_special_tokens=not keep_special))
-
-    def piece(self, token: int) -> str:
-        return str(self.tok.decode([token], skip_special_tokens=False))
