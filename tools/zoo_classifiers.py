@@ -100,23 +100,10 @@ def _reranker_snapshot(path: Path) -> None:
     vocabulary with fairseq's ids. llama.cpp converts it (rank pooling: cls, cls.output)."""
     import torch
     import transformers as tf
-    from zoo_encoders import _unigram
+    from zoo_encoders import xlmr_config, xlmr_tokenizer
 
-    words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "sentencepiece.bpe.model").write_bytes(_unigram(words, 1))
-    tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))
-    config = tf.XLMRobertaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=128,
-        max_position_embeddings=66,
-        type_vocab_size=1,
-        pad_token_id=1,
-        num_labels=1,
-    )
+    tok = xlmr_tokenizer(path)
+    config = xlmr_config(len(tok), num_labels=1)
     torch.manual_seed(0)
     model = perturbed(tf.XLMRobertaForSequenceClassification(config).eval())
     with torch.no_grad():  # a head as large as a fine-tune's

@@ -43,17 +43,22 @@ def _unigram(words: list[str], seed: int, **ids: int) -> bytes:
 XLMR = "encoder-xlm-roberta"
 
 
-def _xlmr_snapshot(path: Path) -> None:
-    import torch
+def xlmr_tokenizer(path: Path) -> Any:  # noqa: ANN401
+    """XLM-R's SentencePiece model (<unk> 0, <s> 1, </s> 2) in ``path`` and transformers'
+    tokenizer of it (fairseq's ids: spm's + 1, <mask> after them)."""
     import transformers as tf
 
     words = ["the", "model", "reads", "every", "layer", "weights", "écrit", "Gewicht", "层", "和"]
     path.mkdir(parents=True, exist_ok=True)
-    model_file = path / "sentencepiece.bpe.model"  # XLM-R's: <unk> 0, <s> 1, </s> 2
-    model_file.write_bytes(_unigram(words, 1))
-    tok = tf.XLMRobertaTokenizer.from_pretrained(str(path))  # fairseq ids: spm's + 1, <mask>
-    config = tf.XLMRobertaConfig(
-        vocab_size=len(tok),
+    (path / "sentencepiece.bpe.model").write_bytes(_unigram(words, 1))
+    return tf.XLMRobertaTokenizer.from_pretrained(str(path))
+
+
+def xlmr_config(vocab: int, **extra: Any) -> Any:  # noqa: ANN401
+    import transformers as tf
+
+    return tf.XLMRobertaConfig(
+        vocab_size=vocab,
         hidden_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
@@ -61,7 +66,16 @@ def _xlmr_snapshot(path: Path) -> None:
         max_position_embeddings=66,
         type_vocab_size=1,
         pad_token_id=1,
+        **extra,
     )
+
+
+def _xlmr_snapshot(path: Path) -> None:
+    import torch
+    import transformers as tf
+
+    tok = xlmr_tokenizer(path)
+    config = xlmr_config(len(tok))
     torch.manual_seed(0)
     model = tf.XLMRobertaModel(config).eval()
     with torch.no_grad():  # unit norms and zero biases would hide a missing weight
