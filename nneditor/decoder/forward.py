@@ -102,6 +102,8 @@ def _vision_forward(w: Weights, cfg: DecoderConfig, pixels: np.ndarray, emit: Em
         emit("enc_output" if cfg.classifier is not None else "result_norm", x[None])
     if cfg.classifier is None:
         return x[None]
+    if w.has("dist_out.weight"):  # DeiT with its teacher's head
+        return vit.distilled_logits(w, x, emit)
     return classify(w, cfg, x, emit)
 
 

@@ -141,6 +141,9 @@ _TOP_KEYS = {
     "patch_embd.bias",
     "cls_token.weight",
     "patch_pos.weight",
+    "dist_token.weight",  # DeiT's distillation token and its head
+    "dist_out.weight",
+    "dist_out.bias",
     "cls_norm.bias",
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",

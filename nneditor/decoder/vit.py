@@ -1,5 +1,6 @@
 """Vision Transformers (google/vit-base-patch16-224 and its fine-tunes: ViTModel,
-ViTForImageClassification), which llama.cpp does not convert.
+ViTForImageClassification; DeiT, whose distillation token follows the class token), which
+llama.cpp does not convert.
 
 The image [1, channels, height, width] is cut into patches, each projected by the patch
 embedding (a convolution whose stride is its kernel: a matrix over the flattened patch), a
@@ -92,8 +93,10 @@ def embed(
     if w.has("patch_embd.bias"):
         x = x + w.get("patch_embd.bias")
     emit("inp_patches", x[None].astype(F32))
-    cls = w.get("cls_token.weight").reshape(1, cfg.hidden)
-    x = np.concatenate([cls, x]).astype(F32)
+    tokens = [w.get("cls_token.weight").reshape(1, cfg.hidden)]
+    if w.has("dist_token.weight"):  # DeiT: the distillation token follows the class token
+        tokens.append(w.get("dist_token.weight").reshape(1, cfg.hidden))
+    x = np.concatenate([*tokens, x]).astype(F32)
     table = w.get("patch_pos.weight").reshape(-1, cfg.hidden)
     if table.shape[0] != x.shape[0]:
         raise DecoderUnsupported(
@@ -103,3 +106,17 @@ def embed(
     x = (x + table).astype(F32)
     emit("inp_embd_pos", x[None])
     return x
+
+
+def distilled_logits(
+    w: Any,  # noqa: ANN401 - weights.Weights
+    x: np.ndarray,
+    emit: Callable[[str, np.ndarray], None],
+) -> np.ndarray:
+    """DeiT with its teacher's head: the class token's and the distillation token's logits,
+    averaged (as DeiTForImageClassificationWithTeacher returns them)."""
+    cls = w.linear("cls_out.weight", x[:1], "cls_out.bias" if w.has("cls_out.bias") else None)
+    dist = w.linear("dist_out.weight", x[1:2], "dist_out.bias" if w.has("dist_out.bias") else None)
+    logits = ((cls + dist) / F32(2)).astype(F32)
+    emit("result_output", logits[None])
+    return logits[None]

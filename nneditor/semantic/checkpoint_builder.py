@@ -99,9 +99,15 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             "Add",
             [x],
             "inp_embd_pos",
-            [top.get("cls_token.weight", ""), top.get("patch_pos.weight", "")],
+            [
+                top.get("cls_token.weight", ""),
+                top.get("dist_token.weight", ""),
+                top.get("patch_pos.weight", ""),
+            ],
             "embedding",
-            "The class token first, then the learned position table added (from tensor names).",
+            "The class token first"
+            + (" and DeiT's distillation token" if "dist_token.weight" in top else "")
+            + ", then the learned position table added (from tensor names).",
         )
 
     def embedding(self, top: dict[str, str], arch: str = "") -> str:
@@ -634,6 +640,23 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 + (", then a LayerNorm" if normed else "")
                 + " (from tensor names).",
             )
+        if "dist_out.weight" in top:  # DeiT with its teacher's head: two heads averaged
+            self.node(
+                "cls_out",
+                "Linear",
+                [x],
+                "result_output",
+                [
+                    top["cls_out.weight"],
+                    top.get("cls_out.bias", ""),
+                    top["dist_out.weight"],
+                    top.get("dist_out.bias", ""),
+                ],
+                "head",
+                "Classification head: the class token's and the distillation token's logits, "
+                "averaged (from tensor names).",
+            )
+            return
         self.node(
             "cls_out",
             "Linear",
@@ -641,9 +664,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             "result_output",
             [top["cls_out.weight"], top.get("cls_out.bias", "")],
             "head",
-            "Classification head: one logit per label"
-            + ("" if "cls_pool.weight" in top else " at every position")
-            + " (from tensor names).",
+            "Classification head: one logit per label (from tensor names).",
         )
 
     def _mlm_head(self, top: dict[str, str], x: str) -> None:

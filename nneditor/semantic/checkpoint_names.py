@@ -85,6 +85,7 @@ HF_ARCH = {
     "xglm": "xglm",  # XGLM: OPT's blocks under OPT's names, fairseq's sinusoids
     "esm": "esm",  # ESM-2 protein language models: pre-norm BERT with RoPE
     "vit": "vit",  # Vision Transformers (google/vit-*): image patches, pre-norm blocks
+    "deit": "vit",  # DeiT: ViT's blocks with a distillation token beside the class token
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B

@@ -252,17 +252,23 @@ _VIT_TOP = {
     "layernorm.bias": "output_norm.bias",
     "classifier.weight": "cls_out.weight",
     "classifier.bias": "cls_out.bias",
+    # DeiT: its distillation token, and the with-teacher class's two heads
+    "embeddings.distillation_token": "dist_token.weight",
+    "cls_classifier.weight": "cls_out.weight",
+    "cls_classifier.bias": "cls_out.bias",
+    "distillation_classifier.weight": "dist_out.weight",
+    "distillation_classifier.bias": "dist_out.bias",
 }
 #: ViTModel's pooler (the class token through tanh: pooler_output), beside the traced path
 VIT_SIDE = ("pooler.",)
 
 
 def vit_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
-    """A ViT snapshot's names as the decoder reads them (vit. stripped)."""
+    """A ViT or DeiT snapshot's names as the decoder reads them (vit. / deit. stripped)."""
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     for name in names:
-        inner = name.removeprefix("vit.")
+        inner = name.removeprefix("vit.").removeprefix("deit.")
         layer = _VIT_LAYER.match(inner)
         if layer and layer[2] in _VIT_PARTS:
             mapped[f"blk.{layer[1]}.{_VIT_PARTS[layer[2]]}.{layer[3]}"] = name

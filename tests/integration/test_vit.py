@@ -105,3 +105,34 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
     ]
     assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
     assert "tokenizer" not in got["note"]  # (an image classifier needs no vocabulary)
+
+
+@pytest.mark.parametrize(
+    "kind", ["DeiTForImageClassification", "DeiTForImageClassificationWithTeacher"]
+)
+def test_deit_equals_transformers(tmp_path, kind: str) -> None:  # noqa: ANN001
+    """DeiT (facebook/deit-*): the distillation token after the class token; the with-teacher
+    class averages the class token's and the distillation token's heads."""
+    config = tf.DeiTConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        image_size=16,
+        patch_size=4,
+        num_labels=3,
+    )
+    torch.manual_seed(0)
+    model = perturbed(getattr(tf, kind)(config).eval())
+    with torch.no_grad():  # heads far from their initialisation, as a fine-tune's are
+        for name, p in model.named_parameters():
+            if "classifier" in name or "token" in name:
+                p.add_(torch.randn_like(p) * 0.5)
+    model.save_pretrained(str(tmp_path))
+    pixels = _pixels(16)
+    with torch.no_grad():
+        want = model(torch.from_numpy(pixels)).logits.numpy()
+    with nneditor.open(tmp_path) as doc:
+        got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
+        shape = doc.graph.value_info["result_output"].shape
+    assert shape == (1, 1, 3) and _rel(got[:, 0], want) < 1e-5
