@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported, Xielu
 from nneditor.decoder.forward import run_forward
 from nneditor.decoder.tensor_check import check_tensors
@@ -106,8 +107,6 @@ def _decoder_classifier(config: Mapping[str, Any], cfg: DecoderConfig) -> Decode
     """A decoder with a classification head (LlamaForSequenceClassification, reward models;
     ...ForTokenClassification): ``score`` over the final norm at the last token that is not
     padding (every token for token classification), as transformers reads it."""
-    from nneditor.decoder.config_hf import classifier_head
-
     head = classifier_head(config, cfg.names)
     pad = config.get("pad_token_id")
     head = dataclasses.replace(head, pooling="last", pad_id=pad if isinstance(pad, int) else -1)

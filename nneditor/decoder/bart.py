@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import ops
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.semantic.names_unconverted import bart_has_head
 
@@ -75,8 +76,6 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         )
     classifier = None
     if "cls_out.weight" in common["names"]:  # BartForSequenceClassification (bart-large-mnli)
-        from nneditor.decoder.config_hf import classifier_head
-
         if pre_norm or marian:
             raise DecoderUnsupported(f"a {kind} classification head is not implemented (BART's is)")
         classifier = classifier_head(config, common["names"])

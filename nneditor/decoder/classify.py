@@ -6,12 +6,13 @@ vocabulary logits (with the labels' names for text)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from nneditor.decoder import ops
-from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.config import Classifier, DecoderConfig, DecoderUnsupported
 from nneditor.decoder.weights import Weights
 
 F32 = np.float32
@@ -58,3 +59,38 @@ def classify(
     logits = w.linear("cls_out.weight", h, bias).astype(F32)
     emit("result_output", logits[None])
     return logits[None]
+
+
+#: the activation after a classification head's pooling layer, by family (BERT's and
+#: ALBERT's pooler, RoBERTa's and MPNet's head: tanh; DistilBERT's pre_classifier: ReLU;
+#: ELECTRA's head: GELU; DeBERTa's ContextPooler: its config's pooler_hidden_act)
+_POOL_ACTIVATIONS = {"distilbert": "relu", "electra": "gelu"}
+
+
+def classifier_head(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifier:
+    """A sequence- or token-classification head as the checkpoint's class and config state
+    it, its labels in id order (config.json's id2label)."""
+    kind = str(config.get("model_type") or "")
+    classes = " ".join(str(a) for a in config.get("architectures") or [])
+    whole = ("ForSequenceClassification", "ForImageClassification")  # one row: the first's
+    per_token = "ForTokenClassification" in classes or (
+        not any(c in classes for c in whole) and "cls_pool.weight" not in names
+    )
+    if "ForQuestionAnswering" in classes:  # extractive QA: a start and an end logit per token
+        return Classifier(per_token=True, activation="tanh", labels=("start", "end"))
+    if "ForMultipleChoice" in classes:
+        raise DecoderUnsupported(
+            f"{classes}'s head (multiple choice) is not implemented; sequence- and "
+            "token-classification and question-answering heads are"
+        )
+    act = _POOL_ACTIVATIONS.get(kind, "tanh")
+    if kind == "deberta-v2":
+        act = str(config.get("pooler_hidden_act") or "gelu")
+    if act not in ("tanh", "relu", "gelu"):
+        raise DecoderUnsupported(f"a classification pooler with {act!r} is not implemented")
+    raw = config.get("id2label")
+    table = raw if isinstance(raw, Mapping) else {}
+    count = int(config.get("num_labels") or len(table) or 2)  # (transformers' default: 2,
+    # which its configs then leave unwritten)
+    labels = tuple(str(table.get(str(i), table.get(i, f"LABEL_{i}"))) for i in range(count))
+    return Classifier(per_token=per_token, activation=act, labels=labels)

@@ -9,7 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nneditor.decoder import llama4
+from nneditor.decoder import deberta, llama4
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import (
     BERT,
     BERT_MLM,
@@ -20,9 +21,7 @@ from nneditor.decoder.config import (
     LAYER_NORM_FAMILIES,
     MPT,
     NOMIC_BERT,
-    Classifier,
     DecoderConfig,
-    Disentangled,
     Mla,
     Moe,
     exaone4_layers,
@@ -67,7 +66,7 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
         _refuse_granite_hybrid(config)
         arch = llama_cpp_arch(model_type, config)
     if model_type == "deberta-v2":  # its layouts the decoder does not run, by name
-        _refuse_deberta(config)
+        deberta.refuse_layouts(config)
     if model_type in ("nemotron_h", "gemma3_text"):  # Nemotron 3's experts, EmbeddingGemma
         arch = llama_cpp_arch(model_type, config)
     if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
@@ -246,7 +245,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
         parts: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
         if config.get("model_type") == "deberta-v2":
-            parts = _deberta(config, head_dim, common["names"])
+            parts = deberta.score_fields(config, head_dim, common["names"])
         if "cls_out.weight" in common["names"]:  # (its pooler, where it has one, is run)
             parts["classifier"] = classifier_head(config, common["names"])
             family = {**family, "notes": ()}
@@ -558,95 +557,6 @@ def _mpnet(config: Mapping[str, Any]) -> dict[str, Any]:
             f"this MPNet's relative-position table has {buckets} buckets; MPNet computes 32"
         )
     return {"rel_buckets": 32, "rel_max_distance": 128}
-
-
-#: the activation after a classification head's pooling layer, by family (BERT's and
-#: ALBERT's pooler, RoBERTa's and MPNet's head: tanh; DistilBERT's pre_classifier: ReLU;
-#: ELECTRA's head: GELU; DeBERTa's ContextPooler: its config's pooler_hidden_act)
-_POOL_ACTIVATIONS = {"distilbert": "relu", "electra": "gelu"}
-
-
-def classifier_head(config: Mapping[str, Any], names: Mapping[str, str]) -> Classifier:
-    """A sequence- or token-classification head as the checkpoint's class and config state
-    it, its labels in id order (config.json's id2label)."""
-    kind = str(config.get("model_type") or "")
-    classes = " ".join(str(a) for a in config.get("architectures") or [])
-    whole = ("ForSequenceClassification", "ForImageClassification")  # one row: the first's
-    per_token = "ForTokenClassification" in classes or (
-        not any(c in classes for c in whole) and "cls_pool.weight" not in names
-    )
-    if "ForQuestionAnswering" in classes:  # extractive QA: a start and an end logit per token
-        return Classifier(per_token=True, activation="tanh", labels=("start", "end"))
-    if "ForMultipleChoice" in classes:
-        raise DecoderUnsupported(
-            f"{classes}'s head (multiple choice) is not implemented; sequence- and "
-            "token-classification and question-answering heads are"
-        )
-    act = _POOL_ACTIVATIONS.get(kind, "tanh")
-    if kind == "deberta-v2":
-        act = str(config.get("pooler_hidden_act") or "gelu")
-    if act not in ("tanh", "relu", "gelu"):
-        raise DecoderUnsupported(f"a classification pooler with {act!r} is not implemented")
-    raw = config.get("id2label")
-    table = raw if isinstance(raw, Mapping) else {}
-    count = int(config.get("num_labels") or len(table) or 2)  # (transformers' default: 2,
-    # which its configs then leave unwritten)
-    labels = tuple(str(table.get(str(i), table.get(i, f"LABEL_{i}"))) for i in range(count))
-    return Classifier(per_token=per_token, activation=act, labels=labels)
-
-
-def _attention_terms(config: Mapping[str, Any]) -> set[str]:
-    kinds = config.get("pos_att_type") or []
-    if isinstance(kinds, str):  # older configs: "p2c|c2p"
-        kinds = kinds.split("|")
-    return {str(k).strip().lower() for k in kinds}
-
-
-def _refuse_deberta(config: Mapping[str, Any]) -> None:
-    """The DeBERTa-v2 layouts the decoder does not compute, said before their tensors are
-    found to have no place (the v3 releases and their fine-tunes have none of them)."""
-    unknown = _attention_terms(config) - {"c2p", "p2c"}
-    if unknown:
-        raise DecoderUnsupported(f"DeBERTa attention terms {sorted(unknown)} are not implemented")
-    if int(config.get("conv_kernel_size") or 0) > 0:
-        raise DecoderUnsupported(
-            "this DeBERTa-v2 adds a convolution to its first layer's output (conv_kernel_size, "
-            "as deberta-v2-xlarge and -xxlarge do), which the NumPy decoder does not implement"
-        )
-    hidden = int(config.get("hidden_size") or 0)
-    if int(config.get("embedding_size") or hidden) != hidden:
-        raise DecoderUnsupported(
-            "this DeBERTa projects narrower embeddings before their LayerNorm (embedding_size), "
-            "which the NumPy decoder does not implement"
-        )
-    if config.get("relative_attention") and not config.get("share_att_key"):
-        raise DecoderUnsupported(
-            "this DeBERTa projects relative positions with their own matrices (share_att_key "
-            "false), which the NumPy decoder does not implement; the v3 releases share the "
-            "attention's"
-        )
-
-
-def _deberta(config: Mapping[str, Any], head_dim: int, names: Mapping[str, str]) -> dict[str, Any]:
-    """DeBERTa-v2/v3's disentangled attention as its configuration states it: the scale of
-    every score term and, where relative attention is on, how distances are bucketed."""
-    kinds = _attention_terms(config)
-    relative = bool(config.get("relative_attention")) and bool(kinds)
-    if relative and "rel_embd.weight" not in names:
-        raise DecoderUnsupported(
-            "this DeBERTa's configuration asks for relative attention but its checkpoint has no "
-            "encoder.rel_embeddings.weight"
-        )
-    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim * (1 + len(kinds)))}
-    if relative:
-        most = int(config.get("max_relative_positions") or -1)
-        if most < 1:
-            most = int(config.get("max_position_embeddings") or 512)
-        buckets = int(config.get("position_buckets") or -1)
-        extra["disentangled"] = Disentangled(
-            c2p="c2p" in kinds, p2c="p2c" in kinds, buckets=max(buckets, 0), max_distance=most
-        )
-    return extra
 
 
 def _hf_names(

@@ -15,6 +15,8 @@ count, logarithmic beyond, signed.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -92,3 +94,59 @@ def attention_bias(
 def _project(w: Weights, key: str, x: np.ndarray) -> np.ndarray:
     bias = f"{key}.bias"
     return w.linear(f"{key}.weight", x, bias if w.has(bias) else None)
+
+
+def _attention_terms(config: Mapping[str, Any]) -> set[str]:
+    kinds = config.get("pos_att_type") or []
+    if isinstance(kinds, str):  # older configs: "p2c|c2p"
+        kinds = kinds.split("|")
+    return {str(k).strip().lower() for k in kinds}
+
+
+def refuse_layouts(config: Mapping[str, Any]) -> None:
+    """The DeBERTa-v2 layouts the decoder does not compute, said before their tensors are
+    found to have no place (the v3 releases and their fine-tunes have none of them)."""
+    unknown = _attention_terms(config) - {"c2p", "p2c"}
+    if unknown:
+        raise DecoderUnsupported(f"DeBERTa attention terms {sorted(unknown)} are not implemented")
+    if int(config.get("conv_kernel_size") or 0) > 0:
+        raise DecoderUnsupported(
+            "this DeBERTa-v2 adds a convolution to its first layer's output (conv_kernel_size, "
+            "as deberta-v2-xlarge and -xxlarge do), which the NumPy decoder does not implement"
+        )
+    hidden = int(config.get("hidden_size") or 0)
+    if int(config.get("embedding_size") or hidden) != hidden:
+        raise DecoderUnsupported(
+            "this DeBERTa projects narrower embeddings before their LayerNorm (embedding_size), "
+            "which the NumPy decoder does not implement"
+        )
+    if config.get("relative_attention") and not config.get("share_att_key"):
+        raise DecoderUnsupported(
+            "this DeBERTa projects relative positions with their own matrices (share_att_key "
+            "false), which the NumPy decoder does not implement; the v3 releases share the "
+            "attention's"
+        )
+
+
+def score_fields(
+    config: Mapping[str, Any], head_dim: int, names: Mapping[str, str]
+) -> dict[str, Any]:
+    """DeBERTa-v2/v3's disentangled attention as its configuration states it: the scale of
+    every score term and, where relative attention is on, how distances are bucketed."""
+    kinds = _attention_terms(config)
+    relative = bool(config.get("relative_attention")) and bool(kinds)
+    if relative and "rel_embd.weight" not in names:
+        raise DecoderUnsupported(
+            "this DeBERTa's configuration asks for relative attention but its checkpoint has no "
+            "encoder.rel_embeddings.weight"
+        )
+    extra: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim * (1 + len(kinds)))}
+    if relative:
+        most = int(config.get("max_relative_positions") or -1)
+        if most < 1:
+            most = int(config.get("max_position_embeddings") or 512)
+        buckets = int(config.get("position_buckets") or -1)
+        extra["disentangled"] = Disentangled(
+            c2p="c2p" in kinds, p2c="p2c" in kinds, buckets=max(buckets, 0), max_distance=most
+        )
+    return extra

@@ -15,6 +15,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
 ARCH = "esm"
@@ -35,8 +36,6 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     dropout = bool(config.get("token_dropout")) and isinstance(mask, int)
     classifier = None
     if "cls_out.weight" in names:
-        from nneditor.decoder.config_hf import classifier_head
-
         classifier = classifier_head(config, names)
     pad = config.get("pad_token_id")
     return DecoderConfig(

@@ -19,6 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
 ARCH = "modern-bert"
@@ -108,8 +109,6 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             )
         return dataclasses.replace(cfg, head=True, notes=())
     if "cls_out.weight" in names:
-        from nneditor.decoder.config_hf import classifier_head
-
         pooling = str(config.get("classifier_pooling") or "cls")
         if pooling not in ("cls", "mean"):
             raise DecoderUnsupported(f"ModernBERT classifier pooling {pooling!r} is unknown")

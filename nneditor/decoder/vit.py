@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
 ARCH = "vit"
@@ -48,8 +49,6 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     names = common["names"]
     classifier = None
     if "cls_out.weight" in names:
-        from nneditor.decoder.config_hf import classifier_head
-
         classifier = classifier_head(config, names)
     return DecoderConfig(
         **common,

@@ -19,6 +19,17 @@ torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
 
+#: a two-block transformer over 16x16 images in 4x4 patches
+SMALL = {
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "intermediate_size": 64,
+    "image_size": 16,
+    "patch_size": 4,
+}
+
+
 def _rel(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.abs(a - b).max() / np.abs(b).max())
 
@@ -51,14 +62,7 @@ def test_vit_classifier_equals_transformers(zoo_artifact) -> None:  # noqa: ANN0
 def test_vit_model_last_hidden_state(tmp_path) -> None:  # noqa: ANN001
     """ViTModel (no head, no pooler): the final LayerNorm's output over the class token and
     every patch."""
-    config = tf.ViTConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        image_size=16,
-        patch_size=4,
-    )
+    config = tf.ViTConfig(**SMALL)
     torch.manual_seed(0)
     model = perturbed(tf.ViTModel(config, add_pooling_layer=False).eval())
     model.save_pretrained(str(tmp_path))
@@ -113,15 +117,7 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
 def test_deit_equals_transformers(tmp_path, kind: str) -> None:  # noqa: ANN001
     """DeiT (facebook/deit-*): the distillation token after the class token; the with-teacher
     class averages the class token's and the distillation token's heads."""
-    config = tf.DeiTConfig(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        image_size=16,
-        patch_size=4,
-        num_labels=3,
-    )
+    config = tf.DeiTConfig(**SMALL, num_labels=3)
     torch.manual_seed(0)
     model = perturbed(getattr(tf, kind)(config).eval())
     with torch.no_grad():  # heads far from their initialisation, as a fine-tune's are
