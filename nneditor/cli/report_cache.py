@@ -80,7 +80,7 @@ def code_fingerprint() -> str:
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
-                if name.endswith(".py"):
+                if name.endswith((".py", ".so", ".pyd")):  # compiled loops too (_cwire)
                     st = os.stat(os.path.join(folder, name))
                     h.update(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns};".encode())
         _CODE = h.hexdigest()

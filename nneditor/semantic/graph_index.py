@@ -8,6 +8,10 @@ import numpy as np
 
 from nneditor.model.graph import Graph, Node
 from nneditor.model.tensor import TensorRef
+from nneditor.platform.compiled import compiled
+
+#: the adjacency loop in C (_cindex.c), or None: :func:`adjacency`
+cindex = compiled("nneditor.semantic._cindex")
 
 #: Operators whose output is not a function of their inputs alone.
 _RANDOM_OPS = frozenset(
@@ -45,6 +49,25 @@ def weight_only_nodes(nodes: list[Node], initializers: frozenset[str]) -> frozen
     return frozenset(out)
 
 
+def adjacency(nodes: list[Node]) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """(producer, consumers): each value's producing node (the last one listing it) and its
+    consuming nodes, once per listing (the reference of the compiled ``_cindex.adjacency``)."""
+    producer: dict[str, int] = {}
+    consumers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for out in node.outputs:
+            if out:
+                producer[out] = i
+        for name in node.inputs:
+            if name:
+                users = consumers.get(name)
+                if users is None:
+                    consumers[name] = [i]
+                else:
+                    users.append(i)
+    return producer, consumers
+
+
 class GraphIndex:
     """Producer/consumer maps by node index, plus small-constant reads."""
 
@@ -53,20 +76,10 @@ class GraphIndex:
         self.nodes: list[Node] = graph.nodes
         self.tensors = tensors or {}
         self.initializers = frozenset(graph.initializers)
-        self.producer: dict[str, int] = {}
-        self.consumers: dict[str, list[int]] = {}
-        producer, consumers = self.producer, self.consumers
-        for i, node in enumerate(self.nodes):
-            for out in node.outputs:
-                if out:
-                    producer[out] = i
-            for name in node.inputs:
-                if name:
-                    users = consumers.get(name)
-                    if users is None:
-                        consumers[name] = [i]
-                    else:
-                        users.append(i)
+        build = adjacency if cindex is None else cindex.adjacency
+        self.producer: dict[str, int]
+        self.consumers: dict[str, list[int]]
+        self.producer, self.consumers = build(self.nodes)
         self._const_cache: dict[str, np.ndarray | None] = {}
         self._weight_only: frozenset[int] | None = None
 

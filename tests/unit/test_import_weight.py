@@ -56,6 +56,29 @@ def test_inspecting_onnx_imports_no_runtime_plotting_or_qt(command: str) -> None
     assert _imported(command, str(EXAMPLE), "--json", watch=HEAVY) == []
 
 
+def test_inspecting_onnx_imports_only_onnx_message_classes() -> None:
+    """The reader needs onnx's protobuf classes, not the 45-60 ms package (its helpers,
+    checker bindings and tables)."""
+    watch = ["onnx", "onnx.onnx_ml_pb2", "onnx.helper"]
+    found = _imported("inspect", str(EXAMPLE), "--json", "--no-cache", watch=watch)
+    assert found == ["onnx.onnx_ml_pb2"]
+
+
+def test_onnx_imported_after_the_reader_shares_its_message_classes() -> None:
+    probe = (
+        "import sys;"
+        "from nneditor.artifacts.onnx import protos;"
+        "assert 'onnx' not in sys.modules;"
+        "import onnx, onnx.helper, onnx.checker;"
+        "assert onnx.ModelProto is protos.ModelProto;"
+        "assert onnx.onnx_ml_pb2.NodeProto is protos.NodeProto;"
+        f"m = onnx.load({str(EXAMPLE)!r}); onnx.checker.check_model(m);"
+        "assert isinstance(m, protos.ModelProto); print('ok')"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_inspecting_safetensors_does_not_import_onnx(tmp_path: Path) -> None:
     import numpy as np
     from safetensors.numpy import save_file

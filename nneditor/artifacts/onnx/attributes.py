@@ -5,7 +5,7 @@ Value mapping: FLOAT -> float, INT -> int, STRING -> str, TENSOR -> TensorRef, G
 list kinds -> lists of those. An attribute referring to a function attribute
 (``ref_attr_name``) becomes an :class:`AttributeRef`.
 
-Small attributes are parsed with ``onnx.AttributeProto.FromString``; attributes that carry
+Small attributes are parsed with ``pb.AttributeProto.FromString``; attributes that carry
 tensors or graphs in nodes indexed from the wire keep byte ranges (see :class:`WireAttribute`),
 so a Constant's 500 MB tensor is never copied to be shown.
 """
@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import onnx
 from google.protobuf.message import DecodeError
 
+from nneditor.artifacts.onnx import protos as pb
 from nneditor.artifacts.onnx import wire_index as w
 from nneditor.artifacts.onnx.elem_types import describe_type
 from nneditor.artifacts.onnx.objects import OnnxNode, as_text
@@ -26,7 +26,7 @@ from nneditor.artifacts.onnx.tensors import TensorContext, make_ref, make_sparse
 from nneditor.errors import ArtifactError
 from nneditor.io.source import MemorySource
 
-A = onnx.AttributeProto
+A = pb.AttributeProto
 GRAPH_KINDS = (A.GRAPH, A.GRAPHS)
 
 
@@ -129,10 +129,24 @@ def _wire_tensors(buf: memoryview, attr: WireAttribute, ctx: TensorContext, node
     return refs if attr.listed else refs[0]
 
 
+class NodeDecoder:
+    """Decodes the attributes of one graph's nodes parsed by protobuf (``OnnxNode._decode``);
+    ``protos`` are those parsed NodeProtos, in stored order without the wire-indexed ones."""
+
+    __slots__ = ("protos", "ctx")
+
+    def __init__(self, protos: Any, ctx: TensorContext) -> None:
+        self.protos = protos
+        self.ctx = ctx
+
+    def __call__(self, node: OnnxNode) -> dict[str, Any]:
+        return proto_attributes(node, self.ctx)
+
+
 def proto_attributes(node: OnnxNode, ctx: TensorContext) -> dict[str, Any]:
-    """The attributes dict of a node parsed by protobuf (``node._proto``)."""
+    """The attributes dict of a node parsed by protobuf (``node._message()``)."""
     out: dict[str, Any] = {}
-    proto = node._proto
+    proto = node._message()
     if proto is None:
         return out
     for attr in proto.attribute:

@@ -6,7 +6,7 @@ Plan for one GraphProto (or FunctionProto):
    initializers and everything else.
 2. Concatenate the byte ranges of every field except initializers and *big* nodes (over
    :data:`THRESHOLD` bytes: large Constants, large subgraphs) and parse that once with
-   ``onnx.GraphProto.FromString`` (C speed). This validates every node at open.
+   ``pb.GraphProto.FromString`` (C speed). This validates every node at open.
 3. Index initializers from the wire so that their values stay byte ranges in the file.
 4. Index from the wire the nodes that hold data we must not copy: big nodes, Constant nodes
    (their tensor joins the catalog with a byte range) and nodes with graph attributes (their
@@ -16,7 +16,9 @@ Plan for one GraphProto (or FunctionProto):
    ``bytes.find`` over the node runs yields candidates, each confirmed by its wire walk (or,
    for the common raw-data Constant, by the cheaper :mod:`fast_constant` reader).
 5. Turn the parsed NodeProtos into :class:`OnnxNode` objects when ``graph.nodes`` is first
-   read (see :class:`OnnxGraph`); wire-indexed nodes take their places.
+   read (see :class:`OnnxGraph`); wire-indexed nodes take their places. Where the compiled
+   loops are built (:mod:`speedups`), steps 1 and 5 and the headers of step 3 run in C: the
+   nodes are then read from their bytes and keep their position among the parsed protos.
 
 Invariants:
 - Node order is the stored order; ``Node.index`` is the position in its graph.
@@ -39,16 +41,16 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-import onnx
 from google.protobuf.message import DecodeError
 
+from nneditor.artifacts.onnx import protos as pb
 from nneditor.artifacts.onnx import wire_index as w
 from nneditor.artifacts.onnx.attributes import (
     A,
+    NodeDecoder,
     WireAttribute,
     decode_wire_attributes,
     graph_keys,
-    proto_attributes,
     scan_attribute,
 )
 from nneditor.artifacts.onnx.elem_types import ONNX_DTYPES, value_info_from_proto
@@ -67,9 +69,12 @@ from nneditor.artifacts.onnx.tensors import (
 from nneditor.errors import ArtifactError
 from nneditor.model.graph import Graph, Node, ValueInfo
 from nneditor.model.tensor import TensorCatalog, TensorRef
+from nneditor.platform.compiled import compiled
 from nneditor.tensors.dtypes import stored_nbytes
 from nneditor.tensors.shapes import shape_problem
 
+#: the compiled loops (_cwire.c), or None: the Python loops here
+cwire = compiled("nneditor.artifacts.onnx._cwire")
 #: Nodes larger than this are indexed from the wire instead of being parsed by protobuf.
 THRESHOLD = 64 * 1024
 #: Release mapped file pages after every this many bytes walked (bounds RSS at open).
@@ -150,7 +155,7 @@ class GraphBuilder:
             )
         what = f"graph {path!r}"
         split = self._split(start, length, node_field=1, what=what, graph=True)
-        proto, protos = self._parse(split, onnx.GraphProto, what)
+        proto, protos = self._parse(split, pb.GraphProto, what)
         name = as_text(proto.name)
         if kind == "main" and name:
             path = name
@@ -159,7 +164,7 @@ class GraphBuilder:
         graph.initializers = inits
         wired, constants = self._wired_nodes(split, path, depth)
         graph.set_sources(
-            partial(_materialize, protos, frozenset(split.big), wired, constants, self.tensors),
+            partial(_materialize, protos, split, wired, constants, self.tensors),
             partial(_value_infos, proto),
         )
         skip = set(inits)
@@ -173,14 +178,14 @@ class GraphBuilder:
         """A local function (ModelProto.functions) as a Graph of kind "function"."""
         what = f"local function #{index}"
         split = self._split(start, length, node_field=7, what=what, graph=False)
-        proto, protos = self._parse(split, onnx.FunctionProto, what)
+        proto, protos = self._parse(split, pb.FunctionProto, what)
         name, domain = as_text(proto.name), as_text(proto.domain)
         path = f"function {domain}::{name}" if domain else f"function {name}"
         opsets = {as_text(o.domain): int(o.version) for o in proto.opset_import}
         graph = OnnxGraph(name=name, kind="function", opsets=opsets, domain=domain)
         wired, constants = self._wired_nodes(split, path, 0)
         graph.set_sources(
-            partial(_materialize, protos, frozenset(split.big), wired, constants, self.tensors),
+            partial(_materialize, protos, split, wired, constants, self.tensors),
             partial(_value_infos, proto),
         )
         graph.inputs = [ValueInfo(as_text(n)) for n in proto.input]
@@ -191,6 +196,15 @@ class GraphBuilder:
 
     def _split(self, start: int, length: int, *, node_field: int, what: str, graph: bool) -> _Split:
         """Sort the top-level fields (hot loop: one pass, runs merged as they come)."""
+        if cwire is not None:
+            passed = self._passed if graph else None
+            found = cwire.split(
+                self.buf, start, start + length, node_field, graph, self.threshold, passed
+            )
+            if found is not None:
+                keep, nodes, tags, runs, big, inits, sparse = found
+                return _Split(keep, nodes, tags, runs, set(big), inits, sparse)
+            # not plainly well-formed: the Python walk below reads it or says what is wrong
         split = _Split()
         keep, nodes, tags, runs = split.keep, split.nodes, split.tags, split.runs
         threshold = self.threshold
@@ -258,7 +272,7 @@ class GraphBuilder:
             if j in split.big:
                 continue
             try:
-                protos.append(onnx.NodeProto.FromString(bytes(buf[pos : pos + n])))
+                protos.append(pb.NodeProto.FromString(bytes(buf[pos : pos + n])))
             except (DecodeError, RecursionError):
                 split.big.add(j)
         return proto, protos
@@ -474,18 +488,26 @@ def _constant_array(proto: Any, dtype: str, listed: bool) -> np.ndarray:
 
 def _materialize(
     protos: Any,
-    left_out: frozenset[int],
+    split: _Split,
     wired: dict[int, OnnxNode],
     constants: dict[int, TensorRef],
     ctx: TensorContext,
 ) -> list[Node]:
     """The graph's node list: parsed nodes wrapped as OnnxNode, wire-indexed ones in place.
 
-    ``protos`` holds the parsed nodes in order, without the ``left_out`` ones (big or
+    ``protos`` holds the parsed nodes in order, without the ``split.big`` ones (big or
     unparsable nodes, all of which are in ``wired``). ``constants`` maps parsed Constant nodes
     to their catalog refs, which become their ``value`` attribute.
     """
-    decode = partial(proto_attributes, ctx=ctx)
+    decode = NodeDecoder(protos, ctx)
+    left_out = frozenset(split.big)
+    built = _compiled_nodes(split, left_out, decode, ctx)
+    if built is not None:
+        for j, wire in wired.items():
+            built[j] = wire
+        for j, ref in constants.items():
+            built[j]._attrs = {"value": ref}
+        return built
     if not wired and not constants:
         return [proto_node(j, pn, decode) for j, pn in enumerate(protos)]
     parsed = iter(protos)
@@ -503,6 +525,27 @@ def _materialize(
                 node._attrs = {"value": constants[j]}
         nodes.append(node)
     return nodes
+
+
+def _compiled_nodes(
+    split: _Split, left_out: frozenset[int], decode: NodeDecoder, ctx: TensorContext
+) -> list[Node] | None:
+    """The nodes built from their wire bytes by ``_cwire.nodes`` (None: use the protos).
+
+    The file is viewed afresh (and the view let go) so that a graph whose nodes were never
+    read does not keep the document's map exported after it is closed.
+    """
+    if cwire is None:
+        return None
+    source = ctx.source
+    try:
+        view = source.view(0, source.size)
+    except ValueError:  # the document was closed: the parsed protos still hold every node
+        return None
+    try:
+        return cwire.nodes(view, split.nodes, left_out, OnnxNode, decode)
+    finally:
+        view.release()
 
 
 def _value_infos(proto: Any) -> dict[str, ValueInfo]:

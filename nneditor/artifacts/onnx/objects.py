@@ -37,18 +37,27 @@ def _names(values: Any) -> tuple[str, ...]:
 class OnnxNode(Node):
     """A node whose attributes are decoded from its NodeProto on first access.
 
-    ``_proto`` is the parsed NodeProto (None for nodes indexed from the wire, which use the
-    base class's ``attr_source``) and ``_decode`` turns the proto's attributes into a dict.
+    ``_proto`` is the parsed NodeProto, or its position among its graph's parsed NodeProtos
+    (nodes built by the compiled reader, ``_cwire.nodes``), or None for nodes indexed from the
+    wire, which use the base class's ``attr_source``. ``_decode`` turns the proto's attributes
+    into a dict and holds the graph's parsed NodeProtos (``protos``).
     """
 
     __slots__ = ("_proto", "_decode")
     _proto: Any
-    _decode: Callable[[OnnxNode], dict[str, Any]] | None
+    _decode: Any
+
+    def _message(self) -> Any:
+        """The parsed NodeProto (None for a wire-indexed node)."""
+        proto = self._proto
+        if proto.__class__ is int:
+            return self._decode.protos[proto]
+        return proto
 
     @property
     def metadata(self) -> dict[str, str]:
         """The NodeProto's ``metadata_props`` (read on each access; rarely asked for)."""
-        proto = self._proto
+        proto = self._message()
         if proto is None:
             return super().metadata
         props = proto.metadata_props
@@ -71,7 +80,7 @@ class OnnxNode(Node):
 _new_node = object.__new__
 
 
-def proto_node(index: int, proto: Any, decode: Callable[[OnnxNode], dict[str, Any]]) -> OnnxNode:
+def proto_node(index: int, proto: Any, decode: Any) -> OnnxNode:
     """A node backed by a parsed NodeProto (the fast path used for almost every node)."""
     node: OnnxNode = _new_node(OnnxNode)
     node.index = index

@@ -11,6 +11,9 @@ data, doc strings, a header longer than the window, a size that does not match i
 reported as not read, and the caller indexes it with the general walk, which also writes its
 error sentences.
 
+``_cwire.raw_headers`` (C, when built) reads the same headers under the same rules, tensor by
+tensor; the NumPy reader here (:func:`python_raw_headers`) is its reference.
+
 Invariants:
 - Payload bytes are never read; only the first :data:`WINDOW` bytes of each tensor are.
 - A tensor is accepted only when its header ends exactly where ``raw_data`` begins and
@@ -26,11 +29,16 @@ from typing import NamedTuple
 import numpy as np
 
 from nneditor.artifacts.onnx.elem_types import ONNX_DTYPES
+from nneditor.platform.compiled import compiled
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, itemsize_bits
 
+#: the compiled loops (_cwire.c), or None: the Python loops here
+cwire = compiled("nneditor.artifacts.onnx._cwire")
 #: ONNX data types read here: whole bytes per element, not strings
 _WHOLE_BYTES = {k: v for k, v in ONNX_DTYPES.items() if v != "string" and v not in SUB_BYTE_BITS}
 _ITEMSIZE = {v: itemsize_bits(v) // 8 for v in _WHOLE_BYTES.values()}
+#: ONNX data type -> (dtype name, item size): the compiled reader's table
+_TYPES = {k: (v, _ITEMSIZE[v]) for k, v in _WHOLE_BYTES.items()}
 
 #: bytes of each tensor looked at (dims, data type, name and the raw_data tag must fit)
 WINDOW = 192
@@ -57,6 +65,17 @@ def read_raw_headers(
     not in the common layout. ``passed(offset)`` is called after each chunk of headers is
     copied, with the end of the last tensor read (so that the caller can hand back the mapped
     pages)."""
+    if cwire is not None:
+        return cwire.raw_headers(buf, list(entries), _TYPES, RawHeader, passed)
+    return python_raw_headers(buf, entries, passed)
+
+
+def python_raw_headers(
+    buf: memoryview,
+    entries: list[tuple[int, int]],
+    passed: Callable[[int], None] | None = None,
+) -> list[RawHeader | None]:
+    """:func:`read_raw_headers` with NumPy (the reference of the compiled ``_cwire``)."""
     out: list[RawHeader | None] = [None] * len(entries)
     if not entries:
         return out

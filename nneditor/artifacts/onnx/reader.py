@@ -1,7 +1,7 @@
 """Open an ONNX model lazily: ``open_document(path) -> Document``.
 
 The file is memory-mapped and its ModelProto walked at the wire level: small top-level fields
-(versions, producer, opset imports, metadata) are parsed with ``onnx.ModelProto.FromString``
+(versions, producer, opset imports, metadata) are parsed with ``pb.ModelProto.FromString``
 after cutting out the graph, functions and training info; the graph and the local functions are
 built by :mod:`graph_build`, which keeps every initializer's bytes as a range in the file.
 
@@ -18,9 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import onnx
 from google.protobuf.message import DecodeError
 
+from nneditor.artifacts.onnx import protos as pb
 from nneditor.artifacts.onnx import wire_index as w
 from nneditor.artifacts.onnx.external import ExternalData
 from nneditor.artifacts.onnx.graph_build import GraphBuilder
@@ -135,7 +135,7 @@ def _small_fields(buf: memoryview, top: list[w.Field]) -> Any:
         end = pos if wt == w.VARINT else pos + n
         parts.append(buf[at:end])
     try:
-        return onnx.ModelProto.FromString(b"".join(parts))
+        return pb.ModelProto.FromString(b"".join(parts))
     except DecodeError as exc:
         raise ArtifactError(
             f"this is not an ONNX model: its version and opset fields cannot be decoded ({exc})"
