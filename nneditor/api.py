@@ -42,6 +42,12 @@ def _what_traces(doc: Document) -> Capability:
         "this build traces ONNX models, GGUF files and Hugging Face snapshots; a tracer plugin "
         f"can add {doc.format} artifacts"
     )
+    if doc.graph is None and doc.format in ("gguf", "huggingface"):
+        reason = doc.graph_unavailable_reason.rstrip(".") or "it has none"
+        refusal = (
+            f"the NumPy decoder traces {doc.format} checkpoints through their graph, and this "
+            f"one has no graph: {reason}; a tracer plugin can add it"
+        )
     if doc.graph is not None and doc.format in ("gguf", "huggingface"):
         from nneditor.decoder import DecoderUnsupported, decoder_config
 

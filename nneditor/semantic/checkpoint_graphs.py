@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -317,6 +318,24 @@ _HF_MAP = [
 ]
 
 
+_LISTED = re.compile(r"^(?:[\w]+\.)*?(?P<list>[A-Za-z_]\w*)\.(?P<i>\d+)\.")
+
+
+def _parallel_lists(names: Iterable[str]) -> list[str]:
+    """Names of two or more lists numbered alike (XLM's and FlauBERT's ``attentions.N``,
+    ``ffns.N``, ``layer_norm1.N``), in the order first seen; [] when there are none."""
+    numbers: dict[str, set[int]] = {}
+    for name in names:
+        m = _LISTED.match(name)
+        if m:
+            numbers.setdefault(m.group("list"), set()).add(int(m.group("i")))
+    alike = [k for k, v in numbers.items() if len(v) > 1]
+    common = Counter(frozenset(numbers[k]) for k in alike).most_common(1)
+    if not common or common[0][1] < 2:
+        return []
+    return [k for k in alike if frozenset(numbers[k]) == common[0][0]]
+
+
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
         return None, doc.graph_unavailable_reason
@@ -348,6 +367,15 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
             key or f"attn_other_{rest}"
         ] = name
     if not stacks:
+        lists = _parallel_lists(doc.tensors)
+        if lists:
+            shown = ", ".join(f"{name}.N" for name in lists[:4])
+            return None, (
+                f"this {model_type or 'Hugging Face'} checkpoint stores its layers as parallel "
+                f"numbered lists ({shown}{', …' if len(lists) > 4 else ''}), not one numbered "
+                "block per layer; NNEditor draws no graph for that layout (its weights are "
+                "listed by name)"
+            )
         return None, (
             f"no numbered layer stack found in this {model_type or 'Hugging Face'} checkpoint's "
             "tensor names; without it NNEditor cannot synthesize a topology"
