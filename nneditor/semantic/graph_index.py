@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -82,6 +82,32 @@ class GraphIndex:
         self.producer, self.consumers = build(self.nodes)
         self._const_cache: dict[str, np.ndarray | None] = {}
         self._weight_only: frozenset[int] | None = None
+        self._ops: list[str] | None = None
+        self._by_op: dict[str, list[int]] | None = None
+
+    @property
+    def ops(self) -> list[str]:
+        """Every node's operator, by index (built on first use; ``op(i)`` is ``ops[i]``)."""
+        if self._ops is None:
+            self._ops = [n.op_type for n in self.nodes]
+        return self._ops
+
+    def indexes_of(self, ops: Iterable[str]) -> list[int]:
+        """Indexes of the nodes whose operator is one of ``ops``, ascending (detectors start
+        from these instead of testing every node)."""
+        if self._by_op is None:
+            by_op: dict[str, list[int]] = {}
+            for i, op in enumerate(self.ops):
+                found = by_op.get(op)
+                if found is None:
+                    by_op[op] = [i]
+                else:
+                    found.append(i)
+            self._by_op = by_op
+        lists = [found for op in set(ops) if (found := self._by_op.get(op))]
+        if len(lists) == 1:
+            return list(lists[0])
+        return sorted(i for found in lists for i in found)
 
     @property
     def weight_only(self) -> frozenset[int]:

@@ -220,6 +220,8 @@ def _nested_patterns(
     if depth > 16:
         return out
     for i, node in enumerate(graph.nodes):
+        if not node.subgraphs:
+            continue
         for attr, sub in node.subgraphs.items():
             found = list(detect_all(GraphIndex(sub, tensors)))
             for inner in _nested_patterns(sub, tensors, depth + 1).values():
@@ -277,10 +279,12 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
     before the first block operator that reads it.
     """
     out: dict[str, list[ScopeNode]] = {}
+    ops = ix.ops
     for prefix, kids in stack_children(trie).items():
         ids = {id(k) for k in kids}
-        inside = [i for k in kids for i in k.all_nodes() if ix.op(i) not in IGNORED_OPS]
-        if not inside or not _alike(kids, ix):
+        members = [[i for i in k.all_nodes() if ops[i] not in IGNORED_OPS] for k in kids]
+        inside = [i for m in members for i in m]
+        if not inside or not _alike(members, ops):
             continue
         lo, hi = min(inside), max(inside)
         between = sum(
@@ -288,7 +292,7 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
             for c in trie.children.values()
             if id(c) not in ids
             for i in c.all_nodes()
-            if lo < i < hi and ix.op(i) not in IGNORED_OPS
+            if lo < i < hi and ops[i] not in IGNORED_OPS
         )
         if between <= _INTERLEAVED_SHARE * len(inside):
             out[prefix] = kids
@@ -299,15 +303,13 @@ def _stacks(trie: ScopeNode, ix: GraphIndex) -> dict[str, list[ScopeNode]]:
 _INTERLEAVED_SHARE = 0.05
 
 
-def _alike(kids: list[ScopeNode], ix: GraphIndex) -> bool:
-    """Most members compute the same operators: a stack repeats one block (a ResNet stage's
-    first block may add a downsampling branch), unlike YOLO's ``model.0 … model.22``, a
-    numbered sequence of different modules."""
-    shapes = Counter(
-        frozenset(Counter(ix.op(i) for i in k.all_nodes() if ix.op(i) not in IGNORED_OPS).items())
-        for k in kids
-    )
-    return 2 * shapes.most_common(1)[0][1] >= len(kids)
+def _alike(members: list[list[int]], ops: list[str]) -> bool:
+    """Most members (each a stack child's operators, ignored ones left out) compute the same
+    operators: a stack repeats one block (a ResNet stage's first block may add a
+    downsampling branch), unlike YOLO's ``model.0 … model.22``, a numbered sequence of
+    different modules."""
+    shapes = Counter(frozenset(Counter(ops[i] for i in m).items()) for m in members)
+    return 2 * shapes.most_common(1)[0][1] >= len(members)
 
 
 def _find_stack(

@@ -171,7 +171,8 @@ def detect_declared(ix: GraphIndex) -> list[Pattern]:
 
 def detect_attention(ix: GraphIndex) -> list[Pattern]:
     out: list[Pattern] = []
-    for i, node in enumerate(ix.nodes):
+    for i in ix.indexes_of([*FUSED_ATTENTION, "Softmax"]):
+        node = ix.nodes[i]
         if node.domain == "nneditor":
             continue
         if node.op_type in FUSED_ATTENTION:
@@ -412,8 +413,8 @@ def _kv_heads(ix: GraphIndex, reshapes: list[int], heads: int | None) -> int | N
 def detect_ffn(ix: GraphIndex) -> list[Pattern]:
     out: list[Pattern] = []
     used: set[int] = set()
-    for i, _node in enumerate(ix.nodes):
-        if i in used or ix.op(i) not in LINEAR or not ix.weight_inputs(i):
+    for i in ix.indexes_of(LINEAR):
+        if i in used or not ix.weight_inputs(i):
             continue
         found = _ffn_from(ix, i)
         if found is None:
@@ -527,7 +528,8 @@ def _other_linear_sibling(ix: GraphIndex, mul: int, up: int, members: set[int]) 
 
 def detect_norms(ix: GraphIndex) -> list[Pattern]:
     out: list[Pattern] = []
-    for i, node in enumerate(ix.nodes):
+    for i in ix.indexes_of([*NORM_OPS, "BatchNormalization", "Sqrt"]):
+        node = ix.nodes[i]
         label = NORM_OPS.get(node.op_type)
         if label:
             out.append(
@@ -610,9 +612,8 @@ def _written_norm(ix: GraphIndex, sqrt: int) -> Pattern | None:
 
 def detect_convs(ix: GraphIndex) -> list[Pattern]:
     out: list[Pattern] = []
-    for i, node in enumerate(ix.nodes):
-        if node.op_type not in ("Conv", "ConvTranspose", "QLinearConv", "ConvInteger"):
-            continue
+    for i in ix.indexes_of(("Conv", "ConvTranspose", "QLinearConv", "ConvInteger")):
+        node = ix.nodes[i]
         members = [i]
         parts = [node.op_type]
         cur = i
@@ -660,8 +661,9 @@ def detect_convs(ix: GraphIndex) -> list[Pattern]:
 
 def detect_embeddings(ix: GraphIndex) -> list[Pattern]:
     out = []
-    for i, node in enumerate(ix.nodes):
-        if node.op_type != "Gather" or not node.inputs or node.inputs[0] not in ix.initializers:
+    for i in ix.indexes_of(("Gather",)):
+        node = ix.nodes[i]
+        if not node.inputs or node.inputs[0] not in ix.initializers:
             continue
         shape = ix.tensor_shape(node.inputs[0])
         if shape is None or len(shape) != 2 or shape[0] < 16:
@@ -682,7 +684,8 @@ def detect_embeddings(ix: GraphIndex) -> list[Pattern]:
 
 def detect_recurrent(ix: GraphIndex) -> list[Pattern]:
     out = []
-    for i, node in enumerate(ix.nodes):
+    for i in ix.indexes_of([*RECURRENT, "If"]):
+        node = ix.nodes[i]
         label = RECURRENT.get(node.op_type)
         if label:
             hidden = (
@@ -719,8 +722,9 @@ def detect_recurrent(ix: GraphIndex) -> list[Pattern]:
 def detect_residuals(ix: GraphIndex) -> list[Pattern]:
     """Add(x, f(x)): one operand is an ancestor of the other within a bounded distance."""
     out = []
-    for i, node in enumerate(ix.nodes):
-        if node.op_type not in ("Add", "Sum") or len(node.inputs) != 2 or node.domain == "nneditor":
+    for i in ix.indexes_of(("Add", "Sum")):
+        node = ix.nodes[i]
+        if len(node.inputs) != 2 or node.domain == "nneditor":
             continue
         a, b = (ix.producer.get(n) for n in node.inputs)
         if a is None or b is None or a == b:
