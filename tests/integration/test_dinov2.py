@@ -141,9 +141,11 @@ def test_dinov2_with_registers_is_refused_by_name(tmp_path) -> None:  # noqa: AN
 
 @pytest.mark.realdata
 def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN001
-    """`nneditor inputs --image` makes the graph's 42x42 input (ImageNet's normalisation, as
-    preprocessor_config.json states); traced, predict names transformers' classes for those
-    pixel values with its probabilities."""
+    """`nneditor inputs --image` makes the graph's 42x42 input as the snapshot's image
+    processor does (the shorter side resized to 48 with Pillow's bicubic filter, the centre
+    cropped, ImageNet's normalisation: preprocessor_config.json), equal to transformers'
+    processor on images of several shapes; traced, predict names transformers' classes for
+    those pixel values with its probabilities."""
     image_pil = pytest.importorskip("PIL.Image")
     snap = zoo_artifact("vision-dinov2")
     png = tmp_path / "image.png"
@@ -157,7 +159,18 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN0
     )
     assert r.returncode == 0, r.stderr
     pixels = np.load(tmp_path / "in" / "inputs.npz")["pixel_values"]
-    assert pixels.shape == (1, 3, 42, 42)
+    processor = tf.AutoImageProcessor.from_pretrained(str(snap))
+    assert np.array_equal(
+        pixels, processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+    )
+    for shape in ((90, 30, 3), (30, 90, 3), (20, 20, 3)):  # tall, wide, smaller than the crop
+        other = tmp_path / f"{shape[0]}x{shape[1]}.png"
+        image_pil.fromarray((rng.random(shape) * 255).astype(np.uint8)).save(other)
+        out = tmp_path / f"in-{shape[0]}x{shape[1]}"
+        r = nneditor_cli("inputs", str(snap), "--image", f"pixel_values={other}", "--out", str(out))
+        assert r.returncode == 0, r.stderr
+        want = processor(image_pil.open(other), return_tensors="np")["pixel_values"]
+        assert np.array_equal(np.load(out / "inputs.npz")["pixel_values"], want), shape
     trace = tmp_path / "trace"
     r = nneditor_cli(
         "trace", str(snap), "--inputs", str(tmp_path / "in"), "--out", str(trace), "--yes"

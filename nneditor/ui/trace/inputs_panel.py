@@ -51,7 +51,7 @@ from nneditor.inputs import (
 )
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_series
-from nneditor.inputs.image import NORMALIZATIONS, image_for_input
+from nneditor.inputs.image import NORMALIZATIONS, Sizing, image_for_input
 from nneditor.inputs.spec import InputSpec
 from nneditor.platform.dirs import data_dir
 from nneditor.tokenize.token_inputs import notes_by_input
@@ -93,9 +93,10 @@ def source_array(
     plan: InputPlan,
     normalization: str = "imagenet",
     layout: str | None = None,
+    sizing: Sizing | None = None,
 ) -> np.ndarray:
     """Values for ``spec`` from one non-automatic source (validated by the caller);
-    ``normalization`` and ``layout`` apply to an image source."""
+    ``normalization``, ``layout`` and ``sizing`` apply to an image source."""
     shape = spec.shape
     if shape is None:
         raise NNEditorError(f"input {spec.name!r} has no known shape; it needs a tensor file")
@@ -112,7 +113,7 @@ def source_array(
     if not path:
         raise NNEditorError(f"choose a file for input {spec.name!r} ({SOURCES[kind][0]})")
     if kind == "image":
-        return image_for_input(spec, path, normalization, layout)
+        return image_for_input(spec, path, normalization, layout, sizing)
     if kind == "csv":
         return csv_for_input(spec, path)
     if kind == "tensor":
@@ -134,6 +135,7 @@ class InputsPanel(QWidget):
         super().__init__(parent)
         self.doc: Any = None
         self.plan: InputPlan | None = None
+        self.sizing: Sizing | None = None  # the model's image processor's resize and crop
         self.sources: dict[str, tuple[str, str | None]] = {}
         self.arrays: dict[str, np.ndarray] | None = None
         self.token_notes: dict[str, dict[str, Any]] = {}  # see _assign
@@ -362,6 +364,7 @@ class InputsPanel(QWidget):
 
     def set_document(self, doc: Any) -> None:
         self.doc, self.plan, self.arrays, self.written = doc, None, None, None
+        self.sizing = None
         self.sources = {}
         self.table.setRowCount(0)
         self.assumptions.setText("")
@@ -376,9 +379,10 @@ class InputsPanel(QWidget):
             return
         self._fill()
         self._show_image_options()
-        from nneditor.inputs.image import model_normalization
+        from nneditor.inputs.image import model_normalization, model_sizing
 
         stated = model_normalization(doc.path)  # (preprocessor_config.json's, where stated)
+        self.sizing = model_sizing(doc.path)
         self.image_norm.setCurrentIndex(self.image_norm.findData(stated or "imagenet"))
         self.image_norm.setToolTip(
             "How pixel values of image inputs are scaled"
@@ -466,7 +470,7 @@ class InputsPanel(QWidget):
                     notes[name] = self._token_note(name, tok)
                 elif kind != "auto":
                     provided[name] = source_array(
-                        self.plan[name], kind, path, self.plan, norm, layout
+                        self.plan[name], kind, path, self.plan, norm, layout, self.sizing
                     )
             arrays = build_inputs(self.plan, provided)
             out = Path(self.folder.text().strip() or self.default_folder())
