@@ -302,6 +302,7 @@ EXPECT: dict[str, E] = {
     "encoder-xlmr-reranker": {"format": "huggingface", "positions": 1, **_lm(2)},
     "encoder-distilbert-squad": {"format": "huggingface", **_lm(2)},
     "vision-vit": {"format": "huggingface", "positions": 1, **_lm(2)},
+    "vision-dinov2": {"format": "huggingface", "positions": 1, **_lm(2)},
     "encoder-xlmr-reranker.gguf": {"format": "gguf", "positions": 1, **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},

@@ -21,6 +21,7 @@ CROSS_ENCODER = "encoder-bert-cross-encoder"
 RERANKER = "encoder-xlmr-reranker"
 QA = "encoder-distilbert-squad"
 VIT = "vision-vit"
+DINOV2 = "vision-dinov2"
 
 _NER_LABELS = ["O", "B-MISC", "I-MISC", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC"]
 
@@ -180,6 +181,51 @@ def _vit_snapshot(path: Path) -> None:
     (path / "preprocessor_config.json").write_text(json.dumps(processor, indent=2))
 
 
+def _dinov2_snapshot(path: Path) -> None:
+    """Dinov2ForImageClassification as transformers writes it (the releases' names), in small:
+    positions stored for 56x56 images in 14x14 patches (the releases': 518), an image
+    processor that crops to 42x42 (theirs: 224), so the positions are interpolated; the layer
+    scales, tokens, positions and head moved off their initialisation, as trained ones are."""
+    import json
+
+    import torch
+    import transformers as tf
+
+    labels = ["tench", "goldfish", "great white shark", "tiger shark", "hammerhead"]
+    config = tf.Dinov2Config(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        mlp_ratio=2,
+        image_size=56,
+        patch_size=14,
+        layerscale_value=0.5,
+        **_labelled(labels),
+    )
+    torch.manual_seed(0)
+    model = perturbed(tf.Dinov2ForImageClassification(config).eval())
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("lambda1", "_token", "position_embeddings")) or "classifier" in name:
+                p.add_(torch.randn_like(p) * 0.5)
+    model.save_pretrained(str(path))
+    processor = {
+        "crop_size": {"height": 42, "width": 42},
+        "do_center_crop": True,
+        "do_convert_rgb": True,
+        "do_normalize": True,
+        "do_rescale": True,
+        "do_resize": True,
+        "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.229, 0.224, 0.225],
+        "image_processor_type": "BitImageProcessor",
+        "resample": 3,
+        "rescale_factor": 1 / 255,
+        "size": {"shortest_edge": 48},
+    }
+    (path / "preprocessor_config.json").write_text(json.dumps(processor, indent=2))
+
+
 def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path]) -> None:
     """Add the classifiers to the zoo (snapshots, and llama.cpp's conversion of a reranker)."""
     from zoo_decoders import convert
@@ -220,6 +266,13 @@ def register(generator: Callable[..., Any], generate: Callable[[str, Path], Path
         "Vision Transformer image classifier (as google/vit-base-patch16-224, in small: 32x32 "
         "images, 8x8 patches, ten ImageNet labels), tiny random weights",
     )(_vit_snapshot)
+    generator(
+        DINOV2,
+        "transformers save_pretrained (Dinov2ForImageClassification)",
+        "DINOv2 image classifier (as facebook/dinov2-* with a linear head, in small: positions "
+        "for 56x56 images interpolated to the processor's 42x42 crop, layer scales, five "
+        "labels), tiny random weights",
+    )(_dinov2_snapshot)
     generator(
         RERANKER,
         "transformers save_pretrained (XLMRobertaForSequenceClassification, one label)",

@@ -21,7 +21,7 @@ import numpy as np
 from nneditor.inputs.assign import build_inputs, write_input_set
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, pattern, time_series
-from nneditor.inputs.image import LAYOUTS, NORMALIZATIONS, image_for_input
+from nneditor.inputs.image import LAYOUTS, NORMALIZATIONS, image_for_input, model_sizing
 from nneditor.inputs.picker import assign_file
 from nneditor.inputs.spec import (
     InputPlan,
@@ -82,8 +82,10 @@ def provided_from_args(plan: InputPlan, args: argparse.Namespace) -> dict[str, n
     for item in args.tensor or []:
         target, sep, path = item.rpartition("=")
         out.update(assign_file(plan, path, target if sep and target else None))
-    for name, path in parse_assignments(args.image, "--image").items():
-        out[name] = image_for_input(plan[name], path, args.normalize, args.layout)
+    images = parse_assignments(args.image, "--image")
+    sizing = model_sizing(args.path) if images else None  # the model's image processor's
+    for name, path in images.items():
+        out[name] = image_for_input(plan[name], path, args.normalize, args.layout, sizing)
     for name, path in parse_assignments(args.csv, "--csv").items():
         out[name] = csv_for_input(plan[name], path)
     for name, kind in parse_assignments(args.pattern, "--pattern").items():

@@ -38,6 +38,9 @@ def classify(
         h = x
     elif c.pooling == "mean":  # every position's mean (ModernBERT's "mean")
         h = x.mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
+    elif c.pooling == "cls_mean":  # DINOv2: the class token beside the patches' mean
+        mean = x[1:].mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
+        h = np.concatenate([x[:1], mean], axis=-1)
     elif c.pooling == "last":  # a decoder's: the last token that is not padding
         at = x.shape[0] - 1
         if ids is not None and c.pad_id >= 0:

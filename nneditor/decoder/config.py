@@ -357,7 +357,8 @@ class Classifier:
     activation: str
     labels: tuple[str, ...]
     #: what a sequence head reads: the "first" position's state, the positions' "mean"
-    #: (ModernBERT's classifier_pooling) or the "last" one that is not ``pad_id`` (a decoder's)
+    #: (ModernBERT's classifier_pooling), the "last" one that is not ``pad_id`` (a decoder's)
+    #: or "cls_mean": the first beside the others' mean (DINOv2's)
     pooling: str = "first"
     pad_id: int = -1
 
@@ -522,7 +523,8 @@ class DecoderConfig:
             f"{self.n_heads} heads" + (f" / {self.n_kv_heads} key-value" if self.gqa else ""),
             f"vocabulary {self.vocab:,}"
             if v is None
-            else f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches",
+            else f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches"
+            + (" (positions interpolated to other sizes)" if v.grid else ""),
         ]
         if self.mamba2 is not None:
             m = self.mamba2

@@ -71,6 +71,12 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
         arch = llama_cpp_arch(model_type, config)
     if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
         arch = "t5"  # T5ForConditionalGeneration: the encoder, then the decoder
+    if model_type == "dinov2_with_registers":
+        raise DecoderUnsupported(
+            "DINOv2 with registers (dinov2_with_registers) is not run: the NumPy decoder "
+            "runs DINOv2 (model_type dinov2) but not the register tokens these releases place "
+            "between the class token and the patches"
+        )
     if arch is None:
         kind = f"{model_type} snapshots" if model_type else "a snapshot stating no model_type"
         raise DecoderUnsupported(

@@ -373,6 +373,9 @@ def _block(
     if ffn_norm != "post_attention_norm" and w.has(f"{p}.post_attention_norm.weight"):
         a = _norm(w, cfg, f"{p}.post_attention_norm", a)
         emit(f"{p}.attn_post_norm", a[None])
+    if w.has(f"{p}.ls1.weight"):  # DINOv2's layer scale
+        a = (a * w.get(f"{p}.ls1.weight")).astype(F32)
+        emit(f"{p}.attn_scaled", a[None])
     if cfg.residual_scale != 1.0:
         a = (a * F32(cfg.residual_scale)).astype(F32)
     x = x + a
@@ -392,6 +395,9 @@ def _block(
     if w.has(f"{p}.post_ffw_norm.weight"):
         f = _norm(w, cfg, f"{p}.post_ffw_norm", f)
         emit(f"{p}.ffn_post_norm", f[None])
+    if w.has(f"{p}.ls2.weight"):
+        f = (f * w.get(f"{p}.ls2.weight")).astype(F32)
+        emit(f"{p}.ffn_scaled", f[None])
     if cfg.residual_scale != 1.0:
         f = (f * F32(cfg.residual_scale)).astype(F32)
     x = x + f

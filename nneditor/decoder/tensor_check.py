@@ -52,6 +52,8 @@ _BLOCK_KEYS = {
     "attn_sinks.weight",
     "exp_probs_b.bias",  # GLM-4.5: the router's expert-selection bias
     "attn_rel_b.weight",  # T5: the relative-position bias table (the first layer's)
+    "ls1.weight",  # DINOv2: the layer scales of the attention's and feed-forward's outputs
+    "ls2.weight",
     # DeepSeek's latent attention
     "attn_q_a.weight",
     "attn_q_a_norm.weight",
@@ -308,6 +310,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
             _refuse_mixed_feed_forward(cfg, i)
             continue
         need += [f"blk.{i}.ffn_up.weight", f"blk.{i}.ffn_down.weight"]
+        if cfg.vision is not None and cfg.vision.grid:  # DINOv2
+            need += [f"blk.{i}.ls1.weight", f"blk.{i}.ls2.weight"]
         if cfg.gated and not cfg.fused_gate_up:
             need.append(f"blk.{i}.ffn_gate.weight")
     missing = [k for k in need if k not in cfg.names]

@@ -7,18 +7,20 @@ embedding (a convolution whose stride is its kernel: a matrix over the flattened
 learned class token goes first and the learned position table is added; then pre-norm blocks
 (LayerNorm before the attention and before the GELU feed-forward), the final LayerNorm, and a
 classifier over the class token. The values are the pixel values as given: resizing and
-normalising an image (preprocessor_config.json) happen before.
+normalising an image (preprocessor_config.json) happen before. DINOv2's differences (layer
+scale, positions interpolated to any image size, its head) are decoder/dinov2.py's.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from nneditor.decoder import dinov2
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 
@@ -30,11 +32,13 @@ _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "g
 @dataclass(frozen=True)
 class Vision:
     """The image a vision transformer reads: ``channels`` x ``size`` x ``size`` pixels in
-    ``patch`` x ``patch`` patches."""
+    ``patch`` x ``patch`` patches; ``grid``: DINOv2's, whose position table holds ``grid`` x
+    ``grid`` patches and is interpolated to any image's (0: the image must be ``size``)."""
 
     size: int
     patch: int
     channels: int
+    grid: int = 0
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
@@ -47,21 +51,27 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             f"this ViT's image size {size} is not a multiple of its patch {patch}"
         )
     names = common["names"]
+    is_dinov2 = config.get("model_type") == "dinov2"
     classifier = None
     if "cls_out.weight" in names:
         classifier = classifier_head(config, names)
+        if is_dinov2:  # the class token beside the patches' mean
+            classifier = replace(classifier, pooling="cls_mean")
+    swiglu = is_dinov2 and bool(config.get("use_swiglu_ffn"))  # [gate; up] in one matrix
+    channels = int(config.get("num_channels") or 3)
     return DecoderConfig(
         **common,
         norm="layer",
-        norm_eps=float(config.get("layer_norm_eps") or 1e-12),
+        norm_eps=float(config.get("layer_norm_eps") or (1e-6 if is_dinov2 else 1e-12)),
         rope="none",
-        activation=_ACTIVATIONS[act],
+        activation="silu" if swiglu else _ACTIVATIONS[act],
         gated=False,
+        fused_gate_up=swiglu,
         causal=False,
         head=False,
         attn_scale=1 / math.sqrt(int(common["head_dim"])),
         classifier=classifier,
-        vision=Vision(size, patch, int(config.get("num_channels") or 3)),
+        vision=Vision(size, patch, channels, size // patch if is_dinov2 else 0),
         notes=(
             "the pixel values are read as given: an image is resized and normalised as "
             "preprocessor_config.json says before it reaches the model",
@@ -78,15 +88,12 @@ def embed(
     """[1 + patches, hidden]: the class token, then each patch's projection, plus positions."""
     v = cfg.vision
     assert v is not None
-    want = (1, v.channels, v.size, v.size)
-    if pixels.shape != want:
-        raise DecoderUnsupported(
-            f"pixel values must be {list(want)} for this ViT, given {list(pixels.shape)}"
-        )
-    n = v.size // v.patch
-    # [1, C, n, P, n, P] -> [n * n, C * P * P], each patch flattened as the kernel is
-    patches = pixels.reshape(v.channels, n, v.patch, n, v.patch).transpose(1, 3, 0, 2, 4)
-    patches = np.ascontiguousarray(patches.reshape(n * n, -1), dtype=F32)
+    rows, cols = _grid(v, pixels)
+    # (a convolution whose stride is its kernel leaves out the pixels past the last patch)
+    pixels = pixels[:, :, : rows * v.patch, : cols * v.patch]
+    # [1, C, rows, P, cols, P] -> [rows * cols, C * P * P], each patch flattened as the kernel is
+    patches = pixels.reshape(v.channels, rows, v.patch, cols, v.patch).transpose(1, 3, 0, 2, 4)
+    patches = np.ascontiguousarray(patches.reshape(rows * cols, -1), dtype=F32)
     kernel = w.get("patch_embd.weight").reshape(cfg.hidden, -1)
     x = patches @ kernel.T
     if w.has("patch_embd.bias"):
@@ -97,6 +104,8 @@ def embed(
         tokens.append(w.get("dist_token.weight").reshape(1, cfg.hidden))
     x = np.concatenate([*tokens, x]).astype(F32)
     table = w.get("patch_pos.weight").reshape(-1, cfg.hidden)
+    if v.grid:  # DINOv2: the stored grid's positions resized to the image's
+        table = dinov2.positions(table, v.grid, rows, cols)
     if table.shape[0] != x.shape[0]:
         raise DecoderUnsupported(
             f"the position table has {table.shape[0]} rows for {x.shape[0]} positions (the "
@@ -105,6 +114,22 @@ def embed(
     x = (x + table).astype(F32)
     emit("inp_embd_pos", x[None])
     return x
+
+
+def _grid(v: Vision, pixels: np.ndarray) -> tuple[int, int]:
+    """The image's patch rows and columns (DINOv2: any image of at least one patch)."""
+    shape = list(pixels.shape)
+    if not v.grid:
+        want = [1, v.channels, v.size, v.size]
+        if shape != want:
+            raise DecoderUnsupported(f"pixel values must be {want} for this ViT, given {shape}")
+        return v.size // v.patch, v.size // v.patch
+    if len(shape) != 4 or shape[:2] != [1, v.channels] or min(shape[2:]) < v.patch:
+        raise DecoderUnsupported(
+            f"pixel values must be [1, {v.channels}, height, width] of at least one "
+            f"{v.patch}x{v.patch} patch for this DINOv2, given {shape}"
+        )
+    return shape[2] // v.patch, shape[3] // v.patch
 
 
 def distilled_logits(

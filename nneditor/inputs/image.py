@@ -35,9 +35,8 @@ NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
 MAX_PIXELS = 100_000_000
 
 
-def model_normalization(model: str | os.PathLike[str]) -> str | None:
-    """The named normalisation a snapshot's preprocessor_config.json states (its image_mean and
-    image_std; do_normalize false: 0..1), None when it states none NNEditor names."""
+def _processor_config(model: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The preprocessor_config.json beside (or in) ``model``, None when there is none."""
     import json
 
     p = Path(model)
@@ -46,7 +45,14 @@ def model_normalization(model: str | os.PathLike[str]) -> str | None:
         config = json.loads((folder / "preprocessor_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(config, dict):
+    return config if isinstance(config, dict) else None
+
+
+def model_normalization(model: str | os.PathLike[str]) -> str | None:
+    """The named normalisation a snapshot's preprocessor_config.json states (its image_mean and
+    image_std; do_normalize false: 0..1), None when it states none NNEditor names."""
+    config = _processor_config(model)
+    if config is None:
         return None
     if config.get("do_normalize") is False:
         return "0..1" if config.get("do_rescale", True) else None
@@ -101,6 +107,73 @@ def layout_for(spec: InputSpec, layout: str | None = None) -> ImageLayout:
     return ImageLayout(layout, shape[1], shape[2], shape[3], shape[0])
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """How an image processor sizes an image before the model (transformers' slow, Pillow
+    processors, in their order): a resize, either to ``resize`` (height, width) or of the
+    shorter side to ``shortest`` (the longer one in proportion, truncated, at most
+    ``longest``), with Pillow filter ``resample``; then a centre crop to ``crop``."""
+
+    resize: tuple[int, int] | None = None
+    shortest: int | None = None
+    longest: int | None = None
+    resample: int = 2  # Pillow's BILINEAR
+    crop: tuple[int, int] | None = None
+
+    def resized(self, height: int, width: int) -> tuple[int, int]:
+        """The size after the resize of an image of ``height`` x ``width``."""
+        if self.resize is not None:
+            return self.resize
+        if self.shortest is None:
+            return height, width
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = self.shortest, int(self.shortest * long / short)
+        if self.longest is not None and new_long > self.longest:
+            new_short, new_long = int(self.longest * new_short / new_long), self.longest
+        return (new_long, new_short) if width <= height else (new_short, new_long)
+
+    def output(self, height: int, width: int) -> tuple[int, int]:
+        """The size the model receives from an image of ``height`` x ``width``."""
+        return self.crop if self.crop is not None else self.resized(height, width)
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    """(height, width) of a size entry: {"height", "width"} or one int for both."""
+    if isinstance(value, dict) and {"height", "width"} <= value.keys():
+        return int(value["height"]), int(value["width"])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    return None
+
+
+def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
+    """How the snapshot's preprocessor_config.json sizes images (resize, then centre crop),
+    None when it states no sizing NNEditor follows (then an image is resized straight to the
+    input's size)."""
+    config = _processor_config(model)
+    if config is None or config.get("do_resize", True) is False:
+        return None
+    size = config.get("size")
+    resample = config.get("resample", 2)
+    if not isinstance(resample, int) or resample not in (0, 1, 2, 3, 4, 5):
+        return None
+    crop = _pair(config.get("crop_size")) if config.get("do_center_crop") else None
+    if config.get("do_center_crop") and crop is None:
+        return None
+    exact = _pair(size)
+    if exact is not None:
+        return Sizing(resize=exact, resample=resample, crop=crop)
+    if isinstance(size, dict) and isinstance(size.get("shortest_edge"), int):
+        longest = size.get("longest_edge")
+        return Sizing(
+            shortest=int(size["shortest_edge"]),
+            longest=int(longest) if isinstance(longest, int) else None,
+            resample=resample,
+            crop=crop,
+        )
+    return None
+
+
 def load_image(
     path: str | os.PathLike[str],
     height: int,
@@ -110,8 +183,12 @@ def load_image(
     channels: int = 3,
     batch: int = 1,
     dtype: str | np.dtype = "float32",
+    sizing: Sizing | None = None,
 ) -> np.ndarray:
-    """Read an image, resize it to ``height`` x ``width`` and lay it out as a tensor."""
+    """Read an image, resize it to ``height`` x ``width`` and lay it out as a tensor.
+
+    With ``sizing`` (a model's image processor) the image is resized and cropped as that
+    processor does, where that gives ``height`` x ``width``; otherwise straight to it."""
     if layout not in LAYOUTS:
         raise InputSpecError(f"unknown layout {layout!r}; choose NCHW or NHWC")
     if normalization not in NORMALIZATIONS:
@@ -135,9 +212,14 @@ def load_image(
                     f"{MAX_PIXELS:,} NNEditor decodes; downscale it first"
                 )
             img = img.convert("RGB" if channels == 3 else "L")
-            resample = getattr(pil, "Resampling", pil).BILINEAR
-            img = img.resize((width, height), resample)  # Pillow takes (width, height)
-            pixels: np.ndarray = np.asarray(img, dtype=np.float32) / np.float32(255.0)
+            if sizing is not None and sizing.output(img.height, img.width) == (height, width):
+                h, w = sizing.resized(img.height, img.width)
+                img = img.resize((w, h), sizing.resample)  # Pillow takes (width, height)
+                raw = _centre_crop(np.asarray(img), sizing.crop)
+            else:
+                resample = getattr(pil, "Resampling", pil).BILINEAR
+                raw = np.asarray(img.resize((width, height), resample))
+            pixels: np.ndarray = raw.astype(np.float32) / np.float32(255.0)
     except pil.DecompressionBombError:
         raise InputSpecError(
             f"{p} has more than the {MAX_PIXELS:,} pixels NNEditor decodes; downscale it first"
@@ -159,13 +241,33 @@ def load_image(
     return np.ascontiguousarray(out, dtype=np.dtype(dtype))
 
 
+def _centre_crop(pixels: np.ndarray, crop: tuple[int, int] | None) -> np.ndarray:
+    """The centre ``crop`` (height, width) of ``pixels`` [H, W(, C)], zero-padded where the
+    image is smaller, as transformers' center_crop places it."""
+    if crop is None:
+        return pixels
+    height, width = pixels.shape[:2]
+    ch, cw = crop
+    top, left = (height - ch) // 2, (width - cw) // 2
+    if top >= 0 and left >= 0 and top + ch <= height and left + cw <= width:
+        return pixels[top : top + ch, left : left + cw]
+    nh, nw = max(ch, height), max(cw, width)
+    padded = np.zeros((nh, nw, *pixels.shape[2:]), dtype=pixels.dtype)
+    top_pad, left_pad = -(-(nh - height) // 2), -(-(nw - width) // 2)
+    padded[top_pad : top_pad + height, left_pad : left_pad + width] = pixels
+    top, left = top + top_pad, left + left_pad
+    return padded[max(0, top) : min(nh, top + ch), max(0, left) : min(nw, left + cw)]
+
+
 def image_for_input(
     spec: InputSpec,
     path: str | os.PathLike[str],
     normalization: str = "imagenet",
     layout: str | None = None,
+    sizing: Sizing | None = None,
 ) -> np.ndarray:
-    """An image tensor shaped for ``spec`` (layout inferred from its channel axis)."""
+    """An image tensor shaped for ``spec`` (layout inferred from its channel axis), sized as
+    ``sizing`` (the model's image processor, :func:`model_sizing`) says where given."""
     lay = layout_for(spec, layout)
     dtype = spec.numpy_dtype
     if dtype == np.uint8:  # TensorFlow's detectors take the pixel bytes
@@ -176,7 +278,15 @@ def image_for_input(
             "uint8 (pixel byte) tensors"
         )
     return load_image(
-        path, lay.height, lay.width, lay.layout, normalization, lay.channels, lay.batch, dtype
+        path,
+        lay.height,
+        lay.width,
+        lay.layout,
+        normalization,
+        lay.channels,
+        lay.batch,
+        dtype,
+        sizing,
     )
 
 

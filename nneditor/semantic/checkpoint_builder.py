@@ -80,9 +80,12 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         self.graph.nodes.append(node)
         return output
 
-    def vision_embedding(self, top: dict[str, str], channels: int, size: int, patch: int) -> str:
+    def vision_embedding(
+        self, top: dict[str, str], channels: int, size: int, patch: int, grid: int = 0
+    ) -> str:
         """A vision transformer's input: the image's patches projected, the class token first,
-        the learned positions added (decoder/vit.py ``embed``)."""
+        the learned positions added (decoder/vit.py ``embed``); ``grid``: DINOv2's stored
+        position grid, resized to the image's."""
         self.graph.inputs.append(ValueInfo("pixel_values", "float32", (1, channels, size, size)))
         x = self.node(
             "patch_embd",
@@ -107,7 +110,14 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             "embedding",
             "The class token first"
             + (" and DeiT's distillation token" if "dist_token.weight" in top else "")
-            + ", then the learned position table added (from tensor names).",
+            + ", then the learned position table added"
+            + (
+                f" (stored for {grid}x{grid} patches, resized bicubically to the image's patch "
+                "grid as transformers' interpolate_pos_encoding does)"
+                if grid
+                else ""
+            )
+            + " (from tensor names).",
         )
 
     def embedding(self, top: dict[str, str], arch: str = "") -> str:
@@ -281,6 +291,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         post = "ffn_norm.weight" in t or arch in ("olmo2", "exaone4")
         if post and "post_attention_norm.weight" in t:
             a = self._post_norm(s, "attn", a, t["post_attention_norm.weight"], norm_op, "mixer")
+        if "ls1.weight" in t:
+            a = self._layer_scale(s, "attn", a, t["ls1.weight"], "attention")
         x = self.node(
             s,
             "Add",
@@ -330,6 +342,8 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
         f = self._ffn(s, routed, ffn, variant, f"Feed-forward, {variant} (from tensor names).")
         if post and "post_ffw_norm.weight" in t:
             f = self._post_norm(s, "ffn", f, t["post_ffw_norm.weight"], norm_op, "feed-forward")
+        if "ls2.weight" in t:
+            f = self._layer_scale(s, "ffn", f, t["ls2.weight"], "feed-forward")
         post_ln = "layer_output_norm.weight" in t
         y = self.node(
             s,
@@ -434,6 +448,19 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             [weight],
             "norm",
             f"Normalization: {op} of the {what} output (from tensor names).",
+        )
+
+    def _layer_scale(self, s: str, part: str, x: str, weight: str, what: str) -> str:
+        """DINOv2's layer scale of a half's output (``part``: attn or ffn)."""
+        return self.node(
+            f"{s}/{part}_layer_scale",
+            "Mul",
+            [x],
+            f"{s}.{part}_scaled",
+            [weight],
+            "residual",
+            f"Layer scale: the {what} output multiplied by a learned vector before the "
+            "residual add (DINOv2's layer_scale, from tensor names).",
         )
 
     def _mixer(

@@ -16,6 +16,7 @@ Hugging Face snapshots.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -194,7 +195,7 @@ def _decoder_graph(
     headless: bool = False,
     token_dropout: bool = False,
     pooling: SentencePooling | None = None,
-    image: tuple[int, int, int] | None = None,
+    image: tuple[int, int, int, int] | None = None,
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
@@ -244,10 +245,27 @@ def _decoder_graph(
     return g
 
 
-def _image_of(config: Mapping[str, Any]) -> tuple[int, int, int]:
-    """(channels, size, patch) of a vision transformer's image."""
+def _image_of(config: Mapping[str, Any], doc: Document) -> tuple[int, int, int, int]:
+    """(channels, size, patch, grid) of a vision transformer's image. DINOv2 (grid: its stored
+    position grid) reads any size: the graph takes the one its image processor crops to."""
     channels = int(config.get("num_channels") or 3)
-    return channels, int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
+    size, patch = int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
+    if config.get("model_type") != "dinov2":
+        return channels, size, patch, 0
+    folder = Path(doc.path)
+    crop = _json_of((folder if folder.is_dir() else folder.parent) / "preprocessor_config.json")
+    cropped = crop.get("crop_size") if crop.get("do_center_crop", True) else None
+    side = cropped.get("height") if isinstance(cropped, Mapping) else cropped
+    return channels, int(side) if isinstance(side, int) else size, patch, size // patch
+
+
+def _json_of(path: Path) -> dict[str, Any]:
+    """A small JSON file's object ({} when absent or not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def _pooling_of(doc: Document) -> SentencePooling | None:
@@ -524,7 +542,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         headless=headless,
         token_dropout=arch == "esm" and bool(config.get("token_dropout")),
         pooling=_pooling_of(doc),
-        image=_image_of(config) if arch == "vit" else None,
+        image=_image_of(config, doc) if arch == "vit" else None,
     )
     if "sentence_pooled" in g.value_info:  # (one row: the sentence's)
         for name in ("sentence_pooled", "sentence_embedding"):

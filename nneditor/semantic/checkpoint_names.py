@@ -86,6 +86,7 @@ HF_ARCH = {
     "esm": "esm",  # ESM-2 protein language models: pre-norm BERT with RoPE
     "vit": "vit",  # Vision Transformers (google/vit-*): image patches, pre-norm blocks
     "deit": "vit",  # DeiT: ViT's blocks with a distillation token beside the class token
+    "dinov2": "vit",  # DINOv2: ViT's blocks with layer scales, interpolated positions
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B

@@ -225,8 +225,9 @@ def esm_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return mapped, unplaced
 
 
-#: ViT's layers under transformers 4's names (the releases) and 5's (vit.layers.N...)
-_VIT_LAYER = re.compile(r"^(?:encoder\.layer|layers)\.(\d+)\.(.+)\.(weight|bias)$")
+#: ViT's layers under transformers 4's names (the releases) and 5's (vit.layers.N...);
+#: DINOv2's layer scales (lambda1)
+_VIT_LAYER = re.compile(r"^(?:encoder\.layer|layers)\.(\d+)\.(.+)\.(weight|bias|lambda1)$")
 _VIT_PARTS = {
     "layernorm_before": "attn_norm",
     "attention.attention.query": "attn_q",
@@ -242,6 +243,13 @@ _VIT_PARTS = {
     "output.dense": "ffn_down",
     "mlp.fc1": "ffn_up",
     "mlp.fc2": "ffn_down",
+    # DINOv2: its norms, layer scales and the giant's SwiGLU ([gate; up] in weights_in)
+    "norm1": "attn_norm",
+    "norm2": "ffn_norm",
+    "layer_scale1": "ls1",
+    "layer_scale2": "ls2",
+    "mlp.weights_in": "ffn_up",
+    "mlp.weights_out": "ffn_down",
 }
 _VIT_TOP = {
     "embeddings.cls_token": "cls_token.weight",
@@ -259,19 +267,22 @@ _VIT_TOP = {
     "distillation_classifier.weight": "dist_out.weight",
     "distillation_classifier.bias": "dist_out.bias",
 }
-#: ViTModel's pooler (the class token through tanh: pooler_output), beside the traced path
-VIT_SIDE = ("pooler.",)
+#: ViTModel's pooler (the class token through tanh: pooler_output), beside the traced path;
+#: DINOv2's mask token (pre-training only)
+VIT_SIDE = ("pooler.", "embeddings.mask_token")
 
 
 def vit_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
-    """A ViT or DeiT snapshot's names as the decoder reads them (vit. / deit. stripped)."""
+    """A ViT, DeiT or DINOv2 snapshot's names as the decoder reads them (vit. / deit. /
+    dinov2. stripped)."""
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
     for name in names:
-        inner = name.removeprefix("vit.").removeprefix("deit.")
+        inner = name.removeprefix("vit.").removeprefix("deit.").removeprefix("dinov2.")
         layer = _VIT_LAYER.match(inner)
         if layer and layer[2] in _VIT_PARTS:
-            mapped[f"blk.{layer[1]}.{_VIT_PARTS[layer[2]]}.{layer[3]}"] = name
+            kind = "weight" if layer[3] == "lambda1" else layer[3]
+            mapped[f"blk.{layer[1]}.{_VIT_PARTS[layer[2]]}.{kind}"] = name
         elif inner in _VIT_TOP:
             mapped[_VIT_TOP[inner]] = name
         elif not inner.startswith(VIT_SIDE):

@@ -238,3 +238,51 @@ def test_a_vision_model_starts_on_its_stated_normalisation(
     assert panel.image_norm.currentData() == "-1..1"
     assert "preprocessor_config.json" in panel.image_norm.toolTip()
     assert panel.plan is not None and panel.plan.names() == ["pixel_values"]
+
+
+@pytest.mark.realdata
+def test_a_text_pair_reaches_the_tokens_and_their_segments(
+    qtbot, window, open_model, zoo_artifact, tmp_path
+) -> None:  # noqa: ANN001
+    """A cross-encoder (BERT with a two-row segment table) shows the Second text row; the
+    prompt and the second text are framed as its tokenizer.json frames pairs, the ids go to
+    the token input and the segments to token_types, in the saved .npz and in the written set
+    (reference: the tokenizers library's own pair encoding)."""
+    from tokenizers import Tokenizer
+
+    snap = zoo_artifact("encoder-bert-cross-encoder")
+    open_model(snap)
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.text_form.isRowVisible(panel.pair)
+    query, passage = "how many people live in berlin", "berlin has 3.5 million inhabitants"
+    panel.prompt.setEditText(query)
+    panel.pair.setText(passage)
+    panel.folder.setText(str(tmp_path / "set"))
+    assert panel.generate_text_tokens(), panel.text_status.text()
+    reference = Tokenizer.from_file(str(snap / "tokenizer.json"))
+    reference.no_padding()  # the file pads to 128; a trace reads the pair alone
+    want = reference.encode(query, passage)
+    assert 1 in want.type_ids and 0 in want.type_ids  # a real pair, both segments
+    saved = np.load(tmp_path / "set" / f"{panel.token_input().name}.npz")
+    assert saved[panel.token_input().name].tolist() == [want.ids]
+    assert saved["token_types"].tolist() == [want.type_ids]
+    assert panel.generate_and_assign(), panel.status.text()
+    arrays = window.trace.panel.arrays
+    assert arrays[panel.token_input().name].tolist() == [want.ids]
+    assert arrays["token_types"].tolist() == [want.type_ids]
+
+
+@pytest.mark.realdata
+def test_the_second_text_shows_only_for_models_that_read_pairs(
+    qtbot, window, open_model, zoo_artifact, realdata
+) -> None:  # noqa: ANN001
+    """An extractive QA model without segments reads pairs (question, context): shown; a
+    language model: hidden."""
+    open_model(zoo_artifact("encoder-distilbert-squad"))
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.text_form.isRowVisible(panel.pair)
+    open_model(realdata(SMOL))
+    window.trace.show_view("Trace")
+    assert not panel.text_form.isRowVisible(panel.pair)

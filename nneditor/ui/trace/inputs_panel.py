@@ -51,7 +51,7 @@ from nneditor.inputs import (
 )
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_series
-from nneditor.inputs.image import NORMALIZATIONS, image_for_input
+from nneditor.inputs.image import NORMALIZATIONS, Sizing, image_for_input
 from nneditor.inputs.spec import InputSpec
 from nneditor.platform.dirs import data_dir
 from nneditor.tokenize.token_inputs import notes_by_input
@@ -93,9 +93,10 @@ def source_array(
     plan: InputPlan,
     normalization: str = "imagenet",
     layout: str | None = None,
+    sizing: Sizing | None = None,
 ) -> np.ndarray:
     """Values for ``spec`` from one non-automatic source (validated by the caller);
-    ``normalization`` and ``layout`` apply to an image source."""
+    ``normalization``, ``layout`` and ``sizing`` apply to an image source."""
     shape = spec.shape
     if shape is None:
         raise NNEditorError(f"input {spec.name!r} has no known shape; it needs a tensor file")
@@ -112,7 +113,7 @@ def source_array(
     if not path:
         raise NNEditorError(f"choose a file for input {spec.name!r} ({SOURCES[kind][0]})")
     if kind == "image":
-        return image_for_input(spec, path, normalization, layout)
+        return image_for_input(spec, path, normalization, layout, sizing)
     if kind == "csv":
         return csv_for_input(spec, path)
     if kind == "tensor":
@@ -134,6 +135,7 @@ class InputsPanel(QWidget):
         super().__init__(parent)
         self.doc: Any = None
         self.plan: InputPlan | None = None
+        self.sizing: Sizing | None = None  # the model's image processor's resize and crop
         self.sources: dict[str, tuple[str, str | None]] = {}
         self.arrays: dict[str, np.ndarray] | None = None
         self.token_notes: dict[str, dict[str, Any]] = {}  # see _assign
@@ -262,6 +264,14 @@ class InputsPanel(QWidget):
             "A length cuts the tokens or fills them up with the vocabulary's padding token "
             "(its end-of-sequence token when it has none)"
         )
+        self.pair = QLineEdit(box)
+        self.pair.setPlaceholderText("optional: the passage, hypothesis or context")
+        self.pair.setToolTip(
+            "A second text, framed with the prompt as the tokenizer frames text pairs "
+            "([CLS] prompt [SEP] second text [SEP]): what a cross-encoder, an NLI model or an "
+            "extractive QA model reads; its tokens are segment 1 where the model takes segments"
+        )
+        self.segment_types: list[int] | None = None  # the pair's segments, last generated
         self.token_dtype = QComboBox(box)
         self.token_dtype.addItems(["int64", "int32"])
         self.special = QCheckBox("Special-token text becomes special tokens", box)
@@ -274,12 +284,15 @@ class InputsPanel(QWidget):
         # a field too wide for the Trace column goes below its label instead of out of view
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         form.addRow("Prompt", self.prompt)
+        form.addRow("Second text", self.pair)
         form.addRow("Tokenizer", self.tokenizer_choice)
         form.addRow("Sequence length", self.length)
         form.addRow("Token dtype", self.token_dtype)
         form.addRow("", self.special)
         form.addRow("", self.text_button)
         form.addRow("", self.text_status)
+        self.text_form = form
+        form.setRowVisible(self.pair, False)
         box.hide()
         return box
 
@@ -311,7 +324,15 @@ class InputsPanel(QWidget):
             codebook_name=key if key not in ("embedded", "file") else None,
             vocab_size=spec.vocab_size if spec is not None else None,
         )
-        ids = tok.encode(self.prompt.currentText(), special=self.special.isChecked())
+        pair = self.pair.text().strip() if self.text_form.isRowVisible(self.pair) else ""
+        self.segment_types = None
+        types: list[int] | None = None
+        if pair:
+            ids, types = tok.encode_pair(
+                self.prompt.currentText(), pair, special=self.special.isChecked()
+            )
+        else:
+            ids = tok.encode(self.prompt.currentText(), special=self.special.isChecked())
         text = self.length.text().strip()
         if text:
             if not text.isdigit() or int(text) < 1:
@@ -319,6 +340,9 @@ class InputsPanel(QWidget):
             n = int(text)
             self.padding = (max(0, n - len(ids)), tok.filler)
             ids = ids[:n] + [tok.filler] * self.padding[0]
+            if types is not None:  # padding is segment 0, as transformers pads token types
+                types = types[:n] + [0] * self.padding[0]
+        self.segment_types = types
         if not ids:
             raise NNEditorError("the prompt gives no tokens; type some text")
         return ids, tok
@@ -334,6 +358,7 @@ class InputsPanel(QWidget):
             ids, tok = self._token_ids()
             out = Path(self.folder.text().strip() or self.default_folder())
             out.mkdir(parents=True, exist_ok=True)
+            segments = self._segments()
             path = write_token_npz(
                 out / f"{spec.name}.npz",
                 spec.name,
@@ -342,6 +367,9 @@ class InputsPanel(QWidget):
                 self.prompt.currentText(),
                 self.token_dtype.currentText(),
                 self.special.isChecked(),
+                (segments, self.segment_types or [], self.pair.text().strip())
+                if segments and self.segment_types
+                else None,
             )
         except (NNEditorError, OSError) as exc:
             self.text_status.setText(str(exc))
@@ -352,6 +380,7 @@ class InputsPanel(QWidget):
             f"{len(ids)} tokens ({tok.name}; {tok.fidelity}): {' '.join(map(str, ids[:32]))}"
             + (" …" if len(ids) > 32 else "")
             + (f"; the last {pad} are padding (id {filler})" if pad else "")
+            + self._pair_text()
         )
         if not self.assign_path(path):
             return False
@@ -362,6 +391,8 @@ class InputsPanel(QWidget):
 
     def set_document(self, doc: Any) -> None:
         self.doc, self.plan, self.arrays, self.written = doc, None, None, None
+        self.sizing = None
+        self.text_form.setRowVisible(self.pair, False)
         self.sources = {}
         self.table.setRowCount(0)
         self.assumptions.setText("")
@@ -375,10 +406,12 @@ class InputsPanel(QWidget):
             self.status.setText(str(exc))
             return
         self._fill()
+        self._show_pair()
         self._show_image_options()
-        from nneditor.inputs.image import model_normalization
+        from nneditor.inputs.image import model_normalization, model_sizing
 
         stated = model_normalization(doc.path)  # (preprocessor_config.json's, where stated)
+        self.sizing = model_sizing(doc.path)
         self.image_norm.setCurrentIndex(self.image_norm.findData(stated or "imagenet"))
         self.image_norm.setToolTip(
             "How pixel values of image inputs are scaled"
@@ -459,15 +492,20 @@ class InputsPanel(QWidget):
         notes: dict[str, dict[str, Any]] = {}
         try:
             provided = {}
+            types: list[int] | None = None
             for name, (kind, path) in self.sources.items():
                 if kind == "text":
                     ids, tok = self._token_ids()
+                    types = self.segment_types
                     provided[name] = np.asarray([ids], self.plan[name].numpy_dtype)
                     notes[name] = self._token_note(name, tok)
                 elif kind != "auto":
                     provided[name] = source_array(
-                        self.plan[name], kind, path, self.plan, norm, layout
+                        self.plan[name], kind, path, self.plan, norm, layout, self.sizing
                     )
+            segments = self._segments()
+            if types is not None and segments is not None:  # the pair typed now, not a file's
+                provided[segments] = np.asarray([types], self.plan[segments].numpy_dtype)
             arrays = build_inputs(self.plan, provided)
             out = Path(self.folder.text().strip() or self.default_folder())
             srcs = {n: self.sources.get(n, ("auto", None))[0] for n in arrays}
@@ -483,12 +521,40 @@ class InputsPanel(QWidget):
 
     def _token_note(self, name: str, tok: Any) -> dict[str, Any]:
         """What a trace records about the ids of input ``name`` (see token_inputs.py)."""
-        return {
+        note = {
             **tok.describe(),
             "input": name,
             "text": self.prompt.currentText(),
             "special": self.special.isChecked(),
         }
+        if self.segment_types is not None:
+            note["pair"] = self.pair.text().strip()
+        return note
+
+    def _pair_text(self) -> str:
+        """What the status says of a text pair: where its segments went."""
+        types = self.segment_types
+        if types is None:
+            return ""
+        seg = self._segments()
+        where = f"to {seg!r}" if seg else "not given: this model takes none, the ids hold the pair"
+        return f"; a pair: {types.count(0)} tokens in segment 0, {types.count(1)} in 1 ({where})"
+
+    def _segments(self) -> str | None:
+        """The input that takes a text pair's segments (None when the model has none)."""
+        if self.plan is None:
+            return None
+        return next((s.name for s in self.plan.inputs if s.role == "segments"), None)
+
+    def _show_pair(self) -> None:
+        """The second-text row, for models that read text pairs: those with a segment input,
+        and classifiers (cross-encoders, NLI and extractive QA models) without one."""
+        from nneditor.tokenize.predictions import class_labels
+
+        pairs = self._segments() is not None
+        if not pairs and self.doc is not None and self.doc.path is not None:
+            pairs = class_labels(Path(self.doc.path)) is not None
+        self.text_form.setRowVisible(self.pair, pairs)
 
     def _pick(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Assign tensors", "", "NumPy (*.npy *.npz)")

@@ -1,0 +1,56 @@
+"""An image processor's sizing (preprocessor_config.json: resize, shorter side, centre crop)
+as transformers computes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nneditor.inputs.image import Sizing, _centre_crop, model_sizing
+
+
+def _config(tmp_path: Path, **config: object) -> Path:
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def test_the_stated_sizings_are_read(tmp_path: Path) -> None:
+    vit = _config(tmp_path, size={"height": 224, "width": 224}, resample=2)
+    assert model_sizing(vit) == Sizing(resize=(224, 224), resample=2)
+    bit = _config(
+        tmp_path,
+        size={"shortest_edge": 256},
+        resample=3,
+        do_center_crop=True,
+        crop_size={"height": 224, "width": 224},
+    )
+    assert model_sizing(bit) == Sizing(shortest=256, resample=3, crop=(224, 224))
+    assert model_sizing(_config(tmp_path, size={"shortest_edge": 8}, do_resize=False)) is None
+    assert model_sizing(_config(tmp_path, size={"longest_edge": 8})) is None  # not followed
+    assert model_sizing(_config(tmp_path, do_center_crop=True, size=4)) is None  # no crop size
+    assert model_sizing(tmp_path / "missing") is None
+
+
+@pytest.mark.parametrize("shape", [(480, 640), (640, 480), (300, 300), (1000, 10), (7, 13)])
+def test_shorter_side_sizes_equal_transformers(shape: tuple[int, int]) -> None:
+    transforms = pytest.importorskip("transformers.image_transforms")
+    image = np.zeros((*shape, 3), np.uint8)
+    for shortest, longest in ((256, None), (224, 300), (5, None)):
+        want = transforms.get_resize_output_image_size(
+            image, shortest, default_to_square=False, max_size=longest
+        )
+        got = Sizing(shortest=shortest, longest=longest).resized(*shape)
+        assert got == tuple(want), (shortest, longest)
+
+
+@pytest.mark.parametrize("shape", [(9, 12), (12, 9), (4, 4), (3, 11), (10, 10)])
+def test_centre_crops_equal_transformers(shape: tuple[int, int]) -> None:
+    transforms = pytest.importorskip("transformers.image_transforms")
+    rng = np.random.default_rng(1)
+    image = rng.integers(0, 255, (*shape, 3), dtype=np.uint8)
+    for crop in ((5, 5), (6, 7), (8, 3), (12, 12)):
+        want = transforms.center_crop(image, crop, input_data_format="channels_last")
+        assert np.array_equal(_centre_crop(image, crop), want), crop
