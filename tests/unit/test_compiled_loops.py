@@ -335,3 +335,34 @@ def test_adjacency_of_odd_lists():
     assert (producer, consumers) == graph_index.adjacency(nodes)
     with pytest.raises(TypeError):
         cindex.adjacency([Node(0, "a", "X", inputs=5)])  # type: ignore[arg-type]
+
+
+def test_candidate_nodes_equal_the_byte_search_in_python():
+    """The nodes searched for Constant and subgraph patterns: the same set, on real graphs and
+    on runs whose patterns sit at their edges."""
+    seen = 0
+    for path in _real_models():
+        data = path.read_bytes()
+        pos, n = _graph_range(data)
+        builder = graph_build.GraphBuilder.__new__(graph_build.GraphBuilder)
+        builder.buf = memoryview(data)
+        builder.threshold = graph_build.THRESHOLD
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(graph_build, "cwire", None)
+            split = builder._split(pos, n, node_field=1, what="g", graph=False)
+            want = builder._candidates(split)
+        got = cwire.candidates(builder.buf, split.runs, split.tags, graph_build._PATTERNS)
+        assert got == want, path.name
+        seen += len(got)
+    assert seen > 20
+    constant = _f(4, b"Constant")
+    nodes = [constant, _f(4, b"Relu"), _f(3, b"x") + constant, _f(4, b"If")]
+    blob = b"".join(_f(1, node) for node in nodes)
+    tags, at = [], 0
+    for node in nodes:
+        tags.append(at)
+        at += len(_f(1, node))
+    runs = [(0, len(blob))]
+    found = cwire.candidates(memoryview(blob), runs, tags, graph_build._PATTERNS)
+    assert found == {0, 2, 3}
+    assert cwire.candidates(memoryview(blob), [(0, 3)], tags, graph_build._PATTERNS) == set()

@@ -18,12 +18,16 @@
  *   is replaced as objects.as_text replaces it) and writes them straight into the __slots__
  *   of the node class handed in. Nodes whose bytes it cannot walk make it return None.
  *
+ * - candidates(): graph_build's byte search for Constant and subgraph-holding nodes, without
+ *   copying the runs of node bytes it searches.
+ *
  * Nothing here copies a payload or reads past the end of the buffer it was given.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -582,10 +586,104 @@ fail:
     return NULL;
 }
 
+/* The first ``needle`` in [from, end), or NULL (memmem, which MSVC lacks). */
+static const char *
+find_bytes(const char *from, const char *end, const char *needle, size_t size)
+{
+    while ((size_t)(end - from) >= size) {
+        const char *hit = memchr(from, needle[0], (size_t)(end - from) - size + 1);
+        if (hit == NULL)
+            return NULL;
+        if (memcmp(hit, needle, size) == 0)
+            return hit;
+        from = hit + 1;
+    }
+    return NULL;
+}
+
+/* candidates(buf, runs, tags, patterns) -> set of node indexes
+ * graph_build.GraphBuilder._candidates: the nodes whose bytes hold one of ``patterns``, found
+ * in place in each run of small nodes (no copy); a hit at offset h belongs to the last
+ * node whose tag offset is <= h. */
+static PyObject *
+candidates(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *runs, *tags, *patterns;
+    if (!PyArg_ParseTuple(args, "OO!O!O!", &bufobj, &PyList_Type, &runs, &PyList_Type, &tags,
+                          &PyTuple_Type, &patterns))
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(tags);
+    Py_ssize_t *at = PyMem_New(Py_ssize_t, count > 0 ? count : 1);
+    if (at == NULL)
+        return PyErr_NoMemory();
+    for (Py_ssize_t k = 0; k < count; k++) {
+        at[k] = PyLong_AsSsize_t(PyList_GET_ITEM(tags, k));
+        if (at[k] == -1 && PyErr_Occurred()) {
+            PyMem_Free(at);
+            return NULL;
+        }
+    }
+    Py_buffer view;
+    if (get_bytes(bufobj, &view) < 0) {
+        PyMem_Free(at);
+        return NULL;
+    }
+    const char *p = view.buf;
+    PyObject *found = PySet_New(NULL);
+    if (found == NULL)
+        goto fail;
+    for (Py_ssize_t r = 0; r < PyList_GET_SIZE(runs); r++) {
+        Py_ssize_t a, b;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(runs, r), "nn", &a, &b))
+            goto fail;
+        if (a < 0 || b > view.len || a > b) {
+            PyErr_SetString(PyExc_ValueError, "a run lies outside the buffer");
+            goto fail;
+        }
+        for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(patterns); q++) {
+            PyObject *pat = PyTuple_GET_ITEM(patterns, q);
+            if (!PyBytes_Check(pat) || PyBytes_GET_SIZE(pat) == 0) {
+                PyErr_SetString(PyExc_TypeError, "patterns must be non-empty bytes");
+                goto fail;
+            }
+            const char *needle = PyBytes_AS_STRING(pat);
+            size_t size = (size_t)PyBytes_GET_SIZE(pat);
+            const char *from = p + a, *end = p + b;
+            const char *hit;
+            while (from < end && (hit = find_bytes(from, end, needle, size)) != NULL) {
+                Py_ssize_t off = hit - p, lo = 0, hi = count; /* last tag <= off */
+                while (lo < hi) {
+                    Py_ssize_t mid = (lo + hi) / 2;
+                    if (at[mid] <= off)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                PyObject *index = PyLong_FromSsize_t(lo - 1);
+                if (index == NULL || PySet_Add(found, index) < 0) {
+                    Py_XDECREF(index);
+                    goto fail;
+                }
+                Py_DECREF(index);
+                from = hit + 1;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    PyMem_Free(at);
+    return found;
+fail:
+    Py_XDECREF(found);
+    PyBuffer_Release(&view);
+    PyMem_Free(at);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"split", split, METH_VARARGS, "A graph's top-level fields sorted by role, or None."},
     {"raw_headers", raw_headers, METH_VARARGS, "Raw-data initializer headers (None: not read)."},
     {"nodes", nodes, METH_VARARGS, "Node objects from NodeProto bytes, or None."},
+    {"candidates", candidates, METH_VARARGS, "Nodes whose bytes hold one of the patterns."},
     {NULL, NULL, 0, NULL},
 };
 

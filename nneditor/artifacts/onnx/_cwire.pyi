@@ -24,3 +24,6 @@ def raw_headers(
 def nodes(
     buf: memoryview, entries: Ranges, left_out: frozenset[int] | set[int], cls: type, decode: Any
 ) -> list[Any] | None: ...
+def candidates(
+    buf: memoryview, runs: Ranges, tags: list[int], patterns: tuple[bytes, ...]
+) -> set[int]: ...

@@ -323,6 +323,8 @@ class GraphBuilder:
 
     def _candidates(self, split: _Split) -> set[int]:
         """Small nodes whose bytes contain a pattern of a Constant / subgraph-holding node."""
+        if cwire is not None:
+            return cwire.candidates(self.buf, split.runs, split.tags, _PATTERNS)
         found: set[int] = set()
         tags = split.tags
         for a, b in split.runs:
