@@ -241,6 +241,16 @@ done:
     return result;
 }
 
+/* *out = a * b; 0 when that overflows 64 bits (portable: MSVC has no __builtin_mul_overflow). */
+static inline int
+mul_fits(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
 /* One tensor's header, read as raw_headers._parse reads it; 1 when accepted. */
 static int
 raw_header(const unsigned char *p, Py_ssize_t pos, Py_ssize_t length, int64_t *dims, int *ndims,
@@ -324,7 +334,7 @@ raw_headers(PyObject *self, PyObject *args)
             uint64_t count = 1;
             int fits = spec != NULL && PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) == 2;
             for (int d = 0; fits && d < ndims; d++) {
-                if (dims[d] == 0 || __builtin_mul_overflow(count, (uint64_t)dims[d], &count))
+                if (dims[d] == 0 || !mul_fits(count, (uint64_t)dims[d], &count))
                     fits = 0;
             }
             Py_ssize_t nbytes = length - raw_at;
@@ -333,8 +343,7 @@ raw_headers(PyObject *self, PyObject *args)
                 if (itemsize == -1 && PyErr_Occurred())
                     goto fail;
                 uint64_t total;
-                fits = !__builtin_mul_overflow(count, (uint64_t)itemsize, &total) &&
-                       total == (uint64_t)nbytes;
+                fits = mul_fits(count, (uint64_t)itemsize, &total) && total == (uint64_t)nbytes;
             }
             if (fits) {
                 PyObject *name = PyUnicode_DecodeUTF8((const char *)p + pos + name_at, name_len,
