@@ -1,6 +1,6 @@
-/* The ONNX reader's three hot loops in C (optional; nneditor/artifacts/onnx/speedups.py).
+/* The ONNX reader's hot loops in C (optional; nneditor/platform/compiled.py loads it).
  *
- * Opening a 50k-node transformer export spends most of its time in three Python loops over
+ * Opening a 50k-node transformer export spent most of its time in three Python loops over
  * tens of thousands of protobuf records: sorting a graph's top-level fields (graph_build's
  * _split), reading the headers of the raw-data initializers (raw_headers.py) and turning
  * every NodeProto into a node object (objects.proto_node, whose upb field reads cost more
@@ -17,7 +17,6 @@
  *   singular field wins; a field of another wire type is unknown, not an error; invalid UTF-8
  *   is replaced as objects.as_text replaces it) and writes them straight into the __slots__
  *   of the node class handed in. Nodes whose bytes it cannot walk make it return None.
- *
  * - candidates(): graph_build's byte search for Constant and subgraph-holding nodes, without
  *   copying the runs of node bytes it searches.
  *

@@ -17,8 +17,9 @@ Plan for one GraphProto (or FunctionProto):
    for the common raw-data Constant, by the cheaper :mod:`fast_constant` reader).
 5. Turn the parsed NodeProtos into :class:`OnnxNode` objects when ``graph.nodes`` is first
    read (see :class:`OnnxGraph`); wire-indexed nodes take their places. Where the compiled
-   loops are built (:mod:`speedups`), steps 1 and 5 and the headers of step 3 run in C: the
-   nodes are then read from their bytes and keep their position among the parsed protos.
+   loops are built (``_cwire.c``, :mod:`nneditor.platform.compiled`), steps 1 and 5, the
+   headers of step 3 and the byte search of step 4 run in C: the nodes are then read from
+   their bytes and keep their position among the parsed protos.
 
 Invariants:
 - Node order is the stored order; ``Node.index`` is the position in its graph.
