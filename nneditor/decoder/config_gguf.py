@@ -57,9 +57,12 @@ def gguf_common(metadata: Mapping[str, Any], tensor_names: Sequence[str]) -> dic
     """The DecoderConfig fields every GGUF family shares (architecture, sizes, names)."""
     arch = str(metadata.get("general.architecture") or "")
     if arch not in ARCHES:
+        stated = f"{arch!r} GGUF files" if arch else "a GGUF file stating no architecture"
         raise DecoderUnsupported(
-            f"the NumPy decoder runs {', '.join(ARCHES)} checkpoints; this GGUF's architecture "
-            f"is {arch or 'not stated'}"
+            f"the NumPy decoder does not run {stated}: it runs {len(ARCHES)} of llama.cpp's "
+            "architectures (llama, qwen2/3, gemma, phi, gpt2, bert, t5 and more; the README "
+            "lists them). Its graph and weights can still be inspected; a tracer plugin can "
+            "add the architecture"
         )
     names = {n: n for n in tensor_names}
     refuse_common(arch, names)

@@ -171,7 +171,7 @@ def test_other_architectures_and_rope_scalings_are_refused(tmp_path) -> None:  #
     base = {"token_embd.weight": z((16, 8)), "output_norm.weight": z(8), **_dense()}
     base |= {"blk.0.ffn_up.weight": z((16, 8)), "blk.0.ffn_down.weight": z((8, 16))}
     rwkv = _write_gguf(tmp_path / "rwkv6.gguf", "rwkv6", base)
-    _refused(rwkv, tmp_path, "this GGUF's architecture is rwkv6")
+    _refused(rwkv, tmp_path, "the NumPy decoder does not run 'rwkv6' GGUF files")
     longrope = _write_gguf(
         tmp_path / "phi3.gguf", "phi3", {**base, "rope_factors_long.weight": z(4)}
     )
