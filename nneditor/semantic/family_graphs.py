@@ -191,7 +191,6 @@ def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None
         return unet_graph(doc, config)
     builders = {
         "whisper": modality_graphs.whisper_graph,
-        "clip_vision_model": modality_graphs.clip_vision_graph,
         "llava": modality_graphs.llava_graph,
         **{t: modality_graphs.qwen_vl_graph for t in QWEN_VL_TYPES},
     }
