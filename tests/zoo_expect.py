@@ -303,6 +303,14 @@ EXPECT: dict[str, E] = {
     "encoder-distilbert-squad": {"format": "huggingface", **_lm(2)},
     "vision-vit": {"format": "huggingface", "positions": 1, **_lm(2)},
     "vision-dinov2": {"format": "huggingface", "positions": 1, **_lm(2)},
+    # CLIP's and SigLIP's vision towers: no classes; the last block's 17 and 16 positions
+    "vision-clip": {"format": "huggingface", "positions": 17, **_lm(2, head=1)},
+    "vision-siglip": {  # (the pooling head's attention and MLP beside the blocks')
+        "format": "huggingface",
+        "positions": 16,
+        "blocks": 2,
+        "patterns": {"attention": 3, "ffn": 3},
+    },
     "encoder-xlmr-reranker.gguf": {"format": "gguf", "positions": 1, **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},
@@ -343,12 +351,7 @@ EXPECT: dict[str, E] = {
         "patterns": {"attention": 4, "conv": 2, "head": 1},
         "trace": "tracer plugin nneditor.modalities can run it",
     },
-    "clip-vision": {
-        "format": "huggingface",
-        "blocks": 2,
-        "patterns": {"attention": 2, "embedding": 1},
-        "trace": "tracer plugin nneditor.modalities can run it",
-    },
+    "clip-vision": {"format": "huggingface", "positions": 17, **_lm(2, embedding=1)},
     # that CLIP tower as llama.cpp-style GGUF (F32, F16, Q8_0): the same 2 blocks, plus the
     # sequence output as a graph output of its own
     **{

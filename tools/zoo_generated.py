@@ -511,6 +511,10 @@ import zoo_classifiers  # noqa: E402 - encoders fine-tuned as classifiers (senti
 
 zoo_classifiers.register(generator, generate)
 
+import zoo_towers  # noqa: E402 - CLIP's and SigLIP's vision towers (image embedders)
+
+zoo_towers.register(generator)
+
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)

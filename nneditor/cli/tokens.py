@@ -250,6 +250,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except CaptureReadError as exc:
         raise CLIError(str(exc)) from None
     labels = class_labels(Path(model)) if model else None
+    images = any(v.get("name") == "pixel_values" for v in values)
+    if images and labels is None and tok is None and not args.value:
+        raise CLIError(
+            f"this image model has no classes to predict: it states no classification head "
+            f"(no id2label), and its output {entry['name']} is an embedding or a hidden state, "
+            "not class logits (CLIP's and SigLIP's vision towers, ViTModel, Dinov2Model embed "
+            "images); its values are in the trace folder, and --value NAME reads one as logits"
+        )
     if labels is not None and labels.scoring == "spans" and args.position is None:
         return _answers(folder, values, entry, logits, tok, args)
     position, masked = args.position, None

@@ -30,6 +30,7 @@ from typing import Any
 from nneditor.decoder.hadamard import Hadamard
 from nneditor.decoder.rope_scaling import RopeScaling
 from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.names_vision import TOWER_NAMES
 from nneditor.semantic.sentence_pooling import SentencePooling
 
 ARCHES = (
@@ -523,7 +524,8 @@ class DecoderConfig:
             f"{self.n_heads} heads" + (f" / {self.n_kv_heads} key-value" if self.gqa else ""),
             f"vocabulary {self.vocab:,}"
             if v is None
-            else f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches"
+            else (f"{TOWER_NAMES[v.tower]}'s vision tower, " if v.tower else "")
+            + f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches"
             + (" (positions interpolated to other sizes)" if v.grid else ""),
         ]
         if self.mamba2 is not None:
@@ -589,6 +591,8 @@ class DecoderConfig:
         elif not self.head:  # CLIP's text encoder: causal, yet its output is a hidden state
             bits[0] = f"{self.arch} encoder, {self.n_layers} layers, hidden {self.hidden}"
             bits.append("causal attention, ends at the last hidden state (no pooling)")
+        if v is not None and v.ends:  # CLIP's and SigLIP's towers: their pooled outputs
+            bits[-1] = f"bidirectional attention, ends at {v.ends}"
         c = self.classifier
         if c is not None:
             shown = ", ".join(c.labels[:4]) + (", ..." if len(c.labels) > 4 else "")

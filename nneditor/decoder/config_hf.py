@@ -43,6 +43,11 @@ from nneditor.semantic.checkpoint_names import (
 )
 from nneditor.semantic.names_bert import BERT_SIDE_HEADS, ESM_SIDE, bert_inner
 
+#: text-and-image models of two towers -> the towers the decoder runs alone
+_DUAL_TOWERS = {
+    "clip": ("CLIPModel", "CLIPTextModel, CLIPVisionModel or CLIPVisionModelWithProjection"),
+    "siglip": ("SiglipModel", "SiglipVisionModel"),
+}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}
 
@@ -56,6 +61,12 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "language model"
         )
     text = config.get("text_config")
+    if isinstance(text, Mapping) and model_type in _DUAL_TOWERS:
+        pair, alone = _DUAL_TOWERS[model_type]
+        raise DecoderUnsupported(
+            f"this {model_type} snapshot ({pair}) holds a text tower and a vision tower side by "
+            f"side; the NumPy decoder runs one tower saved alone ({alone}), not the pair"
+        )
     if isinstance(text, Mapping) and model_type not in HF_ARCH:
         raise DecoderUnsupported(
             f"this {model_type} snapshot takes images or audio as well as text; the NumPy "

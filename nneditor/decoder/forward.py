@@ -17,6 +17,7 @@ import numpy as np
 
 from nneditor.decoder import (
     bart,
+    clip_vision,
     deberta,
     gemma3n,
     gemma4,
@@ -90,13 +91,20 @@ def run_forward(
 
 def _vision_forward(w: Weights, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.ndarray:
     """A vision transformer: the image's patches and class token through the blocks, the final
-    norm, then its classifier (or the last hidden state)."""
+    norm, then its classifier (or the last hidden state); CLIP's and SigLIP's towers end in
+    their pooled output (clip_vision.py)."""
     x = vit.embed(w, cfg, pixels, emit)
+    if w.has("token_embd_norm.weight"):  # CLIP's pre_layrnorm
+        x = _norm(w, cfg, "token_embd_norm", x)
+        emit("inp_norm", x[None])
     positions = np.arange(x.shape[0])
     none = np.zeros(0, F32)
     for i in range(cfg.n_layers):
         x = _block(w, cfg, i, x, positions, none, False, emit)
         w.done_with(i)
+    assert cfg.vision is not None
+    if cfg.vision.tower:
+        return clip_vision.finish(w, cfg, x, emit)
     if w.has("output_norm.weight"):
         x = _norm(w, cfg, "output_norm", x)
         emit("enc_output" if cfg.classifier is not None else "result_norm", x[None])

@@ -15,6 +15,7 @@ from nneditor.decoder.config import (
     DecoderUnsupported,
     is_moe,
 )
+from nneditor.semantic.names_vision import TOWER_KEYS
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
 #: one expert's matrix of a snapshot that stores each expert apart (GGUF stacks them)
@@ -147,6 +148,7 @@ _TOP_KEYS = {
     "dist_out.weight",
     "dist_out.bias",
     "cls_norm.bias",
+    *TOWER_KEYS,  # CLIP's image projection, SigLIP's attention-pooling head
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",
     "rel_embd_norm.weight",

@@ -33,15 +33,23 @@ _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "g
 class Vision:
     """The image a vision transformer reads: ``channels`` x ``size`` x ``size`` pixels in
     ``patch`` x ``patch`` patches; ``grid``: DINOv2's, whose position table holds ``grid`` x
-    ``grid`` patches and is interpolated to any image's (0: the image must be ``size``)."""
+    ``grid`` patches and is interpolated to any image's (0: the image must be ``size``);
+    ``tower``: "clip" or "siglip" for those vision towers' own ends (clip_vision.py), which
+    ``ends`` names."""
 
     size: int
     patch: int
     channels: int
     grid: int = 0
+    tower: str = ""
+    ends: str = ""
 
 
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
+    from nneditor.decoder import clip_vision  # (which reads Vision from here)
+
+    if config.get("model_type") in clip_vision.TOWERS:
+        return clip_vision.from_hf(config, common)
     act = str(config.get("hidden_act") or "gelu")
     if act not in _ACTIVATIONS:
         raise DecoderUnsupported(f"ViT activation {act!r} is not implemented")
@@ -85,7 +93,8 @@ def embed(
     pixels: np.ndarray,
     emit: Callable[[str, np.ndarray], None],
 ) -> np.ndarray:
-    """[1 + patches, hidden]: the class token, then each patch's projection, plus positions."""
+    """[1 + patches, hidden]: the class token (SigLIP has none), then each patch's
+    projection, plus positions."""
     v = cfg.vision
     assert v is not None
     rows, cols = _grid(v, pixels)
@@ -99,7 +108,7 @@ def embed(
     if w.has("patch_embd.bias"):
         x = x + w.get("patch_embd.bias")
     emit("inp_patches", x[None].astype(F32))
-    tokens = [w.get("cls_token.weight").reshape(1, cfg.hidden)]
+    tokens = [w.get("cls_token.weight").reshape(1, cfg.hidden)] if w.has("cls_token.weight") else []
     if w.has("dist_token.weight"):  # DeiT: the distillation token follows the class token
         tokens.append(w.get("dist_token.weight").reshape(1, cfg.hidden))
     x = np.concatenate([*tokens, x]).astype(F32)
@@ -109,7 +118,8 @@ def embed(
     if table.shape[0] != x.shape[0]:
         raise DecoderUnsupported(
             f"the position table has {table.shape[0]} rows for {x.shape[0]} positions (the "
-            "class token and the patches); other image sizes are not interpolated here"
+            "class token, where there is one, and the patches); other image sizes are not "
+            "interpolated here"
         )
     x = (x + table).astype(F32)
     emit("inp_embd_pos", x[None])

@@ -28,6 +28,8 @@ NORMALIZATIONS: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "imagenet": ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
     "0..1": ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)),
     "-1..1": ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+    # OpenAI CLIP's (its image processors and the models trained on its features)
+    "clip": ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)),
     # the raw pixel bytes (TensorFlow detectors take uint8 images); computed exactly, not
     # through this mean and std
     "0..255": ((0.0, 0.0, 0.0), (1 / 255, 1 / 255, 1 / 255)),

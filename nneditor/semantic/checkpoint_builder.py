@@ -97,7 +97,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             f"Patch embedding: each {patch}x{patch} patch of the image projected to the hidden "
             "size (a convolution whose stride is its kernel) (from tensor names).",
         )
-        return self.node(
+        x = self.node(
             "patch_pos",
             "Add",
             [x],
@@ -108,7 +108,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 top.get("patch_pos.weight", ""),
             ],
             "embedding",
-            "The class token first"
+            ("The class token first" if "cls_token.weight" in top else "No class token")
             + (" and DeiT's distillation token" if "dist_token.weight" in top else "")
             + ", then the learned position table added"
             + (
@@ -118,6 +118,11 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 else ""
             )
             + " (from tensor names).",
+        )
+        if "token_embd_norm.weight" not in top:
+            return x
+        return self.layer_norm(  # CLIP's pre_layrnorm
+            "token_embd_norm", x, "inp_norm", top, "LayerNorm before the blocks (pre_layrnorm)."
         )
 
     def embedding(self, top: dict[str, str], arch: str = "") -> str:

@@ -37,6 +37,8 @@ from nneditor.semantic.checkpoint_names import (
     with_aliases,
     with_weight_suffix,
 )
+from nneditor.semantic.checkpoint_vision import one_row, tower_head
+from nneditor.semantic.names_vision import VISION_TOWERS
 from nneditor.semantic.sentence_pooling import SentencePooling, read_pooling
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
@@ -196,10 +198,12 @@ def _decoder_graph(
     token_dropout: bool = False,
     pooling: SentencePooling | None = None,
     image: tuple[int, int, int, int] | None = None,
+    tower: str = "",
 ) -> Graph:
     """The graph of a decoder stack; ``blocks``/``top`` map llama.cpp's names (``attn_q.weight``,
     ``token_embd.weight``) to the checkpoint's own tensor names; ``unrotated``: layers that
-    attend without RoPE; ``headless``: a base model (OPTModel), ending at its final norm."""
+    attend without RoPE; ``headless``: a base model (OPTModel), ending at its final norm;
+    ``tower``: CLIP's or SigLIP's vision tower, whose ends are checkpoint_vision.py's."""
     b = CheckpointBuilder(title, rows)
     b.parallel = parallel
     if arch != "gemma4":  # (Gemma 4's full-attention layers read them: gemma4_block)
@@ -236,12 +240,17 @@ def _decoder_graph(
     else:
         for i in sorted(blocks):
             x = b.decoder_block(i, blocks[i], x, arch, heads, kv)
-    b.head(top, x, arch, headless)
+    if tower:
+        tower_head(b, top, x, tower)
+    else:
+        b.head(top, x, arch, headless)
     if pooling is not None and b.graph.nodes[-1].outputs[0] != "result_output":
         b.sentence_pooling(pooling)  # an encoder's sentence embedding (modules.json)
     g = b.finish()
     g.opsets = {}
     _value_types(g, hidden, vocab, b.widths)
+    if tower:
+        one_row(g)
     return g
 
 
@@ -543,6 +552,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         token_dropout=arch == "esm" and bool(config.get("token_dropout")),
         pooling=_pooling_of(doc),
         image=_image_of(config, doc) if arch == "vit" else None,
+        tower=VISION_TOWERS.get(model_type, ""),
     )
     if "sentence_pooled" in g.value_info:  # (one row: the sentence's)
         for name in ("sentence_pooled", "sentence_embedding"):

@@ -21,6 +21,12 @@ from nneditor.semantic.names_unconverted import (
     opt_names,
     xglm_names,
 )
+from nneditor.semantic.names_vision import (
+    CLIP_LAYER,
+    CLIP_LAYER_PARTS,
+    clip_vision_names,
+    is_clip_vision,
+)
 
 #: Hugging Face model_type -> llama.cpp architecture, where they differ or are not obvious
 HF_ARCH = {
@@ -87,6 +93,8 @@ HF_ARCH = {
     "vit": "vit",  # Vision Transformers (google/vit-*): image patches, pre-norm blocks
     "deit": "vit",  # DeiT: ViT's blocks with a distillation token beside the class token
     "dinov2": "vit",  # DINOv2: ViT's blocks with layer scales, interpolated positions
+    "clip_vision_model": "vit",  # CLIP's vision tower: pre-norm, pooled class token, projection
+    "siglip_vision_model": "vit",  # SigLIP's: no class token, attention-pooling head
     "seed_oss": "seed_oss",
     "hunyuan_v1_dense": "hunyuan-dense",
     "hunyuan_v1_moe": "hunyuan-moe",  # HunYuan-A13B
@@ -479,25 +487,14 @@ _CLIP_TEXT_TOP = {
     "final_layer_norm.weight": "output_norm.weight",
     "final_layer_norm.bias": "output_norm.bias",
 }
-_CLIP_TEXT_PARTS = {
-    "self_attn.q_proj": "attn_q",
-    "self_attn.k_proj": "attn_k",
-    "self_attn.v_proj": "attn_v",
-    "self_attn.out_proj": "attn_output",
-    "layer_norm1": "attn_norm",
-    "layer_norm2": "ffn_norm",
-    "mlp.fc1": "ffn_up",
-    "mlp.fc2": "ffn_down",
-}
-_CLIP_TEXT_LAYER = re.compile(r"^encoder\.layers\.(\d+)\.(.+)\.(weight|bias)$")
 
 
 def _clip_text_names(names: list[str]) -> tuple[dict[str, str], list[str]]:
     return layered_names(  # (position_ids: a buffer some checkpoints keep)
         names,
         lambda n: n.removeprefix("text_model."),
-        _CLIP_TEXT_LAYER,
-        _CLIP_TEXT_PARTS,
+        CLIP_LAYER,
+        CLIP_LAYER_PARTS,
         _CLIP_TEXT_TOP,
         ("position_ids",),
     )
@@ -545,8 +542,9 @@ def canonical_names(
         return xglm_names(list(names))
     if arch == "esm":
         return esm_names(list(names))
-    if arch == "vit":
-        return vit_names(list(names))
+    if arch == "vit":  # (CLIP's and SigLIP's vision towers: their own names)
+        names = list(names)
+        return (clip_vision_names if is_clip_vision(names) else vit_names)(names)
     if arch in ("gpt-neo", "gptj", "codegen"):
         parts = {"gpt-neo": GPT_NEO_PARTS, "gptj": GPTJ_PARTS, "codegen": CODEGEN_PARTS}[arch]
         return eleuther_names(list(names), parts)

@@ -1,6 +1,7 @@
 """Graphs synthesized for model families that are neither decoder stacks nor stored graphs:
 diffusers' conditional UNet (Stable Diffusion 1.x/2.x and SDXL components); the dispatch to
-Whisper, CLIP vision and LLaVA (modality_graphs.py) and to CLIP vision GGUFs (clip_gguf.py).
+Whisper and LLaVA (modality_graphs.py) and to CLIP vision GGUFs (clip_gguf.py); CLIP vision
+snapshots draw the NumPy decoder's graph (checkpoint_graphs.py).
 
 The UNet graph follows ``UNet2DConditionModel.forward``: the timestep's sinusoidal projection
 and MLP (plus SDXL's pooled-text/time-id embedding), ``conv_in``, the down blocks (each
@@ -184,14 +185,13 @@ def gguf_family_graph(doc: Document) -> tuple[Graph | None, str] | None:
 
 
 def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str] | None:
-    """The graph of a known non-decoder family (UNet, Whisper, CLIP vision, LLaVA, Qwen2-VL and
+    """The graph of a known non-decoder family (UNet, Whisper, LLaVA, Qwen2-VL and
     Qwen2.5-VL), None when
     the config is none of them."""
     if is_unet(config):
         return unet_graph(doc, config)
     builders = {
         "whisper": modality_graphs.whisper_graph,
-        "clip_vision_model": modality_graphs.clip_vision_graph,
         "llava": modality_graphs.llava_graph,
         **{t: modality_graphs.qwen_vl_graph for t in QWEN_VL_TYPES},
     }

@@ -12,8 +12,9 @@ convolutions, before their GELU), ``encoder.embed_positions`` (the sinusoidal ta
 CLIP vision (``clip_vision_model``): input ``pixel_values`` [1, 3, size, size]; values
 ``embeddings`` (patches, class token, positions), ``pre_layrnorm``, ``encoder.layers.{i}``
 (the last is the sequence output), ``pooled_output`` (post-LayerNorm class token) and, with a
-projection, ``image_embeds``. The same graph serves CLIP vision GGUFs (clip_gguf.py), which
-also publish the sequence output as ``last_hidden_state``, a graph output of its own.
+projection, ``image_embeds``. It serves CLIP vision GGUFs (clip_gguf.py), which also publish
+the sequence output as ``last_hidden_state``, a graph output of its own; a CLIP vision
+snapshot draws the NumPy decoder's graph instead (decoder/clip_vision.py).
 """
 
 from __future__ import annotations

@@ -152,25 +152,59 @@ def _gguf_reader(ref: Any, shape: tuple[int, ...] | None) -> Callable[[], np.nda
     return read
 
 
+def _residual(capture: Callable[[str, Any], None], i: int) -> Callable[..., None]:
+    def hook(_m: Any, args: Any) -> None:
+        capture(f"blk.{i}.attn_residual", args[0].detach().float().cpu().numpy())
+
+    return hook
+
+
 def _clip_capture(context: TraceContext, model: Any, projected: bool) -> None:
     """One forward pass of a transformers CLIP vision model on ``pixel_values``, published
-    under the CLIP vision graph's names (plus ``last_hidden_state`` where the graph has it)."""
+    under the graph's names: a snapshot's checkpoint graph (the NumPy decoder's: inp_embd_pos,
+    inp_norm, blk.N.output, pooler_output, image_embeds) or a GGUF's CLIP vision graph
+    (embeddings, pre_layrnorm, encoder.layers.N, pooled_output, image_embeds and
+    ``last_hidden_state``)."""
     import torch
 
     vm = getattr(model, "vision_model", model)  # transformers 5's CLIPVisionModel is the tower
-    pairs = [(vm.embeddings, "embeddings"), (vm.pre_layrnorm, "pre_layrnorm")]
-    pairs += [(layer, f"encoder.layers.{i}") for i, layer in enumerate(vm.encoder.layers)]
-    pairs.append((vm.post_layernorm, "pooled_output"))
+    checkpoint = "inp_norm" in context.main_graph.value_info
+    names = (
+        ("inp_embd_pos", "inp_norm", "blk.{}.output", "pooler_output")
+        if checkpoint
+        else ("embeddings", "pre_layrnorm", "encoder.layers.{}", "pooled_output")
+    )
+    pairs = [(vm.embeddings, names[0]), (vm.pre_layrnorm, names[1])]
+    pairs += [(layer, names[2].format(i)) for i, layer in enumerate(vm.encoder.layers)]
+    pairs.append((vm.post_layernorm, names[3]))
+    if checkpoint:  # every value of the decoder's graph: the patches and each block's parts
+        pairs.append((vm.embeddings.patch_embedding, "inp_patches"))
+        for i, layer in enumerate(vm.encoder.layers):
+            parts = ("layer_norm1", "attn_norm"), ("self_attn", "attn_output")
+            parts += ("layer_norm2", "ffn_norm"), ("mlp", "ffn_output")
+            pairs += [(getattr(layer, m), f"blk.{i}.{v}") for m, v in parts]
     pixels = _tensor(context, "pixel_values").float()
-    handles = _hooks(pairs, context.capture)
+
+    def capture(name: str, value: Any) -> None:
+        if checkpoint and name == names[3]:  # a checkpoint graph's pooled row: [1, 1, d]
+            value = value[:, None]
+        if name == "inp_patches":  # the convolution's [1, d, rows, cols] as [1, patches, d]
+            value = value.reshape(*value.shape[:2], -1).transpose(0, 2, 1)
+        context.capture(name, value)
+
+    handles = _hooks(pairs, capture)
+    if checkpoint:  # the attention's residual sum is what layer_norm2 reads
+        for i, layer in enumerate(vm.encoder.layers):
+            handles.append(layer.layer_norm2.register_forward_pre_hook(_residual(capture, i)))
     try:
         with torch.no_grad():
             out = model(pixel_values=pixels)
     finally:
         for h in handles:
             h.remove()
-    if projected:
-        context.capture("image_embeds", out.image_embeds.float().numpy())
+    if projected:  # (one row of [1, 1, width] in a checkpoint graph)
+        embeds = out.image_embeds.float().numpy()
+        context.capture("image_embeds", embeds[:, None] if checkpoint else embeds)
     if "last_hidden_state" in context.main_graph.value_info:
         context.capture("last_hidden_state", out.last_hidden_state.float().numpy())
 

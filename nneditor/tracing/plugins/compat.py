@@ -29,6 +29,8 @@ def architecture(doc: Document) -> str:
             return str(config.get("_class_name") or "").lower()
         if model_type == "clip":  # transformers' text-and-vision CLIPModel; llama.cpp's
             return "clip_model"  # "clip" names vision-encoder GGUFs, another model
+        if model_type == "clip_vision_model":  # (the NumPy decoder reads it as a ViT)
+            return model_type
         return (llama_cpp_arch(model_type, config) or model_type).lower()
     return ""
 
