@@ -13,7 +13,6 @@ DATA = {"nneditor._resources": "resources", "nneditor._plugins": "plugins"}
 # optional: a failed build leaves the pure-Python loops (nneditor/platform/compiled.py)
 COMPILED = {
     "nneditor.artifacts.onnx._cwire": "nneditor/artifacts/onnx/_cwire.c",
-    "nneditor.semantic._cindex": "nneditor/semantic/_cindex.c",
 }
 OPTIMIZE = [] if os.name == "nt" else ["-O2"]
 

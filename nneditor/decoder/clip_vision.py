@@ -25,7 +25,7 @@ import numpy as np
 
 from nneditor.decoder import ops
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vit import Vision
+from nneditor.decoder.vision import Vision
 from nneditor.semantic.names_vision import TOWER_KEYS, TOWER_NAMES, VISION_TOWERS
 
 F32 = np.float32

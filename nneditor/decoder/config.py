@@ -463,7 +463,7 @@ class DecoderConfig:
     #: T5: relative-position buckets (0: none) and the distance the last bucket starts at
     rel_buckets: int = 0
     rel_max_distance: int = 128
-    #: a vision transformer's image (decoder/vit.py: vit.Vision); None: the input is token ids
+    #: a vision transformer's image (decoder/vision.py: Vision); None: the input is token ids
     vision: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none

@@ -15,39 +15,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from nneditor.decoder import dinov2
+from nneditor.decoder import clip_vision, dinov2
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.vision import Vision
 
 ARCH = "vit"
 F32 = np.float32
 _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 
 
-@dataclass(frozen=True)
-class Vision:
-    """The image a vision transformer reads: ``channels`` x ``size`` x ``size`` pixels in
-    ``patch`` x ``patch`` patches; ``grid``: DINOv2's, whose position table holds ``grid`` x
-    ``grid`` patches and is interpolated to any image's (0: the image must be ``size``);
-    ``tower``: "clip" or "siglip" for those vision towers' own ends (clip_vision.py), which
-    ``ends`` names."""
-
-    size: int
-    patch: int
-    channels: int
-    grid: int = 0
-    tower: str = ""
-    ends: str = ""
-
-
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
-    from nneditor.decoder import clip_vision  # (which reads Vision from here)
-
     if config.get("model_type") in clip_vision.TOWERS:
         return clip_vision.from_hf(config, common)
     act = str(config.get("hidden_act") or "gelu")

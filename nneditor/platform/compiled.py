@@ -1,8 +1,7 @@
 """NNEditor's optional compiled loops, when the install built them.
 
 ``setup.py`` builds a few hot loops as optional C extensions (the ONNX reader's wire loops,
-``artifacts/onnx/_cwire.c``; the graph index's adjacency, ``semantic/_cindex.c``). Where no C
-compiler is at hand the install goes on and every caller keeps its pure-Python loop, which
+``artifacts/onnx/_cwire.c``). Where no C compiler is at hand the install goes on and every caller keeps its pure-Python loop, which
 stays the reference (tests run both and compare them). ``NNEDITOR_PURE_PYTHON=1`` turns the
 compiled loops off.
 """

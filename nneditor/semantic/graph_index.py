@@ -8,10 +8,6 @@ import numpy as np
 
 from nneditor.model.graph import Graph, Node
 from nneditor.model.tensor import TensorRef
-from nneditor.platform.compiled import compiled
-
-#: the adjacency loop in C (_cindex.c), or None: :func:`adjacency`
-cindex = compiled("nneditor.semantic._cindex")
 
 #: Operators whose output is not a function of their inputs alone.
 _RANDOM_OPS = frozenset(
@@ -51,7 +47,8 @@ def weight_only_nodes(nodes: list[Node], initializers: frozenset[str]) -> frozen
 
 def adjacency(nodes: list[Node]) -> tuple[dict[str, int], dict[str, list[int]]]:
     """(producer, consumers): each value's producing node (the last one listing it) and its
-    consuming nodes, once per listing (the reference of the compiled ``_cindex.adjacency``)."""
+    consuming nodes, once per listing. (Written in C this took 25 ms instead of 31 ms on a
+    50k-node graph: the dictionaries' hashing and allocation cost, not the interpreter.)"""
     producer: dict[str, int] = {}
     consumers: dict[str, list[int]] = {}
     for i, node in enumerate(nodes):
@@ -76,10 +73,7 @@ class GraphIndex:
         self.nodes: list[Node] = graph.nodes
         self.tensors = tensors or {}
         self.initializers = frozenset(graph.initializers)
-        build = adjacency if cindex is None else cindex.adjacency
-        self.producer: dict[str, int]
-        self.consumers: dict[str, list[int]]
-        self.producer, self.consumers = build(self.nodes)
+        self.producer, self.consumers = adjacency(self.nodes)
         self._const_cache: dict[str, np.ndarray | None] = {}
         self._weight_only: frozenset[int] | None = None
         self._ops: list[str] | None = None

@@ -6,24 +6,34 @@ NNEditor names dtypes with lowercase numpy-style names ("float32", "bfloat16",
 
 from __future__ import annotations
 
-import ml_dtypes
+import sys
+
 import numpy as np
 
-# name -> numpy dtype (little-endian storage). int4/uint4 map to ml_dtypes' 1-byte containers;
-# their *storage* is packed two per byte, see tensors.packed.
+#: the types numpy lacks, from ml_dtypes (imported on first need: 5 ms a process otherwise,
+#: which a look at a float model never needs). int4/uint4 map to ml_dtypes' 1-byte containers;
+#: their *storage* is packed two per byte, see tensors.packed.
+_ML_DTYPES = (
+    "bfloat16",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float8_e8m0fnu",
+    "float4_e2m1fn",
+    "float6_e2m3fn",
+    "float6_e3m2fn",
+    "int4",
+    "uint4",
+    "int2",
+    "uint2",
+)
+
+# name -> numpy dtype (little-endian storage); _ML_DTYPES join it on first need
 _NUMPY: dict[str, np.dtype] = {
     "float32": np.dtype("<f4"),
     "float64": np.dtype("<f8"),
     "float16": np.dtype("<f2"),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "float8_e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
-    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
-    "float4_e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
-    "float6_e2m3fn": np.dtype(ml_dtypes.float6_e2m3fn),
-    "float6_e3m2fn": np.dtype(ml_dtypes.float6_e3m2fn),
     "int8": np.dtype("i1"),
     "uint8": np.dtype("u1"),
     "int16": np.dtype("<i2"),
@@ -35,10 +45,6 @@ _NUMPY: dict[str, np.dtype] = {
     "bool": np.dtype("?"),
     "complex64": np.dtype("<c8"),
     "complex128": np.dtype("<c16"),
-    "int4": np.dtype(ml_dtypes.int4),
-    "uint4": np.dtype(ml_dtypes.uint4),
-    "int2": np.dtype(ml_dtypes.int2),
-    "uint2": np.dtype(ml_dtypes.uint2),
     "string": np.dtype(object),
 }
 
@@ -55,18 +61,36 @@ SUB_BYTE_BITS: dict[str, int] = {
 }
 
 
+def _add_ml_dtypes() -> None:
+    import ml_dtypes
+
+    for name in _ML_DTYPES:
+        _NUMPY.setdefault(name, np.dtype(getattr(ml_dtypes, name)))
+
+
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype used for decoded values of logical dtype ``name``."""
-    try:
+    found = _NUMPY.get(name)
+    if found is not None:
+        return found
+    if name in _ML_DTYPES:
+        _add_ml_dtypes()
         return _NUMPY[name]
-    except KeyError:
-        raise ValueError(f"unknown dtype {name!r}") from None
+    raise ValueError(f"unknown dtype {name!r}")
+
+
+#: stored bits of ml_dtypes' whole-byte types (known without importing it)
+_ML_BITS = {
+    name: 16 if name == "bfloat16" else 8 for name in _ML_DTYPES if name not in SUB_BYTE_BITS
+}
 
 
 def itemsize_bits(name: str) -> int:
     """Stored bits per element (string has no fixed size: returns 0)."""
     if name in SUB_BYTE_BITS:
         return SUB_BYTE_BITS[name]
+    if name in _ML_BITS:
+        return _ML_BITS[name]
     if name == "string":
         return 0
     return numpy_dtype(name).itemsize * 8
@@ -81,6 +105,8 @@ def stored_nbytes(name: str, count: int) -> int:
 def dtype_name(dt: np.dtype) -> str:
     """Inverse of :func:`numpy_dtype` for decoded arrays."""
     dt = np.dtype(dt)
+    if dt.kind == "V" and "ml_dtypes" in sys.modules:  # (ml_dtypes' types are "V"s)
+        _add_ml_dtypes()
     for name, candidate in _NUMPY.items():
         if candidate == dt and name != "string":
             return name

@@ -60,6 +60,8 @@ class AffineMatrix:
 class TensorLoader:
     """Decodes a tensor, or a slice of it."""
 
+    __slots__ = ()  # (subclasses without slots of their own keep a __dict__)
+
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         raise NotImplementedError
 
@@ -113,6 +115,9 @@ def apply_rest(arr: np.ndarray, key: Key | None, first_row: int) -> np.ndarray:
 
 
 class RawLoader(TensorLoader):
+    # slotted: an ONNX export holds tens of thousands, created at open
+    __slots__ = ("source", "offset", "dtype", "big_endian")
+
     def __init__(self, source: ByteSource, offset: int, dtype: str, big_endian: bool = False):
         self.source = source
         self.offset = offset

@@ -1,7 +1,7 @@
-"""The compiled loops (``artifacts/onnx/_cwire.c``, ``semantic/_cindex.c``) against their
-pure-Python twins, which stay the reference: the same split of every graph, the same
-initializer headers, the same nodes and the same adjacency maps, on real models and on bytes
-built to be odd, cut or hostile."""
+"""The compiled loops (``artifacts/onnx/_cwire.c``) against their pure-Python twins, which
+stay the reference: the same split of every graph, the same initializer headers, the same
+nodes and the same candidate nodes, on real models and on bytes built to be odd, cut or
+hostile."""
 
 from __future__ import annotations
 
@@ -23,18 +23,16 @@ from nneditor.artifacts.onnx.objects import OnnxNode, as_text
 from nneditor.artifacts.onnx.raw_headers import RawHeader, python_raw_headers
 from nneditor.artifacts.wire.pbwrite import len_prefix, varint_field
 from nneditor.errors import ArtifactError
-from nneditor.model.graph import Graph, Node
+from nneditor.model.graph import Graph
 from nneditor.platform.compiled import compiled
-from nneditor.semantic import graph_index
 
 ROOT = Path(__file__).resolve().parents[2]
 cwire = compiled("nneditor.artifacts.onnx._cwire")
-cindex = compiled("nneditor.semantic._cindex")
 
 
 @pytest.fixture(autouse=True)
 def _compiled() -> None:
-    if cwire is not None and cindex is not None:
+    if cwire is not None:
         return
     if os.environ.get("NNEDITOR_PURE_PYTHON", "") not in ("", "0"):
         pytest.skip("NNEDITOR_PURE_PYTHON is set: the compiled loops are off")
@@ -304,37 +302,6 @@ def test_headers_equal_the_numpy_reader_on_real_and_damaged_tensors():
         view, [(len(blob) - 2, 10), (-1, 3)], raw_headers._TYPES, RawHeader, None
     )
     assert outside == [None, None]
-
-
-# -- the graph index's adjacency --------------------------------------------------------------
-
-
-def test_adjacency_equals_the_python_loop_on_real_graphs():
-    graphs = 0
-    for path in _real_models():
-        with onnx_reader.open_document(path) as doc:
-            todo = [doc.graph, *doc.graph.functions]
-            while todo:
-                graph = todo.pop()
-                assert cindex.adjacency(graph.nodes) == graph_index.adjacency(graph.nodes)
-                todo += [g for n in graph.nodes for g in n.subgraphs.values()]
-                graphs += 1
-    assert graphs > 10
-
-
-def test_adjacency_of_odd_lists():
-    nodes = [
-        Node(0, "a", "X", inputs=("", "x", "x"), outputs=("y", "")),
-        Node(1, "b", "X", inputs=("y",), outputs=("y",)),  # a second producer: the last wins
-        Node(2, "c", "X", inputs=["y", "x"], outputs=["z"]),  # lists, as edits may leave them
-        Node(3, "d", "X"),
-    ]
-    producer, consumers = cindex.adjacency(nodes)
-    assert producer == {"y": 1, "z": 2}
-    assert consumers == {"x": [0, 0, 2], "y": [1, 2]}
-    assert (producer, consumers) == graph_index.adjacency(nodes)
-    with pytest.raises(TypeError):
-        cindex.adjacency([Node(0, "a", "X", inputs=5)])  # type: ignore[arg-type]
 
 
 def test_candidate_nodes_equal_the_byte_search_in_python():

@@ -21,3 +21,15 @@ def test_the_index_finds_nodes_by_operator_in_order():
     found = ix.indexes_of(("Add",))
     found.append(99)  # a copy: the index is not changed through it
     assert ix.indexes_of(("Add",)) == [1, 4, 6]
+
+
+def test_adjacency_of_odd_lists() -> None:
+    nodes = [
+        Node(0, "a", "X", inputs=("", "x", "x"), outputs=("y", "")),
+        Node(1, "b", "X", inputs=("y",), outputs=("y",)),  # a second producer: the last wins
+        Node(2, "c", "X", inputs=["y", "x"], outputs=["z"]),  # lists, as edits may leave them
+        Node(3, "d", "X"),
+    ]
+    producer, consumers = graph_index.adjacency(nodes)  # type: ignore[arg-type]
+    assert producer == {"y": 1, "z": 2}
+    assert consumers == {"x": [0, 0, 2], "y": [1, 2]}
