@@ -41,6 +41,8 @@ def classify(
     elif c.pooling == "cls_mean":  # DINOv2: the class token beside the patches' mean
         mean = x[1:].mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
         h = np.concatenate([x[:1], mean], axis=-1)
+    elif c.pooling == "patch_mean":  # BEiT: the patches' mean, the class token left out
+        h = x[1:].mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
     elif c.pooling == "last":  # a decoder's: the last token that is not padding
         at = x.shape[0] - 1
         if ids is not None and c.pad_id >= 0:
@@ -57,6 +59,9 @@ def classify(
         if w.has("cls_norm.weight"):
             norm_bias = w.optional("cls_norm.bias")
             h = ops.layer_norm(h, w.get("cls_norm.weight"), norm_bias, cfg.norm_eps)
+        emit("cls_pooled", h[None])
+    elif w.has("cls_norm.weight"):  # BEiT: the pooler's LayerNorm over the patches' mean
+        h = ops.layer_norm(h, w.get("cls_norm.weight"), w.optional("cls_norm.bias"), cfg.norm_eps)
         emit("cls_pooled", h[None])
     bias = "cls_out.bias" if w.has("cls_out.bias") else None
     logits = w.linear("cls_out.weight", h, bias).astype(F32)

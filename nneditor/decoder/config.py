@@ -359,7 +359,8 @@ class Classifier:
     labels: tuple[str, ...]
     #: what a sequence head reads: the "first" position's state, the positions' "mean"
     #: (ModernBERT's classifier_pooling), the "last" one that is not ``pad_id`` (a decoder's)
-    #: or "cls_mean": the first beside the others' mean (DINOv2's)
+    #: or "cls_mean": the first beside the others' mean (DINOv2's), "patch_mean": the others'
+    #: mean alone (BEiT's, then its pooler's LayerNorm: cls_norm)
     pooling: str = "first"
     pad_id: int = -1
 
@@ -526,7 +527,8 @@ class DecoderConfig:
             if v is None
             else (f"{TOWER_NAMES[v.tower]}'s vision tower, " if v.tower else "")
             + f"{v.size}x{v.size} images in {v.patch}x{v.patch} patches"
-            + (" (positions interpolated to other sizes)" if v.grid else ""),
+            + (" (positions interpolated to other sizes)" if v.grid else "")
+            + (" (a relative-position bias over their window)" if v.relative else ""),
         ]
         if self.mamba2 is not None:
             m = self.mamba2

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nneditor.decoder import deberta, llama4
+from nneditor.decoder import beit, deberta, llama4
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import (
     BERT,
@@ -82,6 +82,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
         arch = llama_cpp_arch(model_type, config)
     if arch == "t5encoder" and any(n.startswith("decoder.") for n in tensor_names):
         arch = "t5"  # T5ForConditionalGeneration: the encoder, then the decoder
+    if model_type in beit.MODEL_TYPES:  # its classes the decoder does not run, by name
+        beit.refuse_layouts(config, tensor_names)
     if model_type == "dinov2_with_registers":
         raise DecoderUnsupported(
             "DINOv2 with registers (dinov2_with_registers) is not run: the NumPy decoder "

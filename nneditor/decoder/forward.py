@@ -17,6 +17,7 @@ import numpy as np
 
 from nneditor.decoder import (
     bart,
+    beit,
     clip_vision,
     deberta,
     gemma3n,
@@ -99,8 +100,10 @@ def _vision_forward(w: Weights, cfg: DecoderConfig, pixels: np.ndarray, emit: Em
         emit("inp_norm", x[None])
     positions = np.arange(x.shape[0])
     none = np.zeros(0, F32)
+    shared = beit.shared_bias(w, cfg)  # BEiT: relative-position biases, shared or per layer
     for i in range(cfg.n_layers):
-        x = _block(w, cfg, i, x, positions, none, False, emit)
+        bias = beit.layer_bias(w, cfg, i, shared)
+        x = _block(w, cfg, i, x, positions, none, False, emit, bias)
         w.done_with(i)
     assert cfg.vision is not None
     if cfg.vision.tower:

@@ -52,8 +52,8 @@ _BLOCK_KEYS = {
     "ffn_gate_up_exps.bias",
     "attn_sinks.weight",
     "exp_probs_b.bias",  # GLM-4.5: the router's expert-selection bias
-    "attn_rel_b.weight",  # T5: the relative-position bias table (the first layer's)
-    "ls1.weight",  # DINOv2: the layer scales of the attention's and feed-forward's outputs
+    "attn_rel_b.weight",  # T5: the relative-position bias table (the first layer's); BEiT's
+    "ls1.weight",  # DINOv2, BEiT: the layer scales of the attention's and feed-forward's outputs
     "ls2.weight",
     # DeepSeek's latent attention
     "attn_q_a.weight",
@@ -149,6 +149,7 @@ _TOP_KEYS = {
     "dist_out.bias",
     "cls_norm.bias",
     *TOWER_KEYS,  # CLIP's image projection, SigLIP's attention-pooling head
+    "rel_pos_b.weight",  # BEiT: the relative-position bias table every layer adds
     # DeBERTa: the relative-position table every layer reads, and its LayerNorm
     "rel_embd.weight",
     "rel_embd_norm.weight",

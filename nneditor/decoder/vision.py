@@ -15,7 +15,8 @@ class Vision:
     ``patch`` x ``patch`` patches; ``grid``: DINOv2's, whose position table holds ``grid`` x
     ``grid`` patches and is interpolated to any image's (0: the image must be ``size``);
     ``tower``: "clip" or "siglip" for those vision towers' own ends (clip_vision.py), which
-    ``ends`` names."""
+    ``ends`` names; ``relative``: BEiT's relative-position bias, indexed for the window of
+    ``size`` / ``patch`` patches (decoder/beit.py), so the image must be ``size``."""
 
     size: int
     patch: int
@@ -23,3 +24,4 @@ class Vision:
     grid: int = 0
     tower: str = ""
     ends: str = ""
+    relative: bool = False

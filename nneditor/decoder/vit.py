@@ -8,7 +8,8 @@ learned class token goes first and the learned position table is added; then pre
 (LayerNorm before the attention and before the GELU feed-forward), the final LayerNorm, and a
 classifier over the class token. The values are the pixel values as given: resizing and
 normalising an image (preprocessor_config.json) happen before. DINOv2's differences (layer
-scale, positions interpolated to any image size, its head) are decoder/dinov2.py's.
+scale, positions interpolated to any image size, its head) are decoder/dinov2.py's, BEiT's
+(relative-position bias, layer scale, mean-pooled patches) decoder/beit.py's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.decoder import clip_vision, dinov2
+from nneditor.decoder import beit, clip_vision, dinov2
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import Vision
@@ -33,6 +34,8 @@ _ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "g
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     if config.get("model_type") in clip_vision.TOWERS:
         return clip_vision.from_hf(config, common)
+    if config.get("model_type") in beit.MODEL_TYPES:
+        return beit.from_hf(config, common)
     act = str(config.get("hidden_act") or "gelu")
     if act not in _ACTIVATIONS:
         raise DecoderUnsupported(f"ViT activation {act!r} is not implemented")
@@ -95,6 +98,9 @@ def embed(
     if w.has("dist_token.weight"):  # DeiT: the distillation token follows the class token
         tokens.append(w.get("dist_token.weight").reshape(1, cfg.hidden))
     x = np.concatenate([*tokens, x]).astype(F32)
+    if not w.has("patch_pos.weight"):  # BEiT: positions in the attention's bias only
+        emit("inp_embd_pos", x[None])
+        return x
     table = w.get("patch_pos.weight").reshape(-1, cfg.hidden)
     if v.grid:  # DINOv2: the stored grid's positions resized to the image's
         table = dinov2.positions(table, v.grid, rows, cols)
@@ -114,6 +120,14 @@ def _grid(v: Vision, pixels: np.ndarray) -> tuple[int, int]:
     shape = list(pixels.shape)
     if not v.grid:
         want = [1, v.channels, v.size, v.size]
+        if shape != want and v.relative:
+            side = v.size // v.patch
+            raise DecoderUnsupported(
+                f"pixel values must be {want} for this BEiT, given {shape}: its relative-"
+                f"position bias tables are stored for a {side}x{side} window of patches, and "
+                "resizing them bilinearly for another image, as transformers does, is not "
+                "implemented"
+            )
         if shape != want:
             raise DecoderUnsupported(f"pixel values must be {want} for this ViT, given {shape}")
         return v.size // v.patch, v.size // v.patch

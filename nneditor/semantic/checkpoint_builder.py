@@ -110,7 +110,11 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             "embedding",
             ("The class token first" if "cls_token.weight" in top else "No class token")
             + (" and DeiT's distillation token" if "dist_token.weight" in top else "")
-            + ", then the learned position table added"
+            + (
+                ", then the learned position table added"
+                if "patch_pos.weight" in top
+                else ", no position table (BEiT: positions enter each attention as a bias)"
+            )
             + (
                 f" (stored for {grid}x{grid} patches, resized bicubically to the image's patch "
                 "grid as transformers' interpolate_pos_encoding does)"
@@ -465,7 +469,7 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             [weight],
             "residual",
             f"Layer scale: the {what} output multiplied by a learned vector before the "
-            "residual add (DINOv2's layer_scale, from tensor names).",
+            "residual add (DINOv2's layer_scale, BEiT's lambda; from tensor names).",
         )
 
     def _mixer(
@@ -502,6 +506,11 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             if self.rope_factors and rotated:
                 mixer_w.append(self.rope_factors)
                 text += ", positions rotated with the file's frequency factors (rope_freqs)"
+            if "attn_rel_b.weight" in t or "attn_rel_pos_b.weight" in t:  # BEiT
+                text += (
+                    ", a learned relative-position bias (BEiT's table read through the patch "
+                    "window's index) added to its scores"
+                )
             if "attn_rel_embd.weight" in t:
                 text += (
                     ", disentangled (DeBERTa): content-to-position and position-to-content "
@@ -671,6 +680,17 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 f"Classification head: {read} through a dense layer and its activation"
                 + (", then a LayerNorm" if normed else "")
                 + " (from tensor names).",
+            )
+        elif "cls_norm.weight" in top:  # BEiT: the patches' mean through the pooler's norm
+            x = self.node(
+                "cls_pool",
+                "LayerNorm",
+                [x],
+                "cls_pooled",
+                [top["cls_norm.weight"], top.get("cls_norm.bias", "")],
+                "head",
+                "Classification head: the mean of the patch tokens (the class token left out) "
+                "through the pooler's LayerNorm (BEiT's use_mean_pooling, from tensor names).",
             )
         if "dist_out.weight" in top:  # DeiT with its teacher's head: two heads averaged
             self.node(

@@ -506,6 +506,9 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
         table = {k: v for k, v in top.items() if k.startswith("rel_embd")}
         for t in blocks.values():
             t.update({f"attn_{k}": v for k, v in table.items()})
+    if "rel_pos_b.weight" in top:  # BEiT: every layer's attention adds the shared bias
+        for t in blocks.values():
+            t["attn_rel_pos_b.weight"] = top["rel_pos_b.weight"]
     heads = config.get("num_attention_heads") or config.get("n_head") or config.get("n_heads")
     kv = config.get("num_key_value_heads") or heads
     title = f"{model_type} (from config.json and tensor names)"

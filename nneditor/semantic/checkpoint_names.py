@@ -24,7 +24,9 @@ from nneditor.semantic.names_unconverted import (
 from nneditor.semantic.names_vision import (
     CLIP_LAYER,
     CLIP_LAYER_PARTS,
+    beit_names,
     clip_vision_names,
+    is_beit,
     is_clip_vision,
 )
 
@@ -93,6 +95,8 @@ HF_ARCH = {
     "vit": "vit",  # Vision Transformers (google/vit-*): image patches, pre-norm blocks
     "deit": "vit",  # DeiT: ViT's blocks with a distillation token beside the class token
     "dinov2": "vit",  # DINOv2: ViT's blocks with layer scales, interpolated positions
+    "beit": "vit",  # BEiT: layer scales, a relative-position bias, mean-pooled patches
+    "data2vec-vision": "vit",  # data2vec-vision: BEiT's architecture
     "clip_vision_model": "vit",  # CLIP's vision tower: pre-norm, pooled class token, projection
     "siglip_vision_model": "vit",  # SigLIP's: no class token, attention-pooling head
     "seed_oss": "seed_oss",
@@ -544,6 +548,8 @@ def canonical_names(
         return esm_names(list(names))
     if arch == "vit":  # (CLIP's and SigLIP's vision towers: their own names)
         names = list(names)
+        if is_beit(names):  # (BEiT's and data2vec-vision's: ViT's and their own)
+            return beit_names(names)
         return (clip_vision_names if is_clip_vision(names) else vit_names)(names)
     if arch in ("gpt-neo", "gptj", "codegen"):
         parts = {"gpt-neo": GPT_NEO_PARTS, "gptj": GPTJ_PARTS, "codegen": CODEGEN_PARTS}[arch]

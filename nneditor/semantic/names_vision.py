@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from nneditor.semantic.names_bert import vit_names
 from nneditor.semantic.names_unconverted import layered_names
 
 #: model_type -> the tower (decoder/vit.py's Vision.tower)
@@ -74,3 +75,63 @@ def clip_vision_names(names: Iterable[str]) -> tuple[dict[str, str], list[str]]:
         _TOP,
         ("position_ids",),
     )
+
+
+#: BEiT's and data2vec-vision's own tensors (beside ViT's, under the transformers 4 names the
+#: releases store): layer scales, relative-position bias tables, the mean-pooling LayerNorm
+_BEIT_PREFIXES = ("beit.", "data2vec_vision.")
+_BEIT_LAYER = re.compile(r"^(?:encoder\.layer|layers)\.(\d+)\.(.+)$")
+_BEIT_LAYER_PARTS = {
+    "lambda_1": "ls1.weight",
+    "lambda_2": "ls2.weight",
+    "attention.attention.relative_position_bias.relative_position_bias_table": (
+        "attn_rel_b.weight"
+    ),
+    "relative_position_bias.relative_position_bias_table": "attn_rel_b.weight",
+}
+_BEIT_TOP = {
+    "encoder.relative_position_bias.relative_position_bias_table": "rel_pos_b.weight",
+    "shared_position_bias.relative_position_bias_table": "rel_pos_b.weight",
+}
+_BEIT_POOLER = {
+    "pooler.layernorm.weight": "cls_norm.weight",
+    "pooler.layernorm.bias": "cls_norm.bias",
+}
+#: the fixed index buffers older saves kept (decoder/beit.py computes them)
+_BEIT_INDEX = "relative_position_index"
+
+
+def is_beit(names: Iterable[str]) -> bool:
+    """Whether a vision transformer's names are BEiT's (data2vec-vision's): its prefixes, layer
+    scales or relative-position tables."""
+    return any(
+        n.startswith(_BEIT_PREFIXES) or n.endswith(("lambda_1", "relative_position_bias_table"))
+        for n in names
+    )
+
+
+def beit_names(names: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """A BEiT or data2vec-vision snapshot's names as the decoder reads them: its own tensors
+    here, the rest as names_bert.vit_names maps a ViT's. The pooler's
+    LayerNorm (mean pooling) is the classifier's ``cls_norm``; without a classifier it is off
+    the traced path, as ViTModel's pooler."""
+    names = list(names)
+    headed = "classifier.weight" in names
+    mapped: dict[str, str] = {}
+    rest: dict[str, str] = {}
+    for name in names:
+        inner = name
+        for prefix in _BEIT_PREFIXES:
+            inner = inner.removeprefix(prefix)
+        layer = _BEIT_LAYER.match(inner)
+        if layer and layer[2] in _BEIT_LAYER_PARTS:
+            mapped[f"blk.{layer[1]}.{_BEIT_LAYER_PARTS[layer[2]]}"] = name
+        elif inner in _BEIT_TOP:
+            mapped[_BEIT_TOP[inner]] = name
+        elif inner in _BEIT_POOLER and headed:
+            mapped[_BEIT_POOLER[inner]] = name
+        elif not inner.endswith(_BEIT_INDEX) and not (inner in _BEIT_POOLER and not headed):
+            rest[inner] = name
+    inner_mapped, unplaced = vit_names(list(rest))
+    mapped.update({key: rest[inner] for key, inner in inner_mapped.items()})
+    return mapped, [rest[n] for n in unplaced]
