@@ -303,6 +303,7 @@ EXPECT: dict[str, E] = {
     "encoder-distilbert-squad": {"format": "huggingface", **_lm(2)},
     "vision-vit": {"format": "huggingface", "positions": 1, **_lm(2)},
     "vision-dinov2": {"format": "huggingface", "positions": 1, **_lm(2)},
+    "vision-beit": {"format": "huggingface", "positions": 1, **_lm(2)},
     # CLIP's and SigLIP's vision towers: no classes; the last block's 17 and 16 positions
     "vision-clip": {"format": "huggingface", "positions": 17, **_lm(2, head=1)},
     "vision-siglip": {  # (the pooling head's attention and MLP beside the blocks')

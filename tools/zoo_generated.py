@@ -515,6 +515,10 @@ import zoo_towers  # noqa: E402 - CLIP's and SigLIP's vision towers (image embed
 
 zoo_towers.register(generator)
 
+import zoo_beit  # noqa: E402 - BEiT's image classifier (relative-position bias, layer scale)
+
+zoo_beit.register(generator)
+
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)
