@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from headline import perturbed
 from nneditor_cli import nneditor_cli
+from vision_refs import image_pixels, rel
 
 import nneditor
 from nneditor.decoder import DecoderUnsupported, beit, decoder_config, run_forward
@@ -51,14 +52,6 @@ LAYOUTS = {
 }
 
 
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
-def _pixels(size: int = 32) -> np.ndarray:
-    return np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
-
-
 def _save(path, cls, config):  # noqa: ANN001, ANN202
     """``cls`` saved with its tables, layer scales and tokens moved off their initialisation
     (zeros and constants), as trained ones are; returns the model."""
@@ -84,19 +77,19 @@ def _compare(snap, model, pixels: np.ndarray) -> tuple[float, float]:  # noqa: A
         drawn = {v for node in doc.graph.nodes for v in node.outputs}
     assert set(values) <= drawn, sorted(set(values) - drawn)
     blocks = max(
-        _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy())
+        rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy())
         for i in range(model.config.num_hidden_layers)
     )
     if hasattr(out, "logits"):
-        return blocks, _rel(got[:, 0], out.logits.numpy())
-    return blocks, _rel(got, out.last_hidden_state.numpy())
+        return blocks, rel(got[:, 0], out.logits.numpy())
+    return blocks, rel(got, out.last_hidden_state.numpy())
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_beit_classifier_equals_transformers(tmp_path, layout: str) -> None:  # noqa: ANN001
     config = tf.BeitConfig(**SMALL, **LAYOUTS[layout])
     model = _save(tmp_path, tf.BeitForImageClassification, config)
-    blocks, logits = _compare(tmp_path, model, _pixels())
+    blocks, logits = _compare(tmp_path, model, image_pixels(32))
     assert blocks < 1e-5 and logits < 1e-5, (blocks, logits)
 
 
@@ -105,10 +98,10 @@ def test_data2vec_vision_and_beit_model(tmp_path) -> None:  # noqa: ANN001
     BeitModel, whose last hidden state is the output."""
     config = tf.Data2VecVisionConfig(**SMALL, use_relative_position_bias=True)
     model = _save(tmp_path / "d2v", tf.Data2VecVisionForImageClassification, config)
-    assert max(_compare(tmp_path / "d2v", model, _pixels())) < 1e-5
+    assert max(_compare(tmp_path / "d2v", model, image_pixels(32))) < 1e-5
     config = tf.BeitConfig(**SMALL, use_shared_relative_position_bias=True)
     model = _save(tmp_path / "base", tf.BeitModel, config)
-    assert max(_compare(tmp_path / "base", model, _pixels())) < 1e-5
+    assert max(_compare(tmp_path / "base", model, image_pixels(32))) < 1e-5
 
 
 @pytest.mark.parametrize("window", [(4, 4), (3, 5), (1, 2)])
@@ -121,7 +114,7 @@ def test_relative_position_index_equals_transformers(window: tuple[int, int]) ->
 def test_zoo_beit_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
     snap = zoo_artifact("vision-beit")
     model = tf.BeitForImageClassification.from_pretrained(str(snap)).eval()
-    blocks, logits = _compare(snap, model, _pixels())
+    blocks, logits = _compare(snap, model, image_pixels(32))
     assert blocks < 1e-5 and logits < 1e-5, (blocks, logits)
     with nneditor.open(snap) as doc:
         graph = doc.graph
@@ -144,7 +137,7 @@ def test_each_difference_from_vit_matters(zoo_artifact, monkeypatch, mutation) -
     patches' mean."""
     snap = zoo_artifact("vision-beit")
     model = tf.BeitForImageClassification.from_pretrained(str(snap)).eval()
-    pixels = _pixels()
+    pixels = image_pixels(32)
     with torch.no_grad():
         want = model(torch.from_numpy(pixels)).logits.numpy()
     index = beit.relative_position_index
@@ -162,15 +155,15 @@ def test_each_difference_from_vit_matters(zoo_artifact, monkeypatch, mutation) -
             classifier = dataclasses.replace(cfg.classifier, pooling="first")
             cfg = dataclasses.replace(cfg, classifier=classifier)
         got = run_forward(doc, cfg, pixels, lambda n, v: None)
-    assert _rel(got[:, 0], want) > 1e-3
+    assert rel(got[:, 0], want) > 1e-3
 
 
 def test_shared_bias_dropped_matters(tmp_path, monkeypatch) -> None:  # noqa: ANN001
     config = tf.BeitConfig(**SMALL, use_shared_relative_position_bias=True)
     model = _save(tmp_path, tf.BeitForImageClassification, config)
-    assert max(_compare(tmp_path, model, _pixels())) < 1e-5
+    assert max(_compare(tmp_path, model, image_pixels(32))) < 1e-5
     monkeypatch.setattr(beit, "shared_bias", lambda *_: None)
-    assert _compare(tmp_path, model, _pixels())[1] > 1e-3
+    assert _compare(tmp_path, model, image_pixels(32))[1] > 1e-3
 
 
 def test_refusals_name_what_and_why(tmp_path) -> None:  # noqa: ANN001
@@ -181,7 +174,7 @@ def test_refusals_name_what_and_why(tmp_path) -> None:  # noqa: ANN001
     with nneditor.open(tmp_path / "cls") as doc:
         cfg = decoder_config(doc)
         with pytest.raises(DecoderUnsupported, match=r"4x4 window of patches.*not implemented"):
-            run_forward(doc, cfg, _pixels(48), lambda n, v: None)
+            run_forward(doc, cfg, image_pixels(48), lambda n, v: None)
     _save(tmp_path / "mim", tf.BeitForMaskedImageModeling, config)
     mim = pytest.raises(DecoderUnsupported, match=r"BeitForMaskedImageModeling.*lm_head")
     with nneditor.open(tmp_path / "mim") as doc, mim:

@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 from nneditor_cli import nneditor_cli
+from vision_refs import image_pixels, rel
 
 import nneditor
 from nneditor.decoder import DecoderUnsupported, decoder_config, run_forward
@@ -30,14 +31,6 @@ SMALL = {
     "image_size": 16,
     "patch_size": 4,
 }
-
-
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
-def _pixels(size: int) -> np.ndarray:
-    return np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
 
 
 def _reference(model, pixels: np.ndarray):  # noqa: ANN001, ANN202
@@ -62,23 +55,23 @@ def _ours(snap, pixels: np.ndarray, **change):  # noqa: ANN001, ANN003, ANN202
 def test_clip_with_projection_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
     snap = zoo_artifact("vision-clip")
     model = tf.CLIPVisionModelWithProjection.from_pretrained(str(snap)).eval()
-    pixels = _pixels(32)
+    pixels = image_pixels(32)
     want = _reference(model, pixels)
     got, values, cfg = _ours(snap, pixels)
     pooled = model.vision_model.post_layernorm(want.last_hidden_state[:, 0]).detach().numpy()
-    assert _rel(values["inp_norm"], want.hidden_states[0].numpy()) < 1e-5
+    assert rel(values["inp_norm"], want.hidden_states[0].numpy()) < 1e-5
     for i in range(2):
-        assert _rel(values[f"blk.{i}.output"], want.hidden_states[i + 1].numpy()) < 1e-5, i
-    assert _rel(values["blk.1.output"], want.last_hidden_state.numpy()) < 1e-5
-    assert _rel(values["pooler_output"][0], pooled) < 1e-5
-    assert got.shape == (1, 1, 48) and _rel(got[0], want.image_embeds.numpy()) < 1e-5
+        assert rel(values[f"blk.{i}.output"], want.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert rel(values["blk.1.output"], want.last_hidden_state.numpy()) < 1e-5
+    assert rel(values["pooler_output"][0], pooled) < 1e-5
+    assert got.shape == (1, 1, 48) and rel(got[0], want.image_embeds.numpy()) < 1e-5
     assert any("the trace ends at image_embeds" in n for n in cfg.notes)
     # mutations: the comparison notices a missing pre_layrnorm and GELU for QuickGELU
     names = {k: v for k, v in cfg.names.items() if not k.startswith("token_embd_norm")}
     no_pre, _, _ = _ours(snap, pixels, names=names)
-    assert _rel(no_pre[0], want.image_embeds.numpy()) > 1e-3
+    assert rel(no_pre[0], want.image_embeds.numpy()) > 1e-3
     gelu, _, _ = _ours(snap, pixels, activation="gelu")
-    assert _rel(gelu[0], want.image_embeds.numpy()) > 1e-4
+    assert rel(gelu[0], want.image_embeds.numpy()) > 1e-4
 
 
 def test_clip_vision_model_ends_at_the_pooled_output(tmp_path) -> None:  # noqa: ANN001
@@ -87,11 +80,11 @@ def test_clip_vision_model_ends_at_the_pooled_output(tmp_path) -> None:  # noqa:
     torch.manual_seed(0)
     model = tf.CLIPVisionModel(tf.CLIPVisionConfig(**SMALL)).eval()
     model.save_pretrained(str(tmp_path))
-    pixels = _pixels(16)
+    pixels = image_pixels(16)
     want = _reference(model, pixels)
     got, values, _ = _ours(tmp_path, pixels)
-    assert got.shape == (1, 1, 32) and _rel(got[0], want.pooler_output.numpy()) < 1e-5
-    assert _rel(values["blk.1.output"], want.last_hidden_state.numpy()) < 1e-5
+    assert got.shape == (1, 1, 32) and rel(got[0], want.pooler_output.numpy()) < 1e-5
+    assert rel(values["blk.1.output"], want.last_hidden_state.numpy()) < 1e-5
     with nneditor.open(tmp_path) as doc:
         assert doc.graph.outputs[0].name == "pooler_output"
 
@@ -100,19 +93,19 @@ def test_clip_vision_model_ends_at_the_pooled_output(tmp_path) -> None:  # noqa:
 def test_siglip_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
     snap = zoo_artifact("vision-siglip")
     model = tf.SiglipVisionModel.from_pretrained(str(snap)).eval()
-    pixels = _pixels(32)
+    pixels = image_pixels(32)
     want = _reference(model, pixels)
     got, values, cfg = _ours(snap, pixels)
     for i in range(2):
-        assert _rel(values[f"blk.{i}.output"], want.hidden_states[i + 1].numpy()) < 1e-5, i
-    assert _rel(values["result_norm"], want.last_hidden_state.numpy()) < 1e-5
-    assert got.shape == (1, 1, 64) and _rel(got[0], want.pooler_output.numpy()) < 1e-5
+        assert rel(values[f"blk.{i}.output"], want.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert rel(values["result_norm"], want.last_hidden_state.numpy()) < 1e-5
+    assert got.shape == (1, 1, 64) and rel(got[0], want.pooler_output.numpy()) < 1e-5
     assert "SigLIP's vision tower" in cfg.describe()
     # mutation: without its pooling head the output is not the pooled one
     names = {k: v for k, v in cfg.names.items() if not k.startswith("pool_")}
     headless, _, _ = _ours(snap, pixels, names=names)
     assert headless.shape == (1, 16, 64)
-    assert _rel(headless[0, :1], want.pooler_output.numpy()) > 1e-2
+    assert rel(headless[0, :1], want.pooler_output.numpy()) > 1e-2
 
 
 def test_siglip_without_its_head_ends_at_post_layernorm(tmp_path) -> None:  # noqa: ANN001
@@ -120,10 +113,10 @@ def test_siglip_without_its_head_ends_at_post_layernorm(tmp_path) -> None:  # no
     config = tf.SiglipVisionConfig(**SMALL, vision_use_head=False)
     model = tf.SiglipVisionModel(config).eval()
     model.save_pretrained(str(tmp_path))
-    pixels = _pixels(16)
+    pixels = image_pixels(16)
     want = _reference(model, pixels)
     got, _, cfg = _ours(tmp_path, pixels)
-    assert got.shape == (1, 16, 32) and _rel(got, want.last_hidden_state.numpy()) < 1e-5
+    assert got.shape == (1, 16, 32) and rel(got, want.last_hidden_state.numpy()) < 1e-5
     assert "no pooling head" in cfg.describe()
 
 
@@ -184,7 +177,7 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path, name: str) -> None:  #
     with torch.no_grad():
         out = model(torch.from_numpy(pixels))
     want = (out.image_embeds if name == "vision-clip" else out.pooler_output).numpy()
-    assert got.shape == (1, *want.shape) and _rel(got[0], want) < 1e-5
+    assert got.shape == (1, *want.shape) and rel(got[0], want) < 1e-5
     r = nneditor_cli("predict", str(trace), "--json")  # an embedding model: no classes
     assert r.returncode == 2 and "this image model has no classes to predict" in r.stderr
     assert f"its output {end} is an embedding" in r.stderr

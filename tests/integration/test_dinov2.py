@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from headline import perturbed
 from nneditor_cli import nneditor_cli
+from vision_refs import image_pixels, rel
 
 import nneditor
 from nneditor.decoder import DecoderUnsupported, decoder_config, dinov2, run_forward
@@ -29,15 +30,6 @@ SMALL = {
     "image_size": 56,
     "patch_size": 14,
 }
-
-
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
-def _pixels(height: int, width: int) -> np.ndarray:
-    rng = np.random.default_rng(0)
-    return rng.standard_normal((1, 3, height, width)).astype(np.float32)
 
 
 @pytest.mark.parametrize(("size", "out"), [((4, 4), (3, 3)), ((37, 37), (16, 16)),
@@ -62,7 +54,7 @@ def test_dinov2_classifier_equals_transformers(zoo_artifact, size) -> None:  # n
     """42x42 and 28x42 resize the stored 4x4 grid (to 3x3 and 2x3); 56x56 reads it as it is.
     The head reads the class token beside the patches' mean."""
     snap = zoo_artifact("vision-dinov2")
-    pixels = _pixels(*size)
+    pixels = image_pixels(*size)
     out = _reference(snap, pixels)
     values: dict[str, np.ndarray] = {}
     with nneditor.open(snap) as doc:
@@ -73,8 +65,8 @@ def test_dinov2_classifier_equals_transformers(zoo_artifact, size) -> None:  # n
     assert graph.inputs[0].shape == (1, 3, 42, 42)  # the processor's crop
     assert graph.value_info["result_output"].shape == (1, 1, 5)
     for i in range(2):
-        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
-    assert _rel(logits[:, 0], out.logits.numpy()) < 1e-5
+        assert rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert rel(logits[:, 0], out.logits.numpy()) < 1e-5
     assert set(values) <= drawn and "blk.1.ffn_scaled" in values
     assert "positions interpolated" in cfg.describe()
 
@@ -92,7 +84,7 @@ def test_each_difference_from_vit_matters(zoo_artifact, monkeypatch, mutation) -
     """The comparison above fails when the decoder drops the layer scale, resizes the
     positions bilinearly, or does not resize them."""
     snap = zoo_artifact("vision-dinov2")
-    pixels = _pixels(42, 42)
+    pixels = image_pixels(42, 42)
     want = _reference(snap, pixels).logits.numpy()
     with nneditor.open(snap) as doc:
         cfg = decoder_config(doc)
@@ -108,7 +100,7 @@ def test_each_difference_from_vit_matters(zoo_artifact, monkeypatch, mutation) -
         except DecoderUnsupported as e:  # (the stored table is one row short per patch)
             assert mutation == "no interpolation" and "position table" in str(e)
             return
-    assert _rel(got[:, 0], want) > 1e-3
+    assert rel(got[:, 0], want) > 1e-3
 
 
 @pytest.mark.parametrize("swiglu", [False, True])
@@ -123,12 +115,12 @@ def test_dinov2_model_last_hidden_state(tmp_path, swiglu: bool) -> None:  # noqa
             if name.endswith(("lambda1", "position_embeddings")):
                 p.add_(torch.randn_like(p) * 0.5)
     model.save_pretrained(str(tmp_path))
-    pixels = _pixels(28, 42)
+    pixels = image_pixels(28, 42)
     with torch.no_grad():
         want = model(torch.from_numpy(pixels)).last_hidden_state.numpy()
     with nneditor.open(tmp_path) as doc:
         got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
-    assert got.shape == (1, 7, 32) and _rel(got, want) < 1e-5
+    assert got.shape == (1, 7, 32) and rel(got, want) < 1e-5
 
 
 def test_dinov2_with_registers_is_refused_by_name(tmp_path) -> None:  # noqa: ANN001

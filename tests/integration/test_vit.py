@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from headline import perturbed
 from nneditor_cli import nneditor_cli
+from vision_refs import image_pixels, rel
 
 import nneditor
 from nneditor.decoder import decoder_config, run_forward
@@ -30,19 +31,11 @@ SMALL = {
 }
 
 
-def _rel(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.abs(a - b).max() / np.abs(b).max())
-
-
-def _pixels(size: int) -> np.ndarray:
-    return np.random.default_rng(0).standard_normal((1, 3, size, size)).astype(np.float32)
-
-
 @pytest.mark.realdata
 def test_vit_classifier_equals_transformers(zoo_artifact) -> None:  # noqa: ANN001
     snap = zoo_artifact("vision-vit")
     model = tf.ViTForImageClassification.from_pretrained(str(snap), dtype=torch.float32).eval()
-    pixels = _pixels(32)
+    pixels = image_pixels(32)
     with torch.no_grad():
         out = model(torch.from_numpy(pixels), output_hidden_states=True)
     values: dict[str, np.ndarray] = {}
@@ -54,8 +47,8 @@ def test_vit_classifier_equals_transformers(zoo_artifact) -> None:  # noqa: ANN0
     assert [v.name for v in graph.inputs] == ["pixel_values"]
     assert graph.value_info["result_output"].shape == (1, 1, 10)
     for i in range(2):
-        assert _rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
-    assert _rel(logits[:, 0], out.logits.numpy()) < 1e-5
+        assert rel(values[f"blk.{i}.output"], out.hidden_states[i + 1].numpy()) < 1e-5, i
+    assert rel(logits[:, 0], out.logits.numpy()) < 1e-5
     assert set(values) <= drawn and "32x32 images in 8x8 patches" in cfg.describe()
 
 
@@ -66,12 +59,12 @@ def test_vit_model_last_hidden_state(tmp_path) -> None:  # noqa: ANN001
     torch.manual_seed(0)
     model = perturbed(tf.ViTModel(config, add_pooling_layer=False).eval())
     model.save_pretrained(str(tmp_path))
-    pixels = _pixels(16)
+    pixels = image_pixels(16)
     with torch.no_grad():
         want = model(torch.from_numpy(pixels)).last_hidden_state.numpy()
     with nneditor.open(tmp_path) as doc:
         got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
-    assert got.shape == (1, 17, 32) and _rel(got, want) < 1e-5
+    assert got.shape == (1, 17, 32) and rel(got, want) < 1e-5
 
 
 @pytest.mark.realdata
@@ -125,10 +118,10 @@ def test_deit_equals_transformers(tmp_path, kind: str) -> None:  # noqa: ANN001
             if "classifier" in name or "token" in name:
                 p.add_(torch.randn_like(p) * 0.5)
     model.save_pretrained(str(tmp_path))
-    pixels = _pixels(16)
+    pixels = image_pixels(16)
     with torch.no_grad():
         want = model(torch.from_numpy(pixels)).logits.numpy()
     with nneditor.open(tmp_path) as doc:
         got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
         shape = doc.graph.value_info["result_output"].shape
-    assert shape == (1, 1, 3) and _rel(got[:, 0], want) < 1e-5
+    assert shape == (1, 1, 3) and rel(got[:, 0], want) < 1e-5
