@@ -23,7 +23,6 @@ masked-image-modelling, segmentation and backbone classes are refused by name.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import Vision
+from nneditor.decoder.vision import PIXELS_NOTE, Vision, encoder_fields, image_and_patch
 
 F32 = np.float32
 #: model_type -> the name sentences use
@@ -63,13 +62,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     act = str(config.get("hidden_act") or "gelu")
     if act != "gelu":
         raise DecoderUnsupported(f"{kind} activation {act!r} is not implemented")
-    size = config.get("image_size") or 224
-    size = int(size[0] if isinstance(size, (list, tuple)) else size)
-    patch = int(config.get("patch_size") or 16)
-    if size % patch:
-        raise DecoderUnsupported(
-            f"this {kind}'s image size {size} is not a multiple of its patch {patch}"
-        )
+    size, patch = image_and_patch(config, kind)
     names = common["names"]
     mean = bool(config.get("use_mean_pooling", True))
     classifier = None
@@ -81,19 +74,13 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     side = size // patch
     return DecoderConfig(
         **common,
-        norm="layer",
+        **encoder_fields(common),
         norm_eps=float(config.get("layer_norm_eps") or 1e-12),
-        rope="none",
         activation="gelu",
-        gated=False,
-        causal=False,
-        head=False,
-        attn_scale=1 / math.sqrt(int(common["head_dim"])),
         classifier=classifier,
         vision=Vision(size, patch, int(config.get("num_channels") or 3), relative=True),
         notes=(
-            "the pixel values are read as given: an image is resized and normalised as "
-            "preprocessor_config.json says before it reaches the model",
+            PIXELS_NOTE,
             f"the relative-position bias is indexed for the {side}x{side} window of patches "
             f"of {size}x{size} images (the class token beside them)",
         ),

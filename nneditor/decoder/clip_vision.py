@@ -25,7 +25,7 @@ import numpy as np
 
 from nneditor.decoder import ops
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import Vision
+from nneditor.decoder.vision import PIXELS_NOTE, Vision, encoder_fields, image_and_patch
 from nneditor.semantic.names_vision import TOWER_KEYS, TOWER_NAMES, VISION_TOWERS
 
 F32 = np.float32
@@ -43,30 +43,20 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         raise DecoderUnsupported(
             f"{TOWER_NAMES[tower]} vision activation {act!r} is not implemented"
         )
-    size, patch = int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
-    if size % patch:
-        raise DecoderUnsupported(
-            f"this {TOWER_NAMES[tower]} tower's image size {size} is not a multiple of its patch {patch}"
-        )
+    size, patch = image_and_patch(config, f"{TOWER_NAMES[tower]} tower")
     names = common["names"]
     _refuse_layouts(tower, names)
     ends = _ends(tower, names)
     notes = (
-        "the pixel values are read as given: an image is resized and normalised as "
-        "preprocessor_config.json says before it reaches the model",
+        PIXELS_NOTE,
         f"the trace ends at {ends}"
         + ("; the last block's output is last_hidden_state" if tower == "clip" else ""),
     )
     return DecoderConfig(
         **common,
-        norm="layer",
+        **encoder_fields(common),
         norm_eps=float(config.get("layer_norm_eps") or (1e-5 if tower == "clip" else 1e-6)),
-        rope="none",
         activation=_ACTIVATIONS[act],
-        gated=False,
-        causal=False,
-        head=False,
-        attn_scale=1 / math.sqrt(int(common["head_dim"])),
         vision=Vision(size, patch, int(config.get("num_channels") or 3), tower=tower, ends=ends),
         notes=notes,
     )

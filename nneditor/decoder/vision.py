@@ -1,12 +1,50 @@
-"""What a vision transformer reads: the image's size and patches (DecoderConfig.vision).
+"""What a vision transformer reads: the image's size and patches (DecoderConfig.vision), and
+the configuration every one of them shares.
 
-Shared by decoder/vit.py (ViT, DeiT, DINOv2) and decoder/clip_vision.py (CLIP's and SigLIP's
-towers), which both read it.
+Shared by decoder/vit.py (ViT, DeiT, DINOv2), decoder/beit.py and decoder/clip_vision.py
+(CLIP's and SigLIP's towers).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from nneditor.decoder.unsupported import DecoderUnsupported
+
+#: every vision transformer's first note
+PIXELS_NOTE = (
+    "the pixel values are read as given: an image is resized and normalised as "
+    "preprocessor_config.json says before it reaches the model"
+)
+
+
+def image_and_patch(config: Mapping[str, Any], kind: str) -> tuple[int, int]:
+    """config.json's (image size, patch size); ``kind`` names the model in the refusal of an
+    image that is no whole number of patches."""
+    size = config.get("image_size") or 224
+    size = int(size[0] if isinstance(size, (list, tuple)) else size)
+    patch = int(config.get("patch_size") or 16)
+    if size % patch:
+        raise DecoderUnsupported(
+            f"this {kind}'s image size {size} is not a multiple of its patch {patch}"
+        )
+    return size, patch
+
+
+def encoder_fields(common: Mapping[str, Any]) -> dict[str, Any]:
+    """The DecoderConfig fields every vision transformer shares: LayerNorm, no rotation, an
+    ungated feed-forward, attention both ways at 1/sqrt(head size), no vocabulary head."""
+    return {
+        "norm": "layer",
+        "rope": "none",
+        "gated": False,
+        "causal": False,
+        "head": False,
+        "attn_scale": 1 / math.sqrt(int(common["head_dim"])),
+    }
 
 
 @dataclass(frozen=True)

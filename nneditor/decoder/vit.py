@@ -14,7 +14,6 @@ scale, positions interpolated to any image size, its head) are decoder/dinov2.py
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 from nneditor.decoder import beit, clip_vision, dinov2
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import Vision
+from nneditor.decoder.vision import PIXELS_NOTE, Vision, encoder_fields, image_and_patch
 
 ARCH = "vit"
 F32 = np.float32
@@ -39,11 +38,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     act = str(config.get("hidden_act") or "gelu")
     if act not in _ACTIVATIONS:
         raise DecoderUnsupported(f"ViT activation {act!r} is not implemented")
-    size, patch = int(config.get("image_size") or 224), int(config.get("patch_size") or 16)
-    if size % patch:
-        raise DecoderUnsupported(
-            f"this ViT's image size {size} is not a multiple of its patch {patch}"
-        )
+    size, patch = image_and_patch(config, "ViT")
     names = common["names"]
     is_dinov2 = config.get("model_type") == "dinov2"
     classifier = None
@@ -55,21 +50,13 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     channels = int(config.get("num_channels") or 3)
     return DecoderConfig(
         **common,
-        norm="layer",
+        **encoder_fields(common),
         norm_eps=float(config.get("layer_norm_eps") or (1e-6 if is_dinov2 else 1e-12)),
-        rope="none",
         activation="silu" if swiglu else _ACTIVATIONS[act],
-        gated=False,
         fused_gate_up=swiglu,
-        causal=False,
-        head=False,
-        attn_scale=1 / math.sqrt(int(common["head_dim"])),
         classifier=classifier,
         vision=Vision(size, patch, channels, size // patch if is_dinov2 else 0),
-        notes=(
-            "the pixel values are read as given: an image is resized and normalised as "
-            "preprocessor_config.json says before it reaches the model",
-        ),
+        notes=(PIXELS_NOTE,),
     )
 
 
