@@ -33,12 +33,6 @@ def check_destination(out: str | Path) -> Path:
 
 
 def open_document(path: str) -> Document:
-    # numpy is imported here, a few calls above where a reader would first import it: run
-    # from that deeper call, CPython 3.11 stepped to and fro across the edge of its 16 KiB
-    # frame-stack chunks during numpy's import, mapping and unmapping one ~1,600 times
-    # (strace; +20 ms a command).
-    import numpy  # noqa: F401
-
     from nneditor.api import open as nn_open
 
     return nn_open(path)

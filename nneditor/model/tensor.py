@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from nneditor.errors import TensorNotFoundError
 from nneditor.tensors.loaders import AffineMatrix, TensorLoader
 from nneditor.tensors.slicing import Key, parse_slice
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 
 @dataclass(eq=False, slots=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-import numpy as np
-
 from nneditor.model.graph import Graph, Node
 from nneditor.model.tensor import TensorRef
 
+# constants GraphIndex.constant leaves unknown: structure detection reads real numbers
+_NOT_NUMBERS = frozenset({"string", "complex64", "complex128"})
 #: Operators whose output is not a function of their inputs alone.
 _RANDOM_OPS = frozenset(
     {
@@ -74,7 +74,7 @@ class GraphIndex:
         self.tensors = tensors or {}
         self.initializers = frozenset(graph.initializers)
         self.producer, self.consumers = adjacency(self.nodes)
-        self._const_cache: dict[str, np.ndarray | None] = {}
+        self._const_cache: dict[tuple[str, int], tuple[float | int | bool, ...] | None] = {}
         self._weight_only: frozenset[int] | None = None
         self._ops: list[str] | None = None
         self._by_op: dict[str, list[int]] | None = None
@@ -146,18 +146,21 @@ class GraphIndex:
     def weight_inputs(self, i: int) -> list[str]:
         return [n for n in self.nodes[i].inputs if n and self.is_weight(n)]
 
-    def constant(self, name: str, max_elems: int = 64) -> np.ndarray | None:
-        """Values of a small initializer/Constant, or None (unknown or too large)."""
-        if name in self._const_cache:
-            return self._const_cache[name]
+    def constant(self, name: str, max_elems: int = 64) -> tuple[float | int | bool, ...] | None:
+        """Values of a small numeric initializer/Constant, flat, or None (unknown, too
+        large, or not numbers)."""
+        if (name, max_elems) in self._const_cache:
+            return self._const_cache[name, max_elems]
         value = None
         ref = self.tensors.get(name) if self.is_weight(name) else None
-        if ref is not None and ref.size <= max_elems:
+        if ref is not None and ref.size <= max_elems and ref.dtype not in _NOT_NUMBERS:
             try:
-                value = ref.read()
+                value = ref.loader.scalars(ref.size)
+                if value is None:
+                    value = tuple(ref.read().reshape(-1).tolist())
             except Exception:  # an undecodable constant is simply unknown here
                 value = None
-        self._const_cache[name] = value
+        self._const_cache[name, max_elems] = value
         return value
 
     def tensor_shape(self, name: str) -> tuple[int, ...] | None:

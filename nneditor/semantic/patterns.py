@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from nneditor.semantic.graph_index import GraphIndex
 
 
@@ -338,9 +336,9 @@ def _scale_text(ix: GraphIndex, path: list[int], pre_scaled: bool = False) -> st
             continue
         for name in ix.nodes[n].inputs[1:]:
             c = ix.constant(name, 1)
-            if c is None or c.size != 1:
+            if c is None or len(c) != 1:
                 continue
-            v = float(np.asarray(c, dtype=np.float64).reshape(-1)[0])
+            v = float(c[0])
             if op == "Mul" and v != 0:
                 v = 1.0 / v
             sq = v * v
@@ -354,7 +352,7 @@ def _shape_values(ix: GraphIndex, value: str, depth: int = 0) -> list[int | None
     constants; unknown entries (computed at run time) are None."""
     c = ix.constant(value, 8)
     if c is not None:
-        return [int(v) for v in np.asarray(c).reshape(-1)]
+        return [int(v) for v in c]
     p = ix.producer.get(value)
     if p is None or depth > 4:
         return None
@@ -595,8 +593,8 @@ def _written_norm(ix: GraphIndex, sqrt: int) -> Pattern | None:
     eps = ""
     for name in ix.nodes[add].inputs:
         c = ix.constant(name, 1)
-        if c is not None and c.size == 1:
-            eps = f" (epsilon {float(c.reshape(-1)[0]):g})"
+        if c is not None and len(c) == 1:
+            eps = f" (epsilon {float(c[0]):g})"
     return Pattern(
         "norm",
         tuple(sorted(members)),

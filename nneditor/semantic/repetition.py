@@ -10,9 +10,8 @@ stream), and confirm that consecutive segments have identical structure hashes
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterable, Sequence
-
-import numpy as np
 
 from nneditor.model.graph import Node
 
@@ -48,7 +47,7 @@ def segment_signature(
     return h.hexdigest()
 
 
-def cut_widths(nodes: Sequence[Node], seq: Sequence[int]) -> np.ndarray:
+def cut_widths(nodes: Sequence[Node], seq: Sequence[int]) -> list[int]:
     """cut[c] = number of values produced before position c and consumed at or after it."""
     n = len(seq)
     where = {}
@@ -60,12 +59,11 @@ def cut_widths(nodes: Sequence[Node], seq: Sequence[int]) -> np.ndarray:
         for name in nodes[i].inputs:
             if name in where and where[name] < q:
                 last[name] = q
-    diff = np.zeros(n + 2, dtype=np.int64)
+    diff = [0] * (n + 2)
     for name, q in last.items():
-        p = where[name]
-        diff[p + 1] += 1
+        diff[where[name] + 1] += 1
         diff[q + 1] -= 1
-    return np.cumsum(diff)[: n + 1]
+    return list(itertools.accumulate(diff[: n + 1]))
 
 
 def find_repeated_blocks(
@@ -94,18 +92,18 @@ def find_repeated_blocks(
             if len(plist) < per * min_count or len(plist) % per:
                 continue
             sub = plist[::per]
-            d = np.diff(sub)
-            if d.size and d[0] >= min_period and np.all(d == d[0]):
-                candidates.append((int(d[0]) * len(sub), -per, int(d[0]), sub[0], sub[-1]))
+            d = _gaps(sub)
+            if d and d[0] >= min_period and all(g == d[0] for g in d):
+                candidates.append((d[0] * len(sub), -per, d[0], sub[0], sub[-1]))
                 break
         # evenly spaced runs inside an op type's occurrences (a stage among other stages)
-        d = np.diff(plist)
+        d = _gaps(plist)
         start = 0
-        for k in range(1, d.size + 1):
-            if k == d.size or d[k] != d[start]:
+        for k in range(1, len(d) + 1):
+            if k == len(d) or d[k] != d[start]:
                 run = k - start  # number of equal gaps
                 if run >= min_count - 1 and d[start] >= min_period:
-                    gap = int(d[start])
+                    gap = d[start]
                     candidates.append((gap * (run + 1), -1, gap, plist[start], plist[k]))
                 start = k
     if not candidates:
@@ -134,6 +132,14 @@ def find_repeated_blocks(
     )
 
 
+def _gaps(positions: list[int]) -> list[int]:
+    return [b - a for a, b in itertools.pairwise(positions)]
+
+
+def _mean(values: list[int]) -> float:
+    return sum(values) / len(values)
+
+
 def _longest(runs: Iterable[list[list[int]]]) -> list[list[int]]:
     """The run covering the most nodes (the first of equals); [] when there is none."""
     return max(runs, key=lambda blocks: sum(map(len, blocks)), default=[])
@@ -143,7 +149,7 @@ def _best_run(
     nodes: Sequence[Node],
     core: list[int],
     period: int,
-    cuts: np.ndarray,
+    cuts: list[int],
     initializers: frozenset[str] | set[str],
     min_count: int,
     anchors: tuple[int, int] | None = None,
@@ -154,10 +160,10 @@ def _best_run(
     # are drowned in the whole sequence's average).
     best: list[list[int]] = []
     residues = range(min(period, n - period + 1))
-    starts = sorted(residues, key=lambda s: (cuts[s::period].mean(), s))[:3]
+    starts = sorted(residues, key=lambda s: (_mean(cuts[s::period]), s))[:3]
     if anchors is not None:
         lo, hi = max(anchors[0] - period + 1, 0), min(anchors[1] + 1, n)
-        local = sorted(range(lo, hi), key=lambda p: (int(cuts[p]), p))
+        local = sorted(range(lo, hi), key=lambda p: (cuts[p], p))
         for p in local[:3]:
             if p % period not in starts:
                 starts.append(p % period)

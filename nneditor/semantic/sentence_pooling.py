@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
-F32 = np.float32
+
 #: Pooling's config.json flags -> the mode (its first set flag, in sentence-transformers' order)
 _MODES = (
     ("pooling_mode_cls_token", "cls"),
@@ -78,13 +81,13 @@ def pool(x: np.ndarray, pooling: SentencePooling) -> np.ndarray:
         return x.max(axis=0, keepdims=True)
     total = x.astype(np.float64).sum(axis=0, keepdims=True)
     scale = x.shape[0] if pooling.mode == "mean" else np.sqrt(x.shape[0])
-    return (total / scale).astype(F32)
+    return (total / scale).astype(np.float32)
 
 
 def unit(v: np.ndarray) -> np.ndarray:
     """``v`` at unit length (torch's F.normalize: divided by max(norm, 1e-12))."""
     norm = np.sqrt((v.astype(np.float64) ** 2).sum(axis=-1, keepdims=True))
-    return (v / np.maximum(norm, 1e-12)).astype(F32)
+    return (v / np.maximum(norm, 1e-12)).astype(np.float32)
 
 
 def _json(path: Path) -> dict[str, Any]:

@@ -7,8 +7,12 @@ NNEditor names dtypes with lowercase numpy-style names ("float32", "bfloat16",
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 #: the types numpy lacks, from ml_dtypes (imported on first need: 5 ms a process otherwise,
 #: which a look at a float model never needs). int4/uint4 map to ml_dtypes' 1-byte containers;
@@ -29,24 +33,35 @@ _ML_DTYPES = (
     "uint2",
 )
 
-# name -> numpy dtype (little-endian storage); _ML_DTYPES join it on first need
-_NUMPY: dict[str, np.dtype] = {
-    "float32": np.dtype("<f4"),
-    "float64": np.dtype("<f8"),
-    "float16": np.dtype("<f2"),
-    "int8": np.dtype("i1"),
-    "uint8": np.dtype("u1"),
-    "int16": np.dtype("<i2"),
-    "uint16": np.dtype("<u2"),
-    "int32": np.dtype("<i4"),
-    "uint32": np.dtype("<u4"),
-    "int64": np.dtype("<i8"),
-    "uint64": np.dtype("<u8"),
-    "bool": np.dtype("?"),
-    "complex64": np.dtype("<c8"),
-    "complex128": np.dtype("<c16"),
-    "string": np.dtype(object),
+# name -> numpy's spelling of its dtype (little-endian storage), with its stored bits: the
+# bits are known without numpy, which a look at a model's names and shapes never imports
+_STANDARD: dict[str, tuple[str, int]] = {
+    "float32": ("<f4", 32),
+    "float64": ("<f8", 64),
+    "float16": ("<f2", 16),
+    "int8": ("i1", 8),
+    "uint8": ("u1", 8),
+    "int16": ("<i2", 16),
+    "uint16": ("<u2", 16),
+    "int32": ("<i4", 32),
+    "uint32": ("<u4", 32),
+    "int64": ("<i8", 64),
+    "uint64": ("<u8", 64),
+    "bool": ("?", 8),
+    "complex64": ("<c8", 64),
+    "complex128": ("<c16", 128),
+    "string": ("O", 0),
 }
+
+# name -> numpy dtype, built on first need; _ML_DTYPES join it on theirs
+_NUMPY: dict[str, np.dtype] = {}
+
+
+def _numpy_table() -> dict[str, np.dtype]:
+    if not _NUMPY:
+        _NUMPY.update((name, np.dtype(spelled)) for name, (spelled, _) in _STANDARD.items())
+    return _NUMPY
+
 
 #: dtypes stored with fewer than 8 bits per element, packed low nibble/bits first. The 6-bit
 #: floats form an LSB-first bit stream (4 codes in 3 bytes), which PackedLoader does not unpack.
@@ -64,13 +79,14 @@ SUB_BYTE_BITS: dict[str, int] = {
 def _add_ml_dtypes() -> None:
     import ml_dtypes
 
+    table = _numpy_table()
     for name in _ML_DTYPES:
-        _NUMPY.setdefault(name, np.dtype(getattr(ml_dtypes, name)))
+        table.setdefault(name, np.dtype(getattr(ml_dtypes, name)))
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype used for decoded values of logical dtype ``name``."""
-    found = _NUMPY.get(name)
+    found = _numpy_table().get(name)
     if found is not None:
         return found
     if name in _ML_DTYPES:
@@ -91,9 +107,9 @@ def itemsize_bits(name: str) -> int:
         return SUB_BYTE_BITS[name]
     if name in _ML_BITS:
         return _ML_BITS[name]
-    if name == "string":
-        return 0
-    return numpy_dtype(name).itemsize * 8
+    if name in _STANDARD:
+        return _STANDARD[name][1]
+    raise ValueError(f"unknown dtype {name!r}")
 
 
 def stored_nbytes(name: str, count: int) -> int:
@@ -107,7 +123,7 @@ def dtype_name(dt: np.dtype) -> str:
     dt = np.dtype(dt)
     if dt.kind == "V" and "ml_dtypes" in sys.modules:  # (ml_dtypes' types are "V"s)
         _add_ml_dtypes()
-    for name, candidate in _NUMPY.items():
+    for name, candidate in _numpy_table().items():
         if candidate == dt and name != "string":
             return name
     if dt.kind in "OUS":

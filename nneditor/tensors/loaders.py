@@ -13,11 +13,10 @@ Every ``read`` returns a fresh, writable array the caller owns.
 from __future__ import annotations
 
 import itertools
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 from nneditor.errors import ArtifactError
 from nneditor.io.source import SMALL_READ, ByteSource
@@ -25,6 +24,26 @@ from nneditor.tensors.cache import DECODED
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype
 from nneditor.tensors.slicing import Key, leading_rows
 
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
+
+# struct's codes for the dtypes a RawLoader reads without numpy (see RawLoader.scalars)
+_STRUCT_CODES = {
+    "float32": "f",
+    "float64": "d",
+    "float16": "e",
+    "int8": "b",
+    "uint8": "B",
+    "int16": "h",
+    "uint16": "H",
+    "int32": "i",
+    "uint32": "I",
+    "int64": "q",
+    "uint64": "Q",
+    "bool": "?",
+}
 # Types numpy can represent in big-endian order for byte swapping.
 _SWAPPABLE = set("fiuc")
 # Default DecodedLoader cache keys: never reused (``id()`` is, once a loader is freed, and the
@@ -68,6 +87,11 @@ class TensorLoader:
     def read_affine(self, shape: tuple[int, ...]) -> AffineMatrix | None:
         """The whole 2-D tensor as an :class:`AffineMatrix`, where its format decodes that
         way (None otherwise: read it whole with :meth:`read`)."""
+        return None
+
+    def scalars(self, count: int) -> tuple[float | int | bool, ...] | None:
+        """The first ``count`` values, flat, as Python numbers, where this loader reads them
+        without numpy (None otherwise: use :meth:`read`)."""
         return None
 
 
@@ -143,6 +167,15 @@ class RawLoader(TensorLoader):
         if dt.byteorder == ">":
             out = out.astype(dt.newbyteorder("<"))
         return out
+
+    def scalars(self, count: int) -> tuple[float | int | bool, ...] | None:
+        # The small constants structure detection reads (an attention's scale, a norm's
+        # epsilon, a shape) decode with struct: a look at a model then never imports numpy.
+        code = _STRUCT_CODES.get(self.dtype)
+        if code is None:
+            return None
+        fmt = f"{'>' if self.big_endian else '<'}{count}{code}"
+        return struct.unpack(fmt, self.source.read(self.offset, struct.calcsize(fmt)))
 
 
 class PackedLoader(TensorLoader):

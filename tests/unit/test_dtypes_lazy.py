@@ -33,3 +33,45 @@ def test_float_types_do_not_import_ml_dtypes_and_its_types_do() -> None:
     assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr
     with pytest.raises(ValueError, match="unknown dtype 'float7'"):
         dtypes.numpy_dtype("float7")
+
+
+def test_standard_sizes_known_without_numpy_equal_numpy_own() -> None:
+    for name in dtypes._STANDARD:
+        want = 0 if name == "string" else np.dtype(dtypes.numpy_dtype(name)).itemsize * 8
+        assert dtypes.itemsize_bits(name) == want, name
+    with pytest.raises(ValueError, match="unknown dtype 'float7'"):
+        dtypes.itemsize_bits("float7")
+
+
+_LAZY_PROBE = """
+import sys, threading
+from nneditor.platform import lazy_numpy
+from nneditor.tensors import dtypes
+assert dtypes.itemsize_bits("float16") == 16 and "numpy" not in sys.modules
+assert not lazy_numpy.loaded()
+np = lazy_numpy.np
+seen, errors = [], []
+def use():
+    try:
+        seen.append(np.arange(4, dtype=np.int64).sum())
+    except Exception as exc:
+        errors.append(exc)
+threads = [threading.Thread(target=use) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+import numpy
+assert not errors and seen == [6] * 8, errors
+assert lazy_numpy.loaded() and np.ndarray is numpy.ndarray and np.float32 is numpy.float32
+assert np.random.default_rng(0).integers(5) == numpy.random.default_rng(0).integers(5)
+assert np.__version__ == numpy.__version__
+print("ok")
+"""
+
+
+def test_lazy_numpy_imports_on_first_use_once_across_threads() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _LAZY_PROBE], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

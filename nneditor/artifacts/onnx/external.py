@@ -25,14 +25,18 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from nneditor.errors import ArtifactError
 from nneditor.io.source import ByteSource, FileSource
 from nneditor.tensors.dtypes import stored_nbytes
 from nneditor.tensors.loaders import TensorLoader
 from nneditor.tensors.slicing import Key
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 _HASH_CHUNK = 16 * 1024 * 1024
 

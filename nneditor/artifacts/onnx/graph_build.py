@@ -39,9 +39,8 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from google.protobuf.message import DecodeError
 
 from nneditor.artifacts.onnx import protos as pb
@@ -73,6 +72,11 @@ from nneditor.model.tensor import TensorCatalog, TensorRef
 from nneditor.platform.compiled import compiled
 from nneditor.tensors.dtypes import stored_nbytes
 from nneditor.tensors.shapes import shape_problem
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 #: the compiled loops (_cwire.c), or None: the Python loops here
 cwire = compiled("nneditor.artifacts.onnx._cwire")

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
-
-import numpy as np
+from typing import TYPE_CHECKING, NamedTuple
 
 from nneditor.artifacts.onnx.elem_types import ONNX_DTYPES
 from nneditor.platform.compiled import compiled
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, itemsize_bits
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 #: the compiled loops (_cwire.c), or None: the Python loops here
 cwire = compiled("nneditor.artifacts.onnx._cwire")

@@ -21,9 +21,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from nneditor.artifacts.onnx.elem_types import FIELD_NAMES, ONNX_DTYPES, dtype_of, typed_field_of
 from nneditor.artifacts.onnx.external import ChecksumLoader, ExternalData
@@ -48,6 +46,11 @@ from nneditor.tensors.loaders import (
     UnavailableLoader,
 )
 from nneditor.tensors.slicing import Key, leading_rows
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 #: Sparse tensors larger than this when densified are refused (the dense form is allocated).
 MAX_DENSE_BYTES = 2 * 1024**3

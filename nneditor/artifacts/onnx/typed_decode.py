@@ -12,9 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from nneditor.artifacts.onnx import wire_index as w
 from nneditor.artifacts.onnx.elem_types import FIELD_NAMES, typed_field_of
@@ -24,7 +22,12 @@ from nneditor.io.source import ByteSource
 from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype
 from nneditor.tensors.loaders import codes_to_dtype, unpack_bits
 
-_FIXED: dict[int, np.dtype[Any]] = {4: np.dtype("<f4"), 10: np.dtype("<f8")}
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
+
+_FIXED: dict[int, str] = {4: "<f4", 10: "<f8"}  # numpy spellings
 _BYTE_CODES = {
     "bool",
     "float8_e4m3fn",
@@ -54,7 +57,7 @@ def decode_typed(
     need = stored_elements(dtype, count)
     try:
         if field in _FIXED:
-            stored = _fixed_values(source, segments, _FIXED[field])
+            stored = _fixed_values(source, segments, np.dtype(_FIXED[field]))
         else:
             stored = _varint_values(source, segments)
     except ArtifactError as exc:

@@ -15,10 +15,14 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from nneditor.errors import ArtifactError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    from nneditor.platform.lazy_numpy import np
 
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 
