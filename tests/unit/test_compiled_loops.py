@@ -19,12 +19,16 @@ from onnx import TensorProto, helper, numpy_helper
 
 from nneditor.artifacts.onnx import graph_build, raw_headers
 from nneditor.artifacts.onnx import reader as onnx_reader
+from nneditor.artifacts.onnx import tensors as onnx_tensors
 from nneditor.artifacts.onnx.objects import OnnxNode, as_text
 from nneditor.artifacts.onnx.raw_headers import RawHeader, python_raw_headers
 from nneditor.artifacts.wire.pbwrite import len_prefix, varint_field
 from nneditor.errors import ArtifactError
+from nneditor.io.source import MemorySource
 from nneditor.model.graph import Graph
+from nneditor.model.tensor import TensorRef
 from nneditor.platform.compiled import compiled
+from nneditor.tensors.loaders import RawLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 cwire = compiled("nneditor.artifacts.onnx._cwire")
@@ -48,6 +52,7 @@ def _compiled() -> None:
 def _pure(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph_build, "cwire", None)
     monkeypatch.setattr(raw_headers, "cwire", None)
+    monkeypatch.setattr(onnx_tensors, "cwire", None)
 
 
 def _real_models() -> list[Path]:
@@ -302,6 +307,45 @@ def test_headers_equal_the_numpy_reader_on_real_and_damaged_tensors():
         view, [(len(blob) - 2, 10), (-1, 3)], raw_headers._TYPES, RawHeader, None
     )
     assert outside == [None, None]
+
+
+def _ref_facts(ref: TensorRef | None) -> tuple | None:
+    if ref is None:
+        return None
+    loader = ref.loader
+    assert type(loader) is RawLoader and type(ref) is TensorRef
+    return (
+        *(ref.name, ref.dtype, ref.shape, ref.nbytes, ref.encoding, ref.offset, ref.location),
+        ref.info,
+        *(loader.source, loader.offset, loader.dtype, loader.big_endian),
+    )
+
+
+@pytest.mark.parametrize("in_file", [True, False])
+def test_refs_from_headers_equal_the_python_refs(in_file):
+    """The catalog's refs for raw headers: the same fields, loaders and info dicts (one dict
+    per ref: an edit of one ref's info must not show in another's)."""
+    headers = [
+        RawHeader("w", "float32", (3, 4), 10, 48),
+        None,
+        RawHeader("", "int64", (), 7, 8),
+        RawHeader("héllo", "bfloat16", (1, 0, 2), 3, 0),
+    ]
+    ctx = onnx_tensors.TensorContext(
+        source=MemorySource(bytes(64)), external=None, token=(), notes=[], in_file=in_file
+    )  # type: ignore[arg-type]
+    want = onnx_tensors.python_raw_header_refs(ctx, headers, "main")
+    got = cwire.raw_refs(headers, TensorRef, RawLoader, ctx.source, in_file, "main")
+    assert [_ref_facts(r) for r in got] == [_ref_facts(r) for r in want]
+    got[0].info["doc"] = "x"
+    assert "doc" not in got[2].info and got[2].info == {"graph": "main", "kind": "initializer"}
+    assert got[0].read().tolist() == [[0.0] * 4] * 3
+    got[0].name = "renamed"  # the catalog renames clashes: the slots stay writable
+    assert got[0].name == "renamed"
+    with pytest.raises(TypeError, match="RawHeader or None"):
+        cwire.raw_refs([("w", "float32")], TensorRef, RawLoader, ctx.source, True, "g")
+    with pytest.raises((TypeError, AttributeError)):
+        cwire.raw_refs(headers, dict, RawLoader, ctx.source, True, "g")
 
 
 def test_candidate_nodes_equal_the_byte_search_in_python():

@@ -19,6 +19,9 @@
  *   of the node class handed in. Nodes whose bytes it cannot walk make it return None.
  * - candidates(): graph_build's byte search for Constant and subgraph-holding nodes, without
  *   copying the runs of node bytes it searches.
+ * - raw_refs(): tensors.raw_header_ref for every header raw_headers() read, its loader and
+ *   ref written straight into their classes' __slots__ (their __init__ calls cost 1 us a
+ *   tensor, most of what a 25k-tensor catalog took once the headers were read).
  *
  * Nothing here copies a payload or reads past the end of the buffer it was given.
  */
@@ -399,10 +402,10 @@ enum { S_INDEX, S_NAME, S_OP, S_DOMAIN, S_IN, S_OUT, S_SUB, S_ATTRS, S_SRC, S_IN
        S_DECODE, N_SLOTS };
 
 static int
-slot_offsets(PyObject *cls, Py_ssize_t *offsets)
+slot_offsets(PyObject *cls, const char **slots, int count, Py_ssize_t *offsets)
 {
-    for (int k = 0; k < N_SLOTS; k++) {
-        PyObject *d = PyObject_GetAttrString(cls, SLOTS[k]);
+    for (int k = 0; k < count; k++) {
+        PyObject *d = PyObject_GetAttrString(cls, slots[k]);
         if (d == NULL)
             return -1;
         int ok = Py_IS_TYPE(d, &PyMemberDescr_Type) &&
@@ -411,7 +414,7 @@ slot_offsets(PyObject *cls, Py_ssize_t *offsets)
             offsets[k] = ((PyMemberDescrObject *)d)->d_member->offset;
         Py_DECREF(d);
         if (!ok) {
-            PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", cls, SLOTS[k]);
+            PyErr_Format(PyExc_TypeError, "%R.%s is not an object slot", cls, slots[k]);
             return -1;
         }
     }
@@ -485,7 +488,7 @@ nodes(PyObject *self, PyObject *args)
         return NULL;
     }
     Py_ssize_t offsets[N_SLOTS];
-    if (slot_offsets(cls, offsets) < 0)
+    if (slot_offsets(cls, SLOTS, N_SLOTS, offsets) < 0)
         return NULL;
     Py_buffer view;
     if (get_bytes(bufobj, &view) < 0)
@@ -687,11 +690,114 @@ fail:
     return NULL;
 }
 
+/* The ref class's and the loader class's slots, in these orders (model.tensor.TensorRef,
+ * tensors.loaders.RawLoader). */
+static const char *REF_SLOTS[] = {"name", "dtype", "shape", "nbytes", "encoding",
+                                  "loader", "offset", "location", "info"};
+enum { R_NAME, R_DTYPE, R_SHAPE, R_NBYTES, R_ENC, R_LOADER, R_OFFSET, R_LOC, R_INFO, N_REF };
+static const char *LOADER_SLOTS[] = {"source", "offset", "dtype", "big_endian"};
+enum { L_SOURCE, L_OFFSET, L_DTYPE, L_BIG, N_LOADER };
+
+/* A new instance of tp with every slot at `offsets` set to None (so that no slot is left
+ * unset if a later step fails). */
+static PyObject *
+new_slotted(PyTypeObject *tp, const Py_ssize_t *offsets, int count)
+{
+    PyObject *obj = tp->tp_alloc(tp, 0);
+    if (obj == NULL)
+        return NULL;
+    for (int k = 0; k < count; k++)
+        set_slot(obj, offsets[k], Py_NewRef(Py_None));
+    return obj;
+}
+
+/* raw_refs(headers, ref_cls, loader_cls, source, in_file, graph) -> [ref | None]
+ * tensors.raw_header_ref(ctx, header, {"graph": graph, "kind": "initializer"}) for each
+ * header (a RawHeader tuple: name, dtype, dims, offset, nbytes); None stays None. */
+static PyObject *
+raw_refs(PyObject *self, PyObject *args)
+{
+    PyObject *headers, *ref_cls, *loader_cls, *source, *graph;
+    int in_file;
+    if (!PyArg_ParseTuple(args, "O!O!O!OpO", &PyList_Type, &headers, &PyType_Type, &ref_cls,
+                          &PyType_Type, &loader_cls, &source, &in_file, &graph))
+        return NULL;
+    Py_ssize_t ref_at[N_REF], loader_at[N_LOADER];
+    if (slot_offsets(ref_cls, REF_SLOTS, N_REF, ref_at) < 0 ||
+        slot_offsets(loader_cls, LOADER_SLOTS, N_LOADER, loader_at) < 0)
+        return NULL;
+    PyTypeObject *ref_tp = (PyTypeObject *)ref_cls, *loader_tp = (PyTypeObject *)loader_cls;
+    Py_ssize_t rows = PyList_GET_SIZE(headers);
+    PyObject *raw = PyUnicode_InternFromString("raw");
+    PyObject *graph_key = PyUnicode_InternFromString("graph");
+    PyObject *kind_key = PyUnicode_InternFromString("kind");
+    PyObject *kind = PyUnicode_InternFromString("initializer");
+    PyObject *out = PyList_New(rows);
+    if (raw == NULL || graph_key == NULL || kind_key == NULL || kind == NULL || out == NULL)
+        goto fail;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        PyObject *h = PyList_GET_ITEM(headers, r);
+        if (h == Py_None) {
+            PyList_SET_ITEM(out, r, Py_NewRef(Py_None));
+            continue;
+        }
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != 5) {
+            PyErr_SetString(PyExc_TypeError, "a header must be a RawHeader or None");
+            goto fail;
+        }
+        PyObject *name = PyTuple_GET_ITEM(h, 0), *dtype = PyTuple_GET_ITEM(h, 1);
+        PyObject *dims = PyTuple_GET_ITEM(h, 2), *offset = PyTuple_GET_ITEM(h, 3);
+        PyObject *nbytes = PyTuple_GET_ITEM(h, 4);
+        PyObject *loader = new_slotted(loader_tp, loader_at, N_LOADER);
+        if (loader == NULL)
+            goto fail;
+        set_slot(loader, loader_at[L_SOURCE], Py_NewRef(source));
+        set_slot(loader, loader_at[L_OFFSET], Py_NewRef(offset));
+        set_slot(loader, loader_at[L_DTYPE], Py_NewRef(dtype));
+        set_slot(loader, loader_at[L_BIG], Py_NewRef(Py_False));
+        PyObject *info = PyDict_New();
+        if (info == NULL || PyDict_SetItem(info, graph_key, graph) < 0 ||
+            PyDict_SetItem(info, kind_key, kind) < 0) {
+            Py_XDECREF(info);
+            Py_DECREF(loader);
+            goto fail;
+        }
+        PyObject *ref = new_slotted(ref_tp, ref_at, N_REF);
+        if (ref == NULL) {
+            Py_DECREF(info);
+            Py_DECREF(loader);
+            goto fail;
+        }
+        set_slot(ref, ref_at[R_NAME], Py_NewRef(name));
+        set_slot(ref, ref_at[R_DTYPE], Py_NewRef(dtype));
+        set_slot(ref, ref_at[R_SHAPE], Py_NewRef(dims));
+        set_slot(ref, ref_at[R_NBYTES], Py_NewRef(nbytes));
+        set_slot(ref, ref_at[R_ENC], Py_NewRef(raw));
+        set_slot(ref, ref_at[R_LOADER], loader);
+        set_slot(ref, ref_at[R_OFFSET], Py_NewRef(in_file ? offset : Py_None));
+        set_slot(ref, ref_at[R_INFO], info);
+        PyList_SET_ITEM(out, r, ref);
+    }
+    Py_DECREF(raw);
+    Py_DECREF(graph_key);
+    Py_DECREF(kind_key);
+    Py_DECREF(kind);
+    return out;
+fail:
+    Py_XDECREF(raw);
+    Py_XDECREF(graph_key);
+    Py_XDECREF(kind_key);
+    Py_XDECREF(kind);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"split", split, METH_VARARGS, "A graph's top-level fields sorted by role, or None."},
     {"raw_headers", raw_headers, METH_VARARGS, "Raw-data initializer headers (None: not read)."},
     {"nodes", nodes, METH_VARARGS, "Node objects from NodeProto bytes, or None."},
     {"candidates", candidates, METH_VARARGS, "Nodes whose bytes hold one of the patterns."},
+    {"raw_refs", raw_refs, METH_VARARGS, "Tensor refs for raw headers (None stays None)."},
     {NULL, NULL, 0, NULL},
 };
 

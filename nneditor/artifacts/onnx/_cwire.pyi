@@ -27,3 +27,11 @@ def nodes(
 def candidates(
     buf: memoryview, runs: Ranges, tags: list[int], patterns: tuple[bytes, ...]
 ) -> set[int]: ...
+def raw_refs(
+    headers: list[RawHeader | None],
+    ref_cls: type,
+    loader_cls: type,
+    source: Any,
+    in_file: bool,
+    graph: str,
+) -> list[Any]: ...

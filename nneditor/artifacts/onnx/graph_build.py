@@ -64,7 +64,7 @@ from nneditor.artifacts.onnx.tensors import (
     make_ref,
     make_sparse_ref,
     range_loader,
-    raw_header_ref,
+    raw_header_refs,
 )
 from nneditor.errors import ArtifactError
 from nneditor.model.graph import Graph, Node, ValueInfo
@@ -305,12 +305,12 @@ class GraphBuilder:
         self._released = 0
         headers = read_raw_headers(buf, split.inits, self._passed)
         self._released = 0
-        for i, (pos, n) in enumerate(split.inits):
-            header = headers[i]
-            if header is not None:
-                names.append(header.name)
-                add(raw_header_ref(ctx, header, {"graph": path, "kind": "initializer"}))
+        for i, ref in enumerate(raw_header_refs(ctx, headers, path)):
+            if ref is not None:
+                names.append(ref.name)
+                add(ref)
                 continue
+            pos, n = split.inits[i]
             if pos - self._released > _SHED_EVERY:
                 self._shed(pos)
             idx = index_tensor(buf, pos, n, f"initializer #{i} of graph {path!r}")

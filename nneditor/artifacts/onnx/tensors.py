@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from nneditor.artifacts.onnx.elem_types import FIELD_NAMES, ONNX_DTYPES, dtype_of, typed_field_of
 from nneditor.artifacts.onnx.external import ChecksumLoader, ExternalData
-from nneditor.artifacts.onnx.raw_headers import RawHeader
+from nneditor.artifacts.onnx.raw_headers import RawHeader, cwire
 from nneditor.artifacts.onnx.tensor_index import SparseIndex, TensorIndex
 from nneditor.artifacts.onnx.typed_decode import (
     decode_strings,
@@ -144,6 +144,27 @@ def raw_header_ref(ctx: TensorContext, header: RawHeader, info: dict[str, Any]) 
     return TensorRef(
         header.name, header.dtype, header.dims, header.nbytes, "raw", loader, where, None, info
     )
+
+
+def raw_header_refs(
+    ctx: TensorContext, headers: list[RawHeader | None], graph: str
+) -> list[TensorRef | None]:
+    """:func:`raw_header_ref` of each header, with ``{"graph": graph, "kind": "initializer"}``
+    as its info; None where the header is None. The compiled loop (``_cwire.raw_refs``) writes
+    the same objects straight into their slots; :func:`python_raw_header_refs` is its
+    reference."""
+    if cwire is not None:
+        return cwire.raw_refs(headers, TensorRef, RawLoader, ctx.source, ctx.in_file, graph)
+    return python_raw_header_refs(ctx, headers, graph)
+
+
+def python_raw_header_refs(
+    ctx: TensorContext, headers: list[RawHeader | None], graph: str
+) -> list[TensorRef | None]:
+    return [
+        None if h is None else raw_header_ref(ctx, h, {"graph": graph, "kind": "initializer"})
+        for h in headers
+    ]
 
 
 def _readable_ref(
