@@ -338,8 +338,10 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 "norm",
                 f"Normalization: {norm_op} before the feed-forward (from tensor names).",
             )
-        # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates)
+        # Phi-3 and Granite 4.0 snapshots keep gate and up in one matrix (Granite always gates),
+        # and so does DINOv2's SwiGLU feed-forward (mlp.weights_in; its GELU one is mlp.fc1)
         gated = any(k.startswith("ffn_gate") for k in t) or arch in ("phi3", "granite")
+        gated = gated or t.get("ffn_up.weight", "").endswith("mlp.weights_in.weight")
         moe = any(k.startswith("ffn_gate_inp") for k in t)
         plain = {"arcee": "ReLU²", "nemotron": "ReLU²", "jais2": "ReLU²", "apertus": "xIELU"}.get(
             arch, "GELU"

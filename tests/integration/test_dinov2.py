@@ -106,7 +106,8 @@ def test_each_difference_from_vit_matters(zoo_artifact, monkeypatch, mutation) -
 @pytest.mark.parametrize("swiglu", [False, True])
 def test_dinov2_model_last_hidden_state(tmp_path, swiglu: bool) -> None:  # noqa: ANN001
     """Dinov2Model (no head): the final LayerNorm over the class token and every patch of a
-    28x42 image; the giant's SwiGLU feed-forward stored as one [gate; up] matrix."""
+    28x42 image; the giant's SwiGLU feed-forward stored as one [gate; up] matrix, and drawn
+    as a gated one."""
     config = tf.Dinov2Config(**SMALL, use_swiglu_ffn=swiglu)
     torch.manual_seed(0)
     model = perturbed(tf.Dinov2Model(config).eval())
@@ -120,7 +121,10 @@ def test_dinov2_model_last_hidden_state(tmp_path, swiglu: bool) -> None:  # noqa
         want = model(torch.from_numpy(pixels)).last_hidden_state.numpy()
     with nneditor.open(tmp_path) as doc:
         got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
+        assert doc.graph is not None
+        ffn = {n.attributes["variant"] for n in doc.graph.nodes if n.op_type == "FeedForward"}
     assert got.shape == (1, 7, 32) and rel(got, want) < 1e-5
+    assert ffn == {"gated (SwiGLU)" if swiglu else "GELU"}  # as the graph draws it
 
 
 def test_dinov2_with_registers_is_refused_by_name(tmp_path) -> None:  # noqa: ANN001
