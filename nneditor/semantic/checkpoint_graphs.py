@@ -363,6 +363,42 @@ def _parallel_lists(names: Iterable[str]) -> list[str]:
     return [k for k in alike if frozenset(numbers[k]) == common[0][0]]
 
 
+#: config keys of a model that reads or makes audio: wav2vec2's and HuBERT's feature encoder,
+#: Whisper's and SpeechT5's mel bins, EnCodec's and VITS's waveforms
+_AUDIO_KEYS = ("conv_dim", "feat_extract_norm", "num_mel_bins", "audio_channels", "sampling_rate")
+#: sub-configs of a model's sides, and what each side works on
+_SIDE_CONFIGS = {
+    "text_config": "text",
+    "vision_config": "images",
+    "backbone_config": "images",
+    "audio_config": "audio",
+    "prompt_encoder_config": "point and box prompts",
+}
+
+
+def _reads_other_than_text(config: Mapping[str, Any], model_type: str) -> str:
+    """Why the generic graph (token embeddings, then every numbered stack in a row) would
+    misstate this snapshot's topology: it works on images or audio, or has sides (towers, a
+    backbone) that run beside each other; "" for a model of text tokens alone."""
+    sides = {what for key, what in _SIDE_CONFIGS.items() if isinstance(config.get(key), dict)}
+    if "num_channels" in config:
+        sides.add("images")
+    if any(key in config for key in _AUDIO_KEYS):
+        sides.add("audio")
+    if not sides - {"text"}:
+        return ""
+    order = ["images", "audio", "point and box prompts", "text"]
+    what = " and ".join(w for w in order if w in sides)
+    classes = ", ".join(str(c) for c in config.get("architectures") or []) or "no architectures"
+    return (
+        f"NNEditor does not draw {model_type or 'this kind of'} checkpoints ({classes}): the "
+        f"model works on {what}, and its graphs from tensor names cover text models and the "
+        "image encoders it knows (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers), "
+        "so none is drawn rather than a wrong one; the weights are listed by name and can be "
+        "read"
+    )
+
+
 def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
         return None, doc.graph_unavailable_reason
@@ -376,6 +412,9 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     canonical = _hf_decoder(doc, config, model_type)
     if canonical is not None:
         return canonical, ""
+    other = _reads_other_than_text(doc.metadata.get("config") or {}, model_type)
+    if other:
+        return None, other
     stacks: dict[str, dict[int, dict[str, str]]] = {}
     top: dict[str, str] = {}
     for name in doc.tensors:

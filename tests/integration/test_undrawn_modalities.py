@@ -1,0 +1,83 @@
+"""Snapshots of models that do not read text tokens alone (convolutional image classifiers,
+speech recognizers, text-and-image pairs, detectors) get no graph from tensor names, with a
+sentence that names the family and what it works on, instead of a made-up token transformer
+(every numbered stack chained after a token embedding). Saved by transformers itself, tiny."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from nneditor_cli import nneditor_cli
+
+import nneditor
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+
+def _resnet():  # noqa: ANN202
+    config = tf.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=3)
+    return tf.ResNetForImageClassification(config)
+
+
+def _wav2vec2():  # noqa: ANN202
+    config = tf.Wav2Vec2Config(
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=32,
+        conv_dim=(8, 8),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=4,
+        num_conv_pos_embedding_groups=2,
+        vocab_size=12,
+    )
+    return tf.Wav2Vec2ForCTC(config)
+
+
+def _clip():  # noqa: ANN202
+    small = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
+    config = tf.CLIPConfig(
+        text_config={**small, "num_attention_heads": 2, "vocab_size": 64},
+        vision_config={**small, "num_attention_heads": 2, "image_size": 32, "patch_size": 16},
+        projection_dim=8,
+    )
+    return tf.CLIPModel(config)
+
+
+@pytest.mark.parametrize(
+    ("make", "family", "works_on"),
+    [
+        (_resnet, "resnet checkpoints (ResNetForImageClassification)", "images"),
+        (_wav2vec2, "wav2vec2 checkpoints (Wav2Vec2ForCTC)", "audio"),
+        (_clip, "clip checkpoints (CLIPModel)", "images and text"),
+    ],
+)
+def test_no_made_up_graph_for_models_of_images_or_audio(tmp_path, make, family, works_on):  # noqa: ANN001
+    torch.manual_seed(0)
+    make().save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        assert doc.graph is None
+        why = doc.graph_unavailable_reason
+        assert f"does not draw {family}" in why and f"works on {works_on}," in why
+        assert not doc.capabilities.as_dict()["view_graph"]["available"]
+        assert len(doc.tensors) > 5  # the weights stay listed and readable
+        name = next(iter(doc.tensors))
+        assert doc.tensors[name].read().size == doc.tensors[name].size
+    report = json.loads(nneditor_cli("inspect", str(tmp_path), "--json").stdout)
+    assert report["graph"] is None and report["graph_unavailable_reason"] == why
+    assert report["hierarchy"] is not None  # the weights' name tree
+
+
+def test_a_text_model_without_a_builder_is_still_drawn(tmp_path):  # noqa: ANN001
+    """The generic graph stays for text families: ConvBERT (no builder of its own)."""
+    config = tf.ConvBertConfig(
+        vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, embedding_size=16,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    tf.ConvBertForMaskedLM(config).save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        assert doc.graph is not None and doc.graph.inputs[0].name == "tokens"
