@@ -1,0 +1,175 @@
+"""Convolutional image classifiers of Hugging Face snapshots (ResNet, basic and bottleneck;
+ConvNeXt): the graph drawn for them is a convolutional network whose every value has the shape
+transformers computes; the other convolutional families are refused by name rather than drawn
+as token transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import nneditor
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+LABELS = {0: "tench", 1: "goldfish", 2: "great white shark", 3: "tiger shark", 4: "hammerhead"}
+RESNETS = {
+    "basic": {"layer_type": "basic", "hidden_sizes": [8, 16, 24], "depths": [2, 1, 2]},
+    "bottleneck": {"layer_type": "bottleneck", "hidden_sizes": [16, 32], "depths": [2, 2]},
+    "bottleneck, strided 1x1, first stage strided": {
+        "layer_type": "bottleneck",
+        "hidden_sizes": [16, 32],
+        "depths": [1, 2],
+        "downsample_in_bottleneck": True,
+        "downsample_in_first_stage": True,
+    },
+    "basic, first stage strided": {
+        "layer_type": "basic",
+        "hidden_sizes": [8, 16],
+        "depths": [1, 1],
+        "downsample_in_first_stage": True,
+    },
+}
+CONVNEXT = {"hidden_sizes": [8, 16, 24], "depths": [2, 1, 2], "num_stages": 3}
+
+
+def moved(model: Any) -> Any:  # noqa: ANN401
+    """``model`` with every BatchNorm's weight, bias and running statistics, every LayerNorm
+    and bias, and every layer scale moved off its initialisation (ones, zeros, 1e-6), as a
+    trained model's are: a decoder that left one out would not agree."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.2)
+            if name.endswith("layer_scale_parameter"):
+                p.copy_(torch.randn_like(p) * 0.5)
+        for name, b in model.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(torch.randn_like(b) * 0.3)
+            elif name.endswith("running_var"):
+                b.copy_(torch.rand_like(b) * 1.5 + 0.25)
+    return model
+
+
+def save_resnet(path: Path, layout: str, head: bool = True) -> Any:  # noqa: ANN401
+    config = tf.ResNetConfig(embedding_size=8, id2label=LABELS, **RESNETS[layout])
+    torch.manual_seed(0)
+    cls = tf.ResNetForImageClassification if head else tf.ResNetModel
+    model = moved(cls(config).eval())
+    model.save_pretrained(str(path))
+    return model
+
+
+def save_convnext(path: Path, head: bool = True) -> Any:  # noqa: ANN401
+    config = tf.ConvNextConfig(id2label=LABELS, layer_norm_eps=1e-6, **CONVNEXT)
+    torch.manual_seed(0)
+    cls = tf.ConvNextForImageClassification if head else tf.ConvNextModel
+    model = moved(cls(config).eval())
+    model.save_pretrained(str(path))
+    return model
+
+
+def _hidden(model: Any, height: int, width: int) -> Any:  # noqa: ANN401
+    pixels = torch.zeros(1, 3, height, width)
+    with torch.no_grad():
+        return model(pixels, output_hidden_states=True)
+
+
+def _stage_ends(stages: tuple[int, ...] | list[int]) -> list[int]:
+    """Each stage's last block."""
+    return [i for i, s in enumerate(stages) if i + 1 == len(stages) or stages[i + 1] != s]
+
+
+def _depths(config: dict[str, Any]) -> list[int]:
+    return [s for s, d in enumerate(config["depths"]) for _ in range(d)]
+
+
+@pytest.mark.parametrize("layout", list(RESNETS))
+def test_resnet_graph_is_a_conv_net_of_transformers_shapes(tmp_path, layout: str) -> None:  # noqa: ANN001
+    model = save_resnet(tmp_path, layout)
+    with nneditor.open(tmp_path) as doc:
+        g = doc.graph
+        assert g is not None
+        assert [(i.name, i.dtype, i.shape) for i in g.inputs] == [
+            ("pixel_values", "float32", (1, 3, 224, 224))
+        ]
+        ops = {n.op_type for n in g.nodes}
+    assert {"ConvBNReLU", "ConvBN", "MaxPool", "AddReLU", "GlobalAveragePool", "Linear"} <= ops
+    assert not ops & {"Embedding", "Attention", "LMHead"}
+    out = _hidden(model, 224, 224)
+    shapes = {k: v.shape for k, v in g.value_info.items()}
+    assert shapes["stem.pool"] == tuple(out.hidden_states[0].shape)
+    ends = _stage_ends(_depths(RESNETS[layout]))
+    for s, i in enumerate(ends):
+        assert shapes[f"blk.{i}.output"] == tuple(out.hidden_states[s + 1].shape), i
+    assert shapes["result_output"] == (1, 1, 5) and g.outputs[0].name == "result_output"
+    strided = sum(1 for i in range(len(ends)) if f"blk.{i}.shortcut" in shapes)
+    assert strided >= 1 and all(f"blk.{i}.conv2" in shapes for i in range(len(ends)))
+
+
+def test_convnext_graph_is_a_conv_net_of_transformers_shapes(tmp_path) -> None:  # noqa: ANN001
+    model = save_convnext(tmp_path)
+    with nneditor.open(tmp_path) as doc:
+        g = doc.graph
+        assert g is not None
+        ops = [n.op_type for n in g.nodes]
+    assert g.inputs[0].shape == (1, 3, 224, 224)
+    assert {"PatchConv", "DepthwiseConv", "FeedForward", "DownsampleConv"} <= set(ops)
+    assert ops.count("DownsampleConv") == 2 and ops.count("DepthwiseConv") == 5
+    out = _hidden(model, 224, 224)
+    shapes = {k: v.shape for k, v in g.value_info.items()}
+    assert shapes["stem.norm"] == tuple(out.hidden_states[0].shape)
+    for s, i in enumerate(_stage_ends(_depths(CONVNEXT))):
+        assert shapes[f"blk.{i}.output"] == tuple(out.hidden_states[s + 1].shape), i
+    assert shapes["pooler_output"] == (1, 24) and shapes["result_output"] == (1, 1, 5)
+
+
+def test_base_models_end_at_their_pooled_output(tmp_path) -> None:  # noqa: ANN001
+    save_resnet(tmp_path / "r", "basic", head=False)
+    save_convnext(tmp_path / "c", head=False)
+    with nneditor.open(tmp_path / "r") as doc:
+        assert doc.graph is not None and doc.graph.outputs[0].shape == (1, 24, 1, 1)
+    with nneditor.open(tmp_path / "c") as doc:
+        assert doc.graph is not None and doc.graph.outputs[0].shape == (1, 24)
+
+
+OTHERS = {
+    "regnet": lambda: tf.RegNetForImageClassification(
+        tf.RegNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], groups_width=4)
+    ),
+    "mobilenet_v2": lambda: tf.MobileNetV2ForImageClassification(
+        tf.MobileNetV2Config(depth_multiplier=0.25)
+    ),
+    "efficientnet": lambda: tf.EfficientNetForImageClassification(
+        tf.EfficientNetConfig(width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64)
+    ),
+    "convnextv2": lambda: tf.ConvNextV2ForImageClassification(
+        tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(OTHERS))
+def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kind: str) -> None:  # noqa: ANN001
+    torch.manual_seed(0)
+    OTHERS[kind]().save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        assert doc.graph is None
+        reason = doc.graph_unavailable_reason
+        trace = doc.capabilities["trace"]
+    assert (
+        f"this {kind} snapshot is a" in reason and "draws and traces ResNet and ConvNeXt" in reason
+    )
+    assert not trace.available and kind in trace.reason
+
+
+def test_a_backbone_is_refused_by_its_tensor(tmp_path) -> None:  # noqa: ANN001
+    config = tf.ConvNextConfig(out_features=["stage1", "stage2"], **CONVNEXT)
+    torch.manual_seed(0)
+    tf.ConvNextBackbone(config).save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        assert doc.graph is None
+        assert "hidden_states_norms" in doc.graph_unavailable_reason
