@@ -58,7 +58,8 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
             f"({other!r}: a backbone's or detection head's, not drawn); NNEditor draws "
             f"{family}Model and {family}ForImageClassification; its weights are listed by name"
         )
-    height, width = image_size(doc)
+    folder = Path(doc.path)
+    height, width = sized(folder if folder.is_dir() else folder.parent)
     channels = int(config.get("num_channels") or 3)
     b = _ConvBuilder(f"{kind} {_FROM}", found, doc)
     b.input((1, channels, height, width))
@@ -71,12 +72,12 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
     return g, ""
 
 
-def image_size(doc: Document) -> tuple[int, int]:
-    """(height, width) of the image the snapshot's processor makes; 224x224 without one."""
+def sized(folder: Path) -> tuple[int, int]:
+    """(height, width) of the image the processor of the snapshot in ``folder`` makes
+    (preprocessor_config.json); 224x224 without one."""
     from nneditor.inputs.image import model_sizing
 
-    folder = Path(doc.path)
-    sizing = model_sizing(folder if folder.is_dir() else folder.parent)
+    sizing = model_sizing(folder)
     if sizing is not None and sizing.crop is not None:
         return sizing.crop
     if sizing is not None and sizing.resize is not None:

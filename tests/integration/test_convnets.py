@@ -1,16 +1,23 @@
 """Convolutional image classifiers of Hugging Face snapshots (ResNet, basic and bottleneck;
 ConvNeXt): the graph drawn for them is a convolutional network whose every value has the shape
-transformers computes; the other convolutional families are refused by name rather than drawn
-as token transformers."""
+transformers computes; the NumPy decoder's stem, every stage and the logits equal
+transformers' ResNetForImageClassification and ConvNextForImageClassification on images of
+several sizes, and each part is shown to matter (the comparison fails without it); the other
+convolutional families are refused by name rather than drawn as token transformers."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from vision_refs import image_pixels, rel
 
 import nneditor
+from nneditor.decoder import conv_ops, convnets, decoder_config, run_forward
+from nneditor.decoder.weights import Weights
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
@@ -49,8 +56,8 @@ def moved(model: Any) -> Any:  # noqa: ANN401
         for name, b in model.named_buffers():
             if name.endswith("running_mean"):
                 b.copy_(torch.randn_like(b) * 0.3)
-            elif name.endswith("running_var"):
-                b.copy_(torch.rand_like(b) * 1.5 + 0.25)
+            elif name.endswith("running_var"):  # (some small: BatchNorm's eps matters)
+                b.copy_(torch.rand_like(b) * 1.5 + 0.002)
     return model
 
 
@@ -173,3 +180,105 @@ def test_a_backbone_is_refused_by_its_tensor(tmp_path) -> None:  # noqa: ANN001
     with nneditor.open(tmp_path) as doc:
         assert doc.graph is None
         assert "hidden_states_norms" in doc.graph_unavailable_reason
+
+
+def _compare(snap: Path, model: Any, size: tuple[int, int], stages: list[int]) -> None:  # noqa: ANN401
+    """The stem's output, every stage's and the logits within 1e-5 of transformers'; every
+    value the decoder publishes is one the graph draws."""
+    pixels = image_pixels(*size)
+    with torch.no_grad():
+        out = model(torch.from_numpy(pixels), output_hidden_states=True)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(snap) as doc:
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, pixels, values.__setitem__)
+        drawn = {v for node in doc.graph.nodes for v in node.outputs}
+    assert set(values) == drawn
+    stem = "stem.norm" if cfg.arch == "convnext" else "stem.pool"
+    ends = _stage_ends(stages)
+    assert len(out.hidden_states) == len(ends) + 1
+    assert rel(values[stem], out.hidden_states[0].numpy()) < 1e-5
+    for s, i in enumerate(ends):
+        assert rel(values[f"blk.{i}.output"], out.hidden_states[s + 1].numpy()) < 1e-5, i
+    assert logits.shape == (1, 1, 5) and rel(logits[:, 0], out.logits.numpy()) < 1e-5
+
+
+@pytest.mark.parametrize("size", [(64, 64), (45, 71)])
+@pytest.mark.parametrize("layout", list(RESNETS))
+def test_resnet_equals_transformers(tmp_path, layout: str, size) -> None:  # noqa: ANN001
+    model = save_resnet(tmp_path, layout)
+    _compare(tmp_path, model, size, _depths(RESNETS[layout]))
+
+
+@pytest.mark.parametrize("size", [(64, 64), (45, 71), (32, 32)])
+def test_convnext_equals_transformers(tmp_path, size) -> None:  # noqa: ANN001
+    model = save_convnext(tmp_path)
+    _compare(tmp_path, model, size, _depths(CONVNEXT))
+
+
+@pytest.mark.parametrize("family", ["resnet", "convnext"])
+def test_base_models_pooled_output_equals_transformers(tmp_path, family: str) -> None:  # noqa: ANN001
+    model = save_resnet(tmp_path, "bottleneck", False) if family == "resnet" else None
+    model = model or save_convnext(tmp_path, head=False)
+    pixels = image_pixels(40, 56)
+    with torch.no_grad():
+        want = model(torch.from_numpy(pixels)).pooler_output.numpy()
+    with nneditor.open(tmp_path) as doc:
+        got = run_forward(doc, decoder_config(doc), pixels, lambda n, v: None)
+    assert got.shape == want.shape and rel(got, want) < 1e-5
+
+
+RESNET_MUTATIONS = ["no BatchNorm eps", "no running mean", "no shortcut", "strided 3x3 as 1x1"]
+CONVNEXT_MUTATIONS = ["no layer scale", "no final norm", "no channels-first norm", "flipped kernel"]
+
+
+@pytest.mark.parametrize("mutation", RESNET_MUTATIONS + CONVNEXT_MUTATIONS)
+def test_each_part_matters(tmp_path, monkeypatch, mutation: str) -> None:  # noqa: ANN001
+    """The comparison above fails when the decoder drops BatchNorm's eps or running mean, the
+    projection shortcut, strides the other convolution of the bottleneck, drops the layer
+    scale, the final LayerNorm or the stem's and downsampling layers' LayerNorms, or flips the
+    depthwise kernels."""
+    resnet = mutation in RESNET_MUTATIONS
+    layout = "bottleneck, strided 1x1, first stage strided" if "3x3" in mutation else "bottleneck"
+    model = save_resnet(tmp_path, layout) if resnet else save_convnext(tmp_path)
+    pixels = image_pixels(45, 71)
+    with torch.no_grad():
+        want = model(torch.from_numpy(pixels)).logits.numpy()
+    bn = conv_ops.batch_norm
+    has, get = Weights.has, Weights.get
+    if mutation == "no BatchNorm eps":
+        monkeypatch.setattr(convnets, "BN_EPS", 0.0)
+    elif mutation == "no running mean":
+        monkeypatch.setattr(
+            conv_ops, "batch_norm", lambda x, wt, b, m, v, e: bn(x, wt, b, 0 * m, v, e)
+        )
+    elif mutation == "no shortcut":
+        monkeypatch.setattr(Weights, "has", lambda w, k: has(w, k) and ".short" not in k)
+    elif mutation == "no layer scale":
+        monkeypatch.setattr(Weights, "has", lambda w, k: has(w, k) and ".ls." not in k)
+    elif mutation == "no final norm":
+        monkeypatch.setattr(
+            Weights,
+            "get",
+            lambda w, k: np.ones_like(get(w, k)) if k == "output_norm.weight" else get(w, k),
+        )
+    elif mutation == "flipped kernel":  # a convolution, not torch's cross-correlation
+        monkeypatch.setattr(
+            Weights,
+            "get",
+            lambda w, k: get(w, k)[..., ::-1, ::-1] if "dwconv.w" in k else get(w, k),
+        )
+    elif mutation == "no channels-first norm":  # (the stem's and the downsampling layers')
+        monkeypatch.setattr(conv_ops, "channel_norm", lambda x, *_: x)
+    with nneditor.open(tmp_path) as doc:
+        cfg = decoder_config(doc)
+        if mutation == "strided 3x3 as 1x1":
+            cfg = dataclasses.replace(
+                cfg, convnet=dataclasses.replace(cfg.convnet, strided_1x1=False)
+            )
+        try:
+            got = run_forward(doc, cfg, pixels, lambda n, v: None)
+        except Exception as exc:  # (a shape that no longer fits is a failure as well)
+            assert mutation == "no shortcut", exc
+            return
+    assert rel(got[:, 0], want) > 1e-5, mutation
