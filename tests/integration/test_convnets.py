@@ -3,16 +3,19 @@ ConvNeXt): the graph drawn for them is a convolutional network whose every value
 transformers computes; the NumPy decoder's stem, every stage and the logits equal
 transformers' ResNetForImageClassification and ConvNextForImageClassification on images of
 several sizes, and each part is shown to matter (the comparison fails without it); the other
-convolutional families are refused by name rather than drawn as token transformers."""
+convolutional families are refused by name rather than drawn as token transformers; and the
+CLI path a user takes on the zoo's vision-resnet and vision-convnext."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from nneditor_cli import nneditor_cli
 from vision_refs import image_pixels, rel
 
 import nneditor
@@ -200,7 +203,7 @@ def _compare(snap: Path, model: Any, size: tuple[int, int], stages: list[int]) -
     assert rel(values[stem], out.hidden_states[0].numpy()) < 1e-5
     for s, i in enumerate(ends):
         assert rel(values[f"blk.{i}.output"], out.hidden_states[s + 1].numpy()) < 1e-5, i
-    assert logits.shape == (1, 1, 5) and rel(logits[:, 0], out.logits.numpy()) < 1e-5
+    assert logits.shape == (1, *out.logits.shape) and rel(logits[:, 0], out.logits.numpy()) < 1e-5
 
 
 @pytest.mark.parametrize("size", [(64, 64), (45, 71)])
@@ -282,3 +285,73 @@ def test_each_part_matters(tmp_path, monkeypatch, mutation: str) -> None:  # noq
             assert mutation == "no shortcut", exc
             return
     assert rel(got[:, 0], want) > 1e-5, mutation
+
+
+ZOO = {
+    "vision-resnet": "ResNetForImageClassification",
+    "vision-convnext": "ConvNextForImageClassification",
+}
+ZOO_LABELS = ["tench", "goldfish", "great white shark", "tiger shark", "hammerhead", "ray",
+              "cock", "hen", "ostrich", "brambling"]  # fmt: skip
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", list(ZOO))
+@pytest.mark.parametrize("size", [(32, 32), (48, 40)])
+def test_zoo_snapshot_equals_transformers(zoo_artifact, name: str, size) -> None:  # noqa: ANN001
+    """The releases' layouts in small (tools/zoo_convnets.py): the processor's 32x32 and
+    another size."""
+    snap = zoo_artifact(name)
+    model = getattr(tf, ZOO[name]).from_pretrained(str(snap)).eval()
+    config = json.loads((snap / "config.json").read_text())
+    _compare(snap, model, size, [s for s, d in enumerate(config["depths"]) for _ in range(d)])
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", list(ZOO))
+def test_an_image_through_the_cli(zoo_artifact, tmp_path, name: str) -> None:  # noqa: ANN001
+    """`nneditor inspect` shows a convolutional network reading pixel values; `nneditor
+    inputs --image` makes the graph's 32x32 input as the snapshot's image processor does (the
+    shorter side resized to 36 with Pillow's bicubic filter, the centre cropped, ImageNet's
+    normalisation), equal to transformers' processor; `nneditor trace` captures every stage;
+    `nneditor predict` names transformers' classes for those pixels with its probabilities."""
+    image_pil = pytest.importorskip("PIL.Image")
+    snap = zoo_artifact(name)
+    r = nneditor_cli("inspect", str(snap))
+    assert r.returncode == 0, r.stderr
+    assert "Inputs: pixel_values float32 [1, 3, 32, 32]" in r.stdout
+    assert "Outputs: result_output float32 [1, 1, 10]" in r.stdout
+    assert "tokens" not in r.stdout and "embedding" not in r.stdout.split("Patterns:")[1][:80]
+    assert "yes trace — NumPy decoder on CPU: " + name.split("-")[1] in r.stdout
+    png = tmp_path / "image.png"
+    rng = np.random.default_rng(0)
+    image_pil.fromarray((rng.random((60, 50, 3)) * 255).astype(np.uint8)).save(png)
+    r = nneditor_cli(
+        "inputs", str(snap), "--image", f"pixel_values={png}", "--out", str(tmp_path / "in")
+    )
+    assert r.returncode == 0, r.stderr
+    pixels = np.load(tmp_path / "in" / "inputs.npz")["pixel_values"]
+    processor = tf.AutoImageProcessor.from_pretrained(str(snap))
+    want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+    assert pixels.shape == (1, 3, 32, 32) and np.array_equal(pixels, want)
+    trace = tmp_path / "trace"
+    r = nneditor_cli(
+        "trace", str(snap), "--inputs", str(tmp_path / "in"), "--out", str(trace), "--yes"
+    )
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((trace / "manifest.json").read_text())
+    values = {v["name"]: v for v in manifest["values"]}
+    assert all(v["status"] == "captured" for v in values.values())
+    model = getattr(tf, ZOO[name]).from_pretrained(str(snap)).eval()
+    with torch.no_grad():
+        out = model(torch.from_numpy(pixels), output_hidden_states=True)
+    from nneditor.tracing.capture_file import read_value
+
+    last = read_value(trace, values["blk.4.output"])
+    assert rel(last, out.hidden_states[-1].numpy()) < 1e-5
+    r = nneditor_cli("predict", str(trace), "--top", "3", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    best = torch.topk(torch.softmax(out.logits[0].double(), -1), 3)
+    assert [t["text"] for t in got["top"]] == [ZOO_LABELS[i] for i in best.indices.tolist()]
+    assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
