@@ -355,3 +355,24 @@ def test_an_image_through_the_cli(zoo_artifact, tmp_path, name: str) -> None:  #
     best = torch.topk(torch.softmax(out.logits[0].double(), -1), 3)
     assert [t["text"] for t in got["top"]] == [ZOO_LABELS[i] for i in best.indices.tolist()]
     assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("channels", "out", "kernel", "stride", "pad", "groups"),
+    [(3, 8, 7, 2, 3, 1), (6, 4, 3, 1, 1, 2), (8, 8, 7, 1, 3, 8), (8, 8, 3, 2, 1, 8),
+     (4, 6, 2, 2, 0, 1), (5, 5, 1, 2, 0, 1)],
+)  # fmt: skip
+def test_convolution_equals_torch(channels, out, kernel, stride, pad, groups) -> None:  # noqa: ANN001
+    """Plain, grouped, depthwise (stride 1: shifted sums; stride 2: im2col) and strided 1x1
+    convolutions of an odd-sized image, and max pooling, as torch computes them."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((channels, 13, 10)).astype(np.float32)
+    w = rng.standard_normal((out, channels // groups, kernel, kernel)).astype(np.float32)
+    b = rng.standard_normal(out).astype(np.float32)
+    want = torch.nn.functional.conv2d(
+        torch.from_numpy(x)[None], torch.from_numpy(w), torch.from_numpy(b), stride, pad, 1, groups
+    )[0].numpy()
+    got = conv_ops.conv2d(x, w, b, stride, pad, groups)
+    assert got.shape == want.shape and rel(got, want) < 1e-6
+    pooled = torch.nn.functional.max_pool2d(torch.from_numpy(x)[None], 3, 2, 1)[0].numpy()
+    assert np.array_equal(conv_ops.max_pool(x, 3, 2, 1), pooled)
