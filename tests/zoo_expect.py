@@ -304,6 +304,21 @@ EXPECT: dict[str, E] = {
     "vision-vit": {"format": "huggingface", "positions": 1, **_lm(2)},
     "vision-dinov2": {"format": "huggingface", "positions": 1, **_lm(2)},
     "vision-beit": {"format": "huggingface", "positions": 1, **_lm(2)},
+    # convolutional classifiers: four stages (of 2, 1, 1, 1 blocks); ResNet's 20 convolutions
+    # (the stem's, three per bottleneck block, four projection shortcuts), ConvNeXt's 9 (the
+    # stem's, three downsampling layers', five depthwise) and 10 LayerNorms
+    "vision-resnet": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": 4,
+        "patterns": {"conv": 20, "residual": 5, "head": 1},
+    },
+    "vision-convnext": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": 4,
+        "patterns": {"conv": 9, "ffn": 5, "norm": 10, "residual": 5, "head": 1},
+    },
     # CLIP's and SigLIP's vision towers: no classes; the last block's 17 and 16 positions
     "vision-clip": {"format": "huggingface", "positions": 17, **_lm(2, head=1)},
     "vision-siglip": {  # (the pooling head's attention and MLP beside the blocks')

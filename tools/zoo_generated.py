@@ -519,6 +519,10 @@ import zoo_beit  # noqa: E402 - BEiT's image classifier (relative-position bias,
 
 zoo_beit.register(generator)
 
+import zoo_convnets  # noqa: E402 - ResNet's and ConvNeXt's image classifiers
+
+zoo_convnets.register(generator)
+
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)

@@ -119,6 +119,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         bart,
         clip_text,
         codegen,
+        convnets,
         esm,
         falcon_h1,
         gemma3n,
@@ -137,6 +138,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     )
     from nneditor.decoder.config_gguf import from_gguf, gguf_common
     from nneditor.decoder.config_hf import from_hf, hf_common
+    from nneditor.semantic.checkpoint_convnets import is_convnet
     from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part, with_aliases
 
     names = list(doc.tensors.keys())
@@ -180,6 +182,13 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "pytorch_model*.bin shards, the latter through the restricted pickle reader)"
             )
         config = with_aliases(doc.metadata.get("config") or {})
+        if is_convnet(config):  # ResNet, ConvNeXt: no transformer's fields (convnets.py)
+            from pathlib import Path
+
+            folder = Path(doc.path)
+            cfg = convnets.from_hf(config, names, folder if folder.is_dir() else folder.parent)
+            _check_readable(doc, cfg)
+            return cfg
         config, names = _dequantized(config, names, doc)
         multimodal = str(config.get("model_type") or "")
         projection = multimodal == "clip_text_model" and clip_text.PROJECTION in names
@@ -266,8 +275,13 @@ def decoder_config(doc: Document) -> DecoderConfig:
             family_needs[cfg.arch] = falcon_h1.needs(cfg)
         needs = family_needs.get(cfg.arch) or qwen35.needs(cfg)
         qwen35.check_layers(cfg, list(cfg.names), needs)
+    _check_readable(doc, cfg)
+    return cfg
+
+
+def _check_readable(doc: Document, cfg: DecoderConfig) -> None:
+    """Refuse a checkpoint with a tensor its loaders cannot decode."""
     for name in cfg.names.values():
         reason = getattr(doc.tensors[name].loader, "reason", None)
         if reason:
             raise DecoderUnsupported(f"tensor {name} cannot be decoded: {reason}")
-    return cfg

@@ -466,6 +466,9 @@ class DecoderConfig:
     rel_max_distance: int = 128
     #: a vision transformer's image (decoder/vision.py: Vision); None: the input is token ids
     vision: Any = None
+    #: a convolutional image classifier's stages (decoder/vision.py: ConvNet, run by
+    #: decoder/convnets.py); None: a transformer
+    convnet: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -519,6 +522,8 @@ class DecoderConfig:
         return bool(self.nope_layers) and self.nope_layers[i]
 
     def describe(self) -> str:
+        if self.convnet is not None:
+            return self.convnet.describe() + self._ends()
         v = self.vision
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",
@@ -620,6 +625,14 @@ class DecoderConfig:
             )
             bits.append(f"disentangled relative attention (DeBERTa: {terms}, {spread})")
         return ", ".join(bits)
+
+    def _ends(self) -> str:
+        """Where an image classifier ends: its labels' logits, else its pooled output."""
+        c = self.classifier
+        if c is None:
+            return ", ends at the pooled output (no classifier)"
+        shown = ", ".join(c.labels[:4]) + (", ..." if len(c.labels) > 4 else "")
+        return f", ends at its image-classification head's {len(c.labels)} label logits ({shown})"
 
     @property
     def gqa(self) -> bool:

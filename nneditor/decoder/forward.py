@@ -19,6 +19,7 @@ from nneditor.decoder import (
     bart,
     beit,
     clip_vision,
+    convnets,
     deberta,
     gemma3n,
     gemma4,
@@ -63,10 +64,12 @@ def run_forward(
     """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
     returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
     token (0 everywhere when None)."""
-    if cfg.vision is not None:
+    if cfg.vision is not None or cfg.convnet is not None:
         reuse_freed_arrays()
         w = Weights(doc, cfg)
         try:
+            if cfg.convnet is not None:  # ResNet, ConvNeXt
+                return convnets.forward(w, cfg, np.asarray(tokens, F32), emit)
             return _vision_forward(w, cfg, np.asarray(tokens, F32), emit)
         finally:
             w.close()

@@ -63,3 +63,38 @@ class Vision:
     tower: str = ""
     ends: str = ""
     relative: bool = False
+
+
+@dataclass(frozen=True)
+class ConvNet:
+    """A convolutional image classifier (decoder/convnets.py): ``family`` "resnet" or
+    "convnext"; ``stages``: each block's stage, in block order; ``widths``: each stage's
+    channels; ``size``: the (height, width) its image processor makes (any size is read);
+    ResNet's ``bottleneck`` layers (else basic), ``first_strided``
+    (downsample_in_first_stage) and ``strided_1x1`` (downsample_in_bottleneck: the
+    bottleneck's 1x1 convolution strides, not its 3x3 one); ``activation``: ResNet's
+    hidden_act (ConvNeXt's GELU is DecoderConfig.activation)."""
+
+    family: str
+    stages: tuple[int, ...]
+    widths: tuple[int, ...]
+    size: tuple[int, int]
+    channels: int = 3
+    bottleneck: bool = False
+    first_strided: bool = False
+    strided_1x1: bool = False
+    activation: str = "relu"
+
+    def describe(self) -> str:
+        depths = [self.stages.count(s) for s in range(len(self.widths))]
+        kind = (
+            f"{'bottleneck' if self.bottleneck else 'basic'} residual blocks"
+            if self.family == "resnet"
+            else "ConvNeXt blocks"
+        )
+        height, width = self.size
+        return (
+            f"{self.family} convolutional network, {len(self.widths)} stages of "
+            f"{', '.join(map(str, depths))} {kind} ({', '.join(map(str, self.widths))} "
+            f"channels), images of any size ({height}x{width} as its processor makes them)"
+        )

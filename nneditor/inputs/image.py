@@ -156,9 +156,13 @@ def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
     if config is None or config.get("do_resize", True) is False:
         return None
     size = config.get("size")
-    resample = config.get("resample", 2)
+    kind = str(config.get("image_processor_type") or config.get("feature_extractor_type") or "")
+    convnext = kind.startswith("ConvNext")  # (ResNet's releases name it too)
+    resample = config.get("resample", 3 if convnext else 2)
     if not isinstance(resample, int) or resample not in (0, 1, 2, 3, 4, 5):
         return None
+    if convnext:
+        return _crop_pct_sizing(config, resample)
     crop = _pair(config.get("crop_size")) if config.get("do_center_crop") else None
     if config.get("do_center_crop") and crop is None:
         return None
@@ -174,6 +178,22 @@ def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
             crop=crop,
         )
     return None
+
+
+def _crop_pct_sizing(config: dict[str, Any], resample: int) -> Sizing | None:
+    """ConvNeXt's image processor: an edge ``size`` (shortest_edge) under 384 resizes the
+    shorter side to ``int(size / crop_pct)`` and crops the centre ``size`` x ``size``; 384 and
+    over resize straight to ``size`` x ``size``."""
+    size = config.get("size")
+    edge = size.get("shortest_edge") if isinstance(size, dict) else size
+    if not isinstance(edge, int) or isinstance(edge, bool) or config.get("do_center_crop"):
+        return None
+    if edge >= 384:
+        return Sizing(resize=(edge, edge), resample=resample)
+    pct = config.get("crop_pct", 224 / 256)
+    if not isinstance(pct, (int, float)) or not 0 < pct <= 1:
+        return None
+    return Sizing(shortest=int(edge / pct), resample=resample, crop=(edge, edge))
 
 
 def load_image(

@@ -54,3 +54,48 @@ def test_centre_crops_equal_transformers(shape: tuple[int, int]) -> None:
     for crop in ((5, 5), (6, 7), (8, 3), (12, 12)):
         want = transforms.center_crop(image, crop, input_data_format="channels_last")
         assert np.array_equal(_centre_crop(image, crop), want), crop
+
+
+#: ConvNeXt's and ResNet's releases (facebook/convnext-*-224, microsoft/resnet-*): an edge and
+#: crop_pct, named by their old feature extractor's type
+CONVNEXT = {
+    "do_normalize": True,
+    "do_resize": True,
+    "feature_extractor_type": "ConvNextFeatureExtractor",
+    "image_mean": [0.485, 0.456, 0.406],
+    "image_std": [0.229, 0.224, 0.225],
+    "resample": 3,
+}
+
+
+@pytest.mark.parametrize(
+    ("size", "pct", "want"),
+    [
+        (224, 0.875, Sizing(shortest=256, resample=3, crop=(224, 224))),
+        ({"shortest_edge": 32}, 0.875, Sizing(shortest=36, resample=3, crop=(32, 32))),
+        (224, None, Sizing(shortest=256, resample=3, crop=(224, 224))),  # its default pct
+        (384, 0.875, Sizing(resize=(384, 384), resample=3)),  # warped, not cropped
+    ],
+)
+def test_convnext_crop_pct_sizing_is_read(tmp_path: Path, size: object, pct, want) -> None:  # noqa: ANN001
+    stated = {"crop_pct": pct} if pct else {}
+    assert model_sizing(_config(tmp_path, **CONVNEXT, size=size, **stated)) == want
+
+
+@pytest.mark.parametrize("size", [32, 24, 384])
+def test_convnext_crop_pct_images_equal_transformers_processor(tmp_path: Path, size: int) -> None:
+    """The pixels load_image makes with the sizing read are those transformers' ConvNeXt
+    processor (the one microsoft/resnet-* and facebook/convnext-* load) makes."""
+    tf = pytest.importorskip("transformers")
+    image_pil = pytest.importorskip("PIL.Image")
+    from nneditor.inputs.image import load_image
+
+    folder = _config(tmp_path, **CONVNEXT, size=size, crop_pct=0.875)
+    processor = tf.AutoImageProcessor.from_pretrained(str(folder))
+    rng = np.random.default_rng(0)
+    for shape in ((60, 50, 3), (41, 97, 3), (20, 20, 3), (400, 300, 3)):
+        png = tmp_path / f"{shape[0]}x{shape[1]}.png"
+        image_pil.fromarray((rng.random(shape) * 255).astype(np.uint8)).save(png)
+        want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+        got = load_image(png, size, size, sizing=model_sizing(folder))
+        assert got.shape == want.shape and np.array_equal(got, want), shape
