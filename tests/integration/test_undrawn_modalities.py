@@ -1,5 +1,5 @@
-"""Snapshots of models that do not read text tokens alone (convolutional image classifiers,
-speech recognizers, text-and-image pairs, detectors) get no graph from tensor names, with a
+"""Snapshots of models that do not read text tokens alone (Swin image classifiers, speech
+recognizers, text-and-image pairs) get no graph from tensor names, with a
 sentence that names the family and what it works on, instead of a made-up token transformer
 (every numbered stack chained after a token embedding). Saved by transformers itself, tiny."""
 
@@ -16,9 +16,11 @@ torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
 
-def _resnet():  # noqa: ANN202
-    config = tf.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], num_labels=3)
-    return tf.ResNetForImageClassification(config)
+def _swin():  # noqa: ANN202
+    config = tf.SwinConfig(
+        image_size=32, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=4
+    )
+    return tf.SwinForImageClassification(config)
 
 
 def _wav2vec2():  # noqa: ANN202
@@ -50,7 +52,7 @@ def _clip():  # noqa: ANN202
 @pytest.mark.parametrize(
     ("make", "family", "works_on"),
     [
-        (_resnet, "resnet checkpoints (ResNetForImageClassification)", "images"),
+        (_swin, "swin checkpoints (SwinForImageClassification)", "images"),
         (_wav2vec2, "wav2vec2 checkpoints (Wav2Vec2ForCTC)", "audio"),
         (_clip, "clip checkpoints (CLIPModel)", "images and text"),
     ],
