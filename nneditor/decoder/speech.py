@@ -160,15 +160,7 @@ def front(w: Any, cfg: DecoderConfig, audio: np.ndarray, emit: Emit) -> np.ndarr
     for i, (k, s) in enumerate(zip(sp.kernels, sp.strides, strict=True)):
         del k
         bias = w.get(f"conv.{i}.bias") if w.has(f"conv.{i}.bias") else None
-        x = conv_ops.conv1d(x, w.get(f"conv.{i}.weight"), bias, s)
-        if sp.norm == "layer":
-            x = ops.layer_norm(
-                x.T, w.get(f"conv.{i}.norm.weight"), w.get(f"conv.{i}.norm.bias"), CONV_NORM_EPS
-            ).T
-        elif i == 0:
-            x = conv_ops.group_norm_per_channel(
-                x, w.get("conv.0.norm.weight"), w.get("conv.0.norm.bias"), CONV_NORM_EPS
-            )
+        x = conv_norm(w, sp, i, conv_ops.conv1d(x, w.get(f"conv.{i}.weight"), bias, s))
         x = np.ascontiguousarray(act(x), dtype=F32)
         emit(f"conv.{i}", x[None])
     x = np.ascontiguousarray(x.T)  # [frames, channels]
@@ -184,6 +176,18 @@ def front(w: Any, cfg: DecoderConfig, audio: np.ndarray, emit: Emit) -> np.ndarr
     if not sp.stable:
         x = ops.layer_norm(x, w.get("enc_norm.weight"), w.get("enc_norm.bias"), cfg.norm_eps)
         emit("inp_norm", x[None])
+    return x
+
+
+def conv_norm(w: Any, sp: Speech, i: int, x: np.ndarray) -> np.ndarray:  # noqa: ANN401
+    """Convolution ``i``'s norm of ``x`` [C, T]: LayerNorm over the channels at each step
+    (layout "layer"), GroupNorm with one group per channel on the first (layout "group")."""
+    if sp.norm == "layer":
+        weight, bias = w.get(f"conv.{i}.norm.weight"), w.get(f"conv.{i}.norm.bias")
+        return ops.layer_norm(x.T, weight, bias, CONV_NORM_EPS).T
+    if i == 0:
+        weight, bias = w.get("conv.0.norm.weight"), w.get("conv.0.norm.bias")
+        return conv_ops.group_norm_per_channel(x, weight, bias, CONV_NORM_EPS)
     return x
 
 

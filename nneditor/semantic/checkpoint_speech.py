@@ -65,7 +65,10 @@ def speech_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None
         ref = doc.tensors.get(name)
         return int(ref.shape[0]) if ref is not None and ref.shape else None
 
-    b = _SpeechBuilder(f"{family} speech recognizer ({classes}), synthesized {_FROM}", rows)
+    b = _SpeechBuilder(
+        f"{family} speech recognizer ({classes}), synthesized from config.json and tensor names",
+        rows,
+    )
     b.t = found.names
     hidden = int(config.get("hidden_size") or 768)
     x = b.feature_encoder(config)
