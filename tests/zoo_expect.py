@@ -319,6 +319,16 @@ EXPECT: dict[str, E] = {
         "blocks": 4,
         "patterns": {"conv": 9, "ffn": 5, "norm": 10, "residual": 5, "head": 1},
     },
+    # wav2vec2's CTC recognizer (as facebook/wav2vec2-base-960h): four feature convolutions
+    # and two post-norm layers (6 blocks); the projection's, the encoder's and each layer's
+    # two LayerNorms; one second of automatic audio (16000 samples) makes 399 frames through
+    # kernels 10, 3, 3, 2 and strides 5, 2, 2, 2
+    "speech-wav2vec2": {
+        "format": "huggingface",
+        "positions": 399,
+        "blocks": 6,
+        "patterns": {"conv": 4, "attention": 2, "ffn": 2, "norm": 6, "residual": 4, "head": 1},
+    },
     # CLIP's and SigLIP's vision towers: no classes; the last block's 17 and 16 positions
     "vision-clip": {"format": "huggingface", "positions": 17, **_lm(2, head=1)},
     "vision-siglip": {  # (the pooling head's attention and MLP beside the blocks')

@@ -2,7 +2,7 @@
 
     nneditor inputs PATH [--auto] [--out DIR] [--dim NAME=N] [--shape INPUT=1x3x8x8]
                     [--tensor [INPUT=]FILE] [--image INPUT=FILE [--normalize imagenet]
-                    [--layout NCHW]] [--csv INPUT=FILE] [--pattern INPUT=KIND]
+                    [--layout NCHW]] [--audio INPUT=FILE.wav] [--csv INPUT=FILE] [--pattern INPUT=KIND]
                     [--series INPUT=KIND] [--seed N] [--json]
 
 Without ``--out`` the detected presets are printed. With ``--out`` every input must get values
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nneditor.inputs.assign import build_inputs, write_input_set
+from nneditor.inputs.audio import audio_for_input, model_processing
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, pattern, time_series
 from nneditor.inputs.image import LAYOUTS, NORMALIZATIONS, image_for_input, model_sizing
@@ -49,6 +50,13 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         "else imagenet)",
     )
     s.add_argument("--layout", choices=LAYOUTS, help="image layout (default: from the shape)")
+    s.add_argument(
+        "--audio",
+        action="append",
+        metavar="INPUT=FILE",
+        help="PCM WAV for a waveform input, at the model's sampling rate, normalised as its "
+        "preprocessor_config.json says",
+    )
     s.add_argument("--csv", action="append", metavar="INPUT=FILE", help="numeric CSV for an input")
     s.add_argument(
         "--pattern", action="append", metavar="INPUT=KIND", help=f"one of {', '.join(PATTERNS)}"
@@ -86,6 +94,10 @@ def provided_from_args(plan: InputPlan, args: argparse.Namespace) -> dict[str, n
     sizing = model_sizing(args.path) if images else None  # the model's image processor's
     for name, path in images.items():
         out[name] = image_for_input(plan[name], path, args.normalize, args.layout, sizing)
+    sounds = parse_assignments(getattr(args, "audio", None), "--audio")
+    processing = model_processing(args.path) if sounds else None  # its feature extractor's
+    for name, path in sounds.items():
+        out[name] = audio_for_input(plan[name], path, processing)
     for name, path in parse_assignments(args.csv, "--csv").items():
         out[name] = csv_for_input(plan[name], path)
     for name, kind in parse_assignments(args.pattern, "--pattern").items():

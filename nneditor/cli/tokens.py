@@ -4,6 +4,7 @@
                       [--out F.npz] [--dtype int64|int32] [--json]
     nneditor detokenize PATH --ids 1,2,3 [--skip-special] [--json]
     nneditor predict TRACE_DIR [--value NAME] [--batch 0] [--position -1] [--top 20] [--json]
+    (a speech recognizer's trace: its transcription by greedy CTC decoding)
 
 PATH is a GGUF file, a Hugging Face snapshot folder, a tokenizer.json, or a model with a
 tokenizer.json beside it. ``--out`` writes the ids as the .npz a trace takes (one array named
@@ -214,6 +215,56 @@ def _mask_position(folder: Path, values: list[dict[str, Any]], tok: Any) -> int 
     return mask_position(ids, tok) if ids is not None else None
 
 
+def _transcription(
+    folder: Path, values: list[dict[str, Any]], model: str | None, as_json: bool
+) -> int:
+    """A CTC speech recognizer's trace: the text greedy CTC decoding reads from its logits
+    (the best character per frame, repeats merged, blanks dropped) with its vocabulary."""
+    from nneditor.tokenize import TokenizerError
+    from nneditor.tokenize.ctc import greedy_ids, load_ctc_vocab
+
+    entry = next((v for v in values if v.get("name") == "result_output" and v.get("file")), None)
+    if entry is None:
+        raise CLIError(
+            "this speech model's trace holds no CTC logits (result_output): a base model "
+            "(Wav2Vec2Model, HubertModel) ends at its last hidden state, which holds no "
+            "characters; trace a ...ForCTC snapshot, or read a value with --value NAME"
+        )
+    try:
+        vocab = load_ctc_vocab(Path(model)) if model else None
+    except TokenizerError as exc:
+        raise CLIError(str(exc)) from None
+    if vocab is None:
+        raise CLIError(
+            f"{model or 'the traced model'} has no CTC vocabulary (vocab.json with a "
+            "Wav2Vec2CTCTokenizer tokenizer_config.json) to read its logits as characters; "
+            "--value result_output reads them as plain logits"
+        )
+    try:
+        logits = np.asarray(read_value(folder, entry, mmap=False))
+    except CaptureReadError as exc:
+        raise CLIError(str(exc)) from None
+    ids = greedy_ids(logits)
+    text = vocab.decode(ids)
+    out: dict[str, Any] = {
+        "value": entry["name"],
+        "text": text,
+        "frames": int(ids.size),
+        "ids": [int(i) for i in ids],
+        "blank_id": vocab.blank_id,
+        "decoding": "greedy CTC: the best id per frame, repeats merged, blanks dropped",
+        "note": "the value is partial" if entry.get("status") == "partial" else "",
+    }
+    if as_json:
+        print_json(out)
+        return 0
+    print(f"{entry['name']}: greedy CTC over {ids.size} frames:")
+    print(json.dumps(text, ensure_ascii=False))
+    if out["note"]:
+        print(f"note: {out['note']}", file=sys.stderr)
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from nneditor.tokenize import TokenizerError, load_tokenizer
     from nneditor.tokenize.predictions import class_labels, find_logits, predict
@@ -237,6 +288,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         except TokenizerError as exc:
             why = str(exc)
     values = manifest.get("values") or []
+    if not args.value and any(v.get("name") == "input_values" for v in values):
+        return _transcription(folder, values, model, args.json)  # a speech recognizer's
     if args.value:
         entry = next((v for v in values if v.get("name") == args.value), None)
         if entry is None or not entry.get("file"):

@@ -132,6 +132,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         modern_bert,
         opt,
         qwen35,
+        speech,
         t5,
         vit,
         xglm,
@@ -140,6 +141,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.decoder.config_hf import from_hf, hf_common
     from nneditor.semantic.checkpoint_convnets import is_convnet
     from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part, with_aliases
+    from nneditor.semantic.checkpoint_speech import is_speech
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -187,6 +189,10 @@ def decoder_config(doc: Document) -> DecoderConfig:
 
             folder = Path(doc.path)
             cfg = convnets.from_hf(config, names, folder if folder.is_dir() else folder.parent)
+            _check_readable(doc, cfg)
+            return cfg
+        if is_speech(config):  # wav2vec2, HuBERT: a waveform's frames (speech.py)
+            cfg = speech.from_hf(config, names)
             _check_readable(doc, cfg)
             return cfg
         config, names = _dequantized(config, names, doc)

@@ -117,6 +117,8 @@ ARCHES = (
     "xglm",  # XGLM (snapshots): OPT's blocks, scaled embeddings, fairseq sinusoids (xglm.py)
     "esm",  # ESM-2 protein models (snapshots): pre-norm BERT with RoPE, token dropout (esm.py)
     "vit",  # Vision Transformers (snapshots): patches of an image, pre-norm blocks (vit.py)
+    "wav2vec2",  # wav2vec2 CTC speech recognizers (snapshots): a waveform's frames (speech.py)
+    "hubert",  # HuBERT CTC speech recognizers (snapshots): wav2vec2's layout (speech.py)
 )
 #: how DecoderConfig.describe names each layer kind
 LAYER_KIND_NAMES = {
@@ -469,6 +471,9 @@ class DecoderConfig:
     #: a convolutional image classifier's stages (decoder/vision.py: ConvNet, run by
     #: decoder/convnets.py); None: a transformer
     convnet: Any = None
+    #: a CTC speech recognizer's feature encoder and layout (decoder/speech.py: Speech); None:
+    #: the input is not audio
+    speech: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -524,6 +529,8 @@ class DecoderConfig:
     def describe(self) -> str:
         if self.convnet is not None:
             return self.convnet.describe() + self._ends()
+        if self.speech is not None:
+            return self.speech.describe(self.n_layers, self.hidden, self.vocab)
         v = self.vision
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",

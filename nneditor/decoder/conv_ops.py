@@ -79,3 +79,40 @@ def channel_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
     channels_first LayerNorm)."""
     y = ops.layer_norm(x.transpose(1, 2, 0), weight, bias, eps)
     return np.ascontiguousarray(y.transpose(2, 0, 1))
+
+
+def conv1d(
+    x: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray | None = None,
+    stride: int = 1,
+    pad: int = 0,
+    groups: int = 1,
+) -> np.ndarray:
+    """``x`` [C, T] convolved with ``weight`` [O, C / groups, k] as torch's Conv1d (zero
+    padding ``pad`` at both ends, no dilation): [O, T']."""
+    channels = x.shape[0]
+    out, per_group, k = weight.shape
+    if per_group * groups != channels:
+        raise ValueError(f"a {list(weight.shape)} kernel in {groups} groups reads {channels}")
+    if pad:
+        x = np.pad(x, ((0, 0), (pad, pad)))
+    win = sliding_window_view(x, k, axis=1)[:, ::stride]  # [C, T', k]
+    steps = win.shape[1]
+    # [groups, T', C / groups * k] @ [groups, C / groups * k, O / groups]
+    patches = win.reshape(groups, per_group, steps, k).transpose(0, 2, 1, 3)
+    patches = np.ascontiguousarray(patches.reshape(groups, steps, -1), dtype=F32)
+    kernel = weight.reshape(groups, out // groups, -1).transpose(0, 2, 1)
+    y = (patches @ kernel).transpose(0, 2, 1).reshape(out, steps)
+    return (y + bias[:, None] if bias is not None else y).astype(F32, copy=False)
+
+
+def group_norm_per_channel(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float
+) -> np.ndarray:
+    """GroupNorm of ``x`` [C, T] with one group per channel: each channel normalised over
+    time (its biased variance), then scaled and shifted."""
+    mean = x.mean(axis=1, keepdims=True, dtype=np.float64)
+    var = np.square(x - mean).mean(axis=1, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps)
+    return (y * weight[:, None] + bias[:, None]).astype(F32)

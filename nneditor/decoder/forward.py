@@ -31,6 +31,7 @@ from nneditor.decoder import (
     moe,
     ops,
     prefetch,
+    speech,
     t5,
     vit,
 )
@@ -64,12 +65,14 @@ def run_forward(
     """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
     returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
     token (0 everywhere when None)."""
-    if cfg.vision is not None or cfg.convnet is not None:
+    if cfg.vision is not None or cfg.convnet is not None or cfg.speech is not None:
         reuse_freed_arrays()
         w = Weights(doc, cfg)
         try:
             if cfg.convnet is not None:  # ResNet, ConvNeXt
                 return convnets.forward(w, cfg, np.asarray(tokens, F32), emit)
+            if cfg.speech is not None:  # wav2vec2, HuBERT
+                return _speech_forward(w, cfg, np.asarray(tokens, F32), emit)
             return _vision_forward(w, cfg, np.asarray(tokens, F32), emit)
         finally:
             w.close()
@@ -119,6 +122,18 @@ def _vision_forward(w: Weights, cfg: DecoderConfig, pixels: np.ndarray, emit: Em
     if w.has("dist_out.weight"):  # DeiT with its teacher's head
         return vit.distilled_logits(w, x, emit)
     return classify(w, cfg, x, emit)
+
+
+def _speech_forward(w: Weights, cfg: DecoderConfig, audio: np.ndarray, emit: Emit) -> np.ndarray:
+    """A CTC speech recognizer: the waveform's frames (speech.py) through the encoder's
+    layers, then its CTC head (or the last hidden state)."""
+    x = speech.front(w, cfg, audio, emit)
+    positions = np.arange(x.shape[0])
+    none = np.zeros(0, F32)
+    for i in range(cfg.n_layers):
+        x = _block(w, cfg, i, x, positions, none, False, emit)
+        w.done_with(i)
+    return speech.finish(w, cfg, x, emit)
 
 
 def _forward(

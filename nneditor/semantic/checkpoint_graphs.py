@@ -394,8 +394,8 @@ def _reads_other_than_text(config: Mapping[str, Any], model_type: str) -> str:
         f"NNEditor does not draw {model_type or 'this kind of'} checkpoints ({classes}): the "
         f"model works on {what}, and its graphs from tensor names cover text models and the "
         "image models it knows (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers, "
-        "ResNet, ConvNeXt), so none is drawn rather than a wrong one; the weights are listed "
-        "by name and can be read"
+        "ResNet, ConvNeXt) and the wav2vec2 and HuBERT speech recognizers, so none is drawn "
+        "rather than a wrong one; the weights are listed by name and can be read"
     )
 
 
@@ -493,9 +493,9 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
             "Output head (from tensor names)" + ("; tied to the embedding" if tied else "") + ".",
         )
     g = b.finish()
-    other = [n for n in doc.tensors if n not in set(g.initializers)]
-    if other:
-        g.initializers.extend(other)
+    unused = [n for n in doc.tensors if n not in set(g.initializers)]
+    if unused:
+        g.initializers.extend(unused)
     return g, ""
 
 

@@ -1,7 +1,8 @@
 """Snapshots of models that do not read text tokens alone (Swin image classifiers, speech
-recognizers, text-and-image pairs) get no graph from tensor names, with a
-sentence that names the family and what it works on, instead of a made-up token transformer
-(every numbered stack chained after a token embedding). Saved by transformers itself, tiny."""
+recognizers other than wav2vec2 and HuBERT, such as data2vec-audio, text-and-image pairs) get
+no graph from tensor names, with a sentence that names the family and what it works on,
+instead of a made-up token transformer (every numbered stack chained after a token
+embedding). Saved by transformers itself, tiny."""
 
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ def _swin():  # noqa: ANN202
     return tf.SwinForImageClassification(config)
 
 
-def _wav2vec2():  # noqa: ANN202
-    config = tf.Wav2Vec2Config(
+def _data2vec_audio():  # noqa: ANN202
+    """A speech recognizer with wav2vec2's feature encoder that NNEditor does not lay out."""
+    config = tf.Data2VecAudioConfig(
         hidden_size=16,
         num_hidden_layers=2,
         num_attention_heads=2,
@@ -34,9 +36,10 @@ def _wav2vec2():  # noqa: ANN202
         conv_kernel=(10, 3),
         num_conv_pos_embeddings=4,
         num_conv_pos_embedding_groups=2,
+        conv_pos_kernel_size=3,
         vocab_size=12,
     )
-    return tf.Wav2Vec2ForCTC(config)
+    return tf.Data2VecAudioForCTC(config)
 
 
 def _clip():  # noqa: ANN202
@@ -53,7 +56,7 @@ def _clip():  # noqa: ANN202
     ("make", "family", "works_on"),
     [
         (_swin, "swin checkpoints (SwinForImageClassification)", "images"),
-        (_wav2vec2, "wav2vec2 checkpoints (Wav2Vec2ForCTC)", "audio"),
+        (_data2vec_audio, "data2vec-audio checkpoints (Data2VecAudioForCTC)", "audio"),
         (_clip, "clip checkpoints (CLIPModel)", "images and text"),
     ],
 )

@@ -49,6 +49,7 @@ from nneditor.inputs import (
     detect_inputs,
     write_input_set,
 )
+from nneditor.inputs.audio import Processing, audio_for_input, model_processing
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_series
 from nneditor.inputs.image import NORMALIZATIONS, Sizing, image_for_input
@@ -60,6 +61,7 @@ from nneditor.tokenize.token_inputs import notes_by_input
 SOURCES: dict[str, tuple[str, bool]] = {
     "auto": ("Automatic from input", False),
     "image": ("Image file…", True),
+    "audio": ("Audio file (WAV)…", True),
     "mask": ("Mask (all valid)", False),
     "csv": ("CSV file…", True),
     **{f"series:{k}": (f"Time series: {k}", False) for k in SERIES},
@@ -94,9 +96,11 @@ def source_array(
     normalization: str = "imagenet",
     layout: str | None = None,
     sizing: Sizing | None = None,
+    processing: Processing | None = None,
 ) -> np.ndarray:
     """Values for ``spec`` from one non-automatic source (validated by the caller);
-    ``normalization``, ``layout`` and ``sizing`` apply to an image source."""
+    ``normalization``, ``layout`` and ``sizing`` apply to an image source, ``processing``
+    (the model's sampling rate and normalisation) to an audio one."""
     shape = spec.shape
     if shape is None:
         raise NNEditorError(f"input {spec.name!r} has no known shape; it needs a tensor file")
@@ -114,6 +118,8 @@ def source_array(
         raise NNEditorError(f"choose a file for input {spec.name!r} ({SOURCES[kind][0]})")
     if kind == "image":
         return image_for_input(spec, path, normalization, layout, sizing)
+    if kind == "audio":
+        return audio_for_input(spec, path, processing)
     if kind == "csv":
         return csv_for_input(spec, path)
     if kind == "tensor":
@@ -136,6 +142,7 @@ class InputsPanel(QWidget):
         self.doc: Any = None
         self.plan: InputPlan | None = None
         self.sizing: Sizing | None = None  # the model's image processor's resize and crop
+        self.processing: Processing | None = None  # its feature extractor's rate and norm
         self.sources: dict[str, tuple[str, str | None]] = {}
         self.arrays: dict[str, np.ndarray] | None = None
         self.token_notes: dict[str, dict[str, Any]] = {}  # see _assign
@@ -392,6 +399,7 @@ class InputsPanel(QWidget):
     def set_document(self, doc: Any) -> None:
         self.doc, self.plan, self.arrays, self.written = doc, None, None, None
         self.sizing = None
+        self.processing = None
         self.text_form.setRowVisible(self.pair, False)
         self.sources = {}
         self.table.setRowCount(0)
@@ -412,6 +420,7 @@ class InputsPanel(QWidget):
 
         stated = model_normalization(doc.path)  # (preprocessor_config.json's, where stated)
         self.sizing = model_sizing(doc.path)
+        self.processing = model_processing(doc.path)
         self.image_norm.setCurrentIndex(self.image_norm.findData(stated or "imagenet"))
         self.image_norm.setToolTip(
             "How pixel values of image inputs are scaled"
@@ -455,6 +464,7 @@ class InputsPanel(QWidget):
         if SOURCES[kind][1]:
             flt = {
                 "image": "Images (*.png *.jpg *.jpeg *.bmp)",
+                "audio": "WAV audio (*.wav)",
                 "csv": "CSV (*.csv *.txt)",
                 "tensor": "NumPy (*.npy *.npz)",
             }[kind]
@@ -501,7 +511,14 @@ class InputsPanel(QWidget):
                     notes[name] = self._token_note(name, tok)
                 elif kind != "auto":
                     provided[name] = source_array(
-                        self.plan[name], kind, path, self.plan, norm, layout, self.sizing
+                        self.plan[name],
+                        kind,
+                        path,
+                        self.plan,
+                        norm,
+                        layout,
+                        self.sizing,
+                        self.processing,
                     )
             segments = self._segments()
             if types is not None and segments is not None:  # the pair typed now, not a file's
