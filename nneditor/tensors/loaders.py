@@ -6,6 +6,7 @@
 - :class:`DecodedLoader`: anything decoded as a whole by a function (typed protobuf fields,
   strings); decoded once and kept in the bounded cache.
 - :class:`ArrayLoader`: values already in memory (tiny constants, test data).
+- :class:`EmptyLoader`: a tensor of no elements.
 
 Every ``read`` returns a fresh, writable array the caller owns.
 """
@@ -253,6 +254,20 @@ class ArrayLoader(TensorLoader):
     def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
         arr = self.array.reshape(shape)
         return np.array(arr if key is None else arr[key], dtype=arr.dtype, copy=True)
+
+
+class EmptyLoader(TensorLoader):
+    """A tensor of no elements (a zero in its shape), whose values take no bytes."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+
+    def read(self, shape: tuple[int, ...], key: Key | None) -> np.ndarray:
+        arr = np.zeros(shape, dtype=numpy_dtype(self.dtype))
+        return arr if key is None else np.array(arr[key], copy=True)
+
+    def scalars(self, count: int) -> tuple[float | int | bool, ...] | None:
+        return ()
 
 
 class UnavailableLoader(TensorLoader):

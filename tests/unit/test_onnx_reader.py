@@ -817,3 +817,28 @@ def test_non_tensor_and_anonymous_types(tmp_path: Path) -> None:
         assert report["graph"]["inputs"][0]["shape"] == [-1, 3, None, None]
         plan = detect_inputs(doc)
     check_set(plan, {"x": x})  # raised "dim '?' is 48 ... but 192" before
+
+
+def test_empty_typed_tensors_read_as_onnx_reads_them(tmp_path):
+    """A tensor with a zero in its shape stores no values (Paddle's exports hold a few):
+    read as onnx reads it, its array made only when read."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nneditor.tensors.loaders import EmptyLoader
+
+    tensors = [
+        helper.make_tensor("e_f", TensorProto.FLOAT, [0, 3], []),
+        helper.make_tensor("e_i", TensorProto.INT64, [2, 0], []),
+        helper.make_tensor("e_h", TensorProto.FLOAT16, [0], []),
+    ]
+    outs = [helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in tensors]
+    graph = helper.make_graph([], "g", [], outs, tensors)
+    path = tmp_path / "empty.onnx"
+    onnx.save(helper.make_model(graph), path)
+    with open_document(path) as doc:
+        for t in tensors:
+            ref = doc.tensors[t.name]
+            assert isinstance(ref.loader, EmptyLoader) and ref.nbytes == 0
+            got, want = ref.read(), numpy_helper.to_array(t)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert ref.read("0:0").shape == (0, *want.shape[1:])

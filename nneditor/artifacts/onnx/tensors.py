@@ -40,6 +40,7 @@ from nneditor.tensors.dtypes import SUB_BYTE_BITS, numpy_dtype, stored_nbytes
 from nneditor.tensors.loaders import (
     ArrayLoader,
     DecodedLoader,
+    EmptyLoader,
     PackedLoader,
     RawLoader,
     TensorLoader,
@@ -248,8 +249,7 @@ def _typed_ref(
     segments = idx.typed.get(field, [])
     if not segments:
         if count == 0:
-            empty = np.zeros(shape, dtype=numpy_dtype(dtype))
-            return TensorRef(name, dtype, shape, 0, "none", ArrayLoader(empty), info=info)
+            return TensorRef(name, dtype, shape, 0, "none", EmptyLoader(dtype), info=info)
         others = ", ".join(FIELD_NAMES[f] for f in idx.typed)
         found = f" (it has {others}, which {dtype} tensors do not use)" if others else ""
         raise ArtifactError(f"tensor {label!r} stores no values for its {count} elements{found}")
