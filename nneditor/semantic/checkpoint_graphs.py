@@ -493,9 +493,9 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
             "Output head (from tensor names)" + ("; tied to the embedding" if tied else "") + ".",
         )
     g = b.finish()
-    other = [n for n in doc.tensors if n not in set(g.initializers)]
-    if other:
-        g.initializers.extend(other)
+    unplaced = [n for n in doc.tensors if n not in set(g.initializers)]
+    if unplaced:
+        g.initializers.extend(unplaced)
     return g, ""
 
 
