@@ -132,6 +132,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         modern_bert,
         opt,
         qwen35,
+        swin,
         t5,
         vit,
         xglm,
@@ -140,6 +141,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.decoder.config_hf import from_hf, hf_common
     from nneditor.semantic.checkpoint_convnets import is_convnet
     from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part, with_aliases
+    from nneditor.semantic.checkpoint_swin import is_swin
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -182,11 +184,15 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "pytorch_model*.bin shards, the latter through the restricted pickle reader)"
             )
         config = with_aliases(doc.metadata.get("config") or {})
-        if is_convnet(config):  # ResNet, ConvNeXt: no transformer's fields (convnets.py)
+        if is_convnet(config) or is_swin(config):  # no transformer's fields of one width
             from pathlib import Path
 
             folder = Path(doc.path)
-            cfg = convnets.from_hf(config, names, folder if folder.is_dir() else folder.parent)
+            folder = folder if folder.is_dir() else folder.parent
+            if is_swin(config):  # (swin.py; ResNet, ConvNeXt: convnets.py)
+                cfg = swin.from_hf(config, names, folder)
+            else:
+                cfg = convnets.from_hf(config, names, folder)
             _check_readable(doc, cfg)
             return cfg
         config, names = _dequantized(config, names, doc)

@@ -469,6 +469,9 @@ class DecoderConfig:
     #: a convolutional image classifier's stages (decoder/vision.py: ConvNet, run by
     #: decoder/convnets.py); None: a transformer
     convnet: Any = None
+    #: a Swin Transformer's stages and windows (decoder/vision.py: Swin, run by
+    #: decoder/swin.py); None: not a Swin
+    swin: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -524,6 +527,8 @@ class DecoderConfig:
     def describe(self) -> str:
         if self.convnet is not None:
             return self.convnet.describe() + self._ends()
+        if self.swin is not None:
+            return self.swin.describe() + self._ends()
         v = self.vision
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",

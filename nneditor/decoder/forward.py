@@ -31,6 +31,7 @@ from nneditor.decoder import (
     moe,
     ops,
     prefetch,
+    swin,
     t5,
     vit,
 )
@@ -64,12 +65,14 @@ def run_forward(
     """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
     returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
     token (0 everywhere when None)."""
-    if cfg.vision is not None or cfg.convnet is not None:
+    if cfg.vision is not None or cfg.convnet is not None or cfg.swin is not None:
         reuse_freed_arrays()
         w = Weights(doc, cfg)
         try:
             if cfg.convnet is not None:  # ResNet, ConvNeXt
                 return convnets.forward(w, cfg, np.asarray(tokens, F32), emit)
+            if cfg.swin is not None:  # Swin Transformers
+                return swin.forward(w, cfg, np.asarray(tokens, F32), emit)
             return _vision_forward(w, cfg, np.asarray(tokens, F32), emit)
         finally:
             w.close()

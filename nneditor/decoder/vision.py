@@ -98,3 +98,35 @@ class ConvNet:
             f"{', '.join(map(str, depths))} {kind} ({', '.join(map(str, self.widths))} "
             f"channels), images of any size ({height}x{width} as its processor makes them)"
         )
+
+
+@dataclass(frozen=True)
+class Swin:
+    """A Swin Transformer (decoder/swin.py): ``stages``: each block's stage, in block order;
+    ``widths`` and ``heads``: each stage's channels and attention heads; ``window``: the
+    window's side in tokens (its relative-position tables' too); ``patch``: the patch
+    embedding's stride; ``size``: the (height, width) its image processor makes (other sizes
+    are read, padded as transformers pads them); ``grid``: the patch grid of config.image_size,
+    which absolute positions (where stored) are laid out for; ``mlp``: the MLP's width over the
+    block's."""
+
+    stages: tuple[int, ...]
+    widths: tuple[int, ...]
+    heads: tuple[int, ...]
+    window: int
+    patch: int
+    size: tuple[int, int]
+    grid: tuple[int, int]
+    channels: int = 3
+    mlp: float = 4.0
+
+    def describe(self) -> str:
+        depths = [self.stages.count(s) for s in range(len(self.widths))]
+        height, width = self.size
+        return (
+            f"swin transformer, {len(self.widths)} stages of {', '.join(map(str, depths))} "
+            f"windowed attention blocks ({', '.join(map(str, self.widths))} channels, "
+            f"{', '.join(map(str, self.heads))} heads), {self.window}x{self.window} windows "
+            f"shifted on every other block, {self.patch}x{self.patch} patches, patch merging "
+            f"between stages, images of {height}x{width} as its processor makes them"
+        )

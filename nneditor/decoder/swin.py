@@ -1,0 +1,319 @@
+"""Swin Transformer image classifiers (microsoft/swin-*: SwinModel,
+SwinForImageClassification) on NumPy, as transformers' modules compute them, every value named
+as the synthesized graph (semantic/checkpoint_swin.py) names it.
+
+The patch embedding (a patch x patch convolution of stride patch over the image, padded at the
+bottom and right to whole patches; LayerNorm, eps 1e-5, torch's default: the module states
+none; absolute positions where stored) makes a grid of tokens. Each stage runs its blocks on
+that grid: LayerNorm, attention within windows of window x window tokens (the grid padded
+with zeros at the bottom and right to whole windows), each head's scores plus the block's
+relative-position bias (a table of (2 window - 1)^2 rows read through the window's index);
+every other block rolls the grid up and left by half a window first (and back after), its
+windows then masking, by -100, the pairs of tokens that the roll brought together from
+different regions; the residual; LayerNorm, the MLP (GELU), the residual. A grid whose shorter
+side is no longer than the window is attended as one window, unshifted. Between stages, patch
+merging concatenates each 2x2 group's four tokens (top-left, bottom-left, top-right,
+bottom-right; an odd side padded), LayerNorm over the four (eps 1e-5), a linear map to twice
+the channels. The final LayerNorm, the tokens' mean, the classifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nneditor.decoder import conv_ops, ops
+from nneditor.decoder.classify import classifier_head
+from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
+from nneditor.decoder.vision import PIXELS_NOTE, Swin
+from nneditor.semantic.names_swin import (
+    block_window,
+    patch_grid,
+    stage_grids,
+    swin_names,
+)
+
+F32 = np.float32
+#: nn.LayerNorm's default eps, which the patch embedding's and patch merging's norms keep
+LN_EPS = 1e-5
+#: the score given to pairs of tokens a shifted window brings together from different regions
+MASKED = -100.0
+#: patch merging's order of each 2x2 group's tokens, as (row, column) offsets: top-left,
+#: bottom-left, top-right, bottom-right (the original Swin's x0, x1, x2, x3)
+MERGE_ORDER = ((0, 0), (1, 0), (0, 1), (1, 1))
+Emit = Callable[[str, np.ndarray], None]
+
+
+def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
+    """The forward pass of a Swin snapshot in ``folder``, or a sentence."""
+    from nneditor.semantic.checkpoint_convnets import sized
+    from nneditor.semantic.checkpoint_swin import OTHER_SWINS, swin_refusal
+
+    kind = str(config.get("model_type") or "")
+    if kind in OTHER_SWINS:
+        raise DecoderUnsupported(swin_refusal(kind))
+    found = swin_names("swin", names)
+    if found.unplaced:
+        raise DecoderUnsupported(
+            f"this Swin snapshot holds {found.unplaced[0]!r}, outside the image classifier's "
+            "layout (masked image modelling's or a backbone's); the NumPy decoder runs "
+            "SwinModel and SwinForImageClassification"
+        )
+    depths = [int(d) for d in config.get("depths") or []]
+    if found.depths() != depths:
+        raise DecoderUnsupported(
+            f"config.json states {depths} blocks per stage, but the tensor names number "
+            f"{found.depths()}; the snapshot does not fit its configuration"
+        )
+    act = str(config.get("hidden_act") or "gelu")
+    if act not in ops.ACTIVATIONS:
+        raise DecoderUnsupported(f"Swin activation {act!r} is not implemented")
+    embed = int(config.get("embed_dim") or 96)
+    heads = tuple(int(h) for h in config.get("num_heads") or [])
+    if len(heads) != len(depths):
+        raise DecoderUnsupported(
+            f"config.json states {len(heads)} head counts for {len(depths)} stages"
+        )
+    patch = config.get("patch_size") or 4
+    patch = int(patch[0] if isinstance(patch, (list, tuple)) else patch)
+    image = config.get("image_size") or 224
+    image = tuple(image) if isinstance(image, (list, tuple)) else (image, image)
+    net = Swin(
+        stages=found.stages,
+        widths=tuple(embed * 2**s for s in range(len(depths))),
+        heads=heads,
+        window=int(config.get("window_size") or 7),
+        patch=patch,
+        size=sized(folder),
+        grid=(int(image[0]) // patch, int(image[1]) // patch),
+        channels=int(config.get("num_channels") or 3),
+        mlp=float(config.get("mlp_ratio") or 4.0),
+    )
+    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
+    return DecoderConfig(
+        arch="swin",
+        source="huggingface",
+        n_layers=len(found.stages),
+        hidden=net.widths[-1] if net.widths else 0,
+        n_heads=heads[-1] if heads else 0,
+        n_kv_heads=heads[-1] if heads else 0,
+        head_dim=net.widths[-1] // heads[-1] if heads else 0,
+        vocab=len(classifier.labels) if classifier else 0,
+        norm="layer",
+        norm_eps=float(config.get("layer_norm_eps") or 1e-5),
+        rope="none",
+        activation=act,
+        gated=False,
+        causal=False,
+        head=False,
+        classifier=classifier,
+        swin=net,
+        names=found.names,
+        notes=(PIXELS_NOTE,),
+    )
+
+
+def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.ndarray:  # noqa: ANN401 - weights.Weights
+    """The class logits [1, 1, labels] (a base model: its pooled output [1, channels]) of
+    ``pixels`` [1, channels, height, width]."""
+    net: Swin = cfg.swin
+    shape = list(pixels.shape)
+    if len(shape) != 4 or shape[:2] != [1, net.channels]:
+        raise DecoderUnsupported(
+            f"pixel values must be [1, {net.channels}, height, width] for this Swin, given {shape}"
+        )
+    grids = stage_grids(patch_grid(shape[2], shape[3], net.patch), len(net.widths))
+    small = next((g for g in grids if min(g) < net.window), None)
+    if small is not None:
+        s = grids.index(small)
+        raise DecoderUnsupported(
+            f"the {shape[2]}x{shape[3]} image leaves stage {s} a {small[0]}x{small[1]} grid of "
+            f"tokens, narrower than the {net.window}x{net.window} window its relative-position "
+            f"tables are for (transformers fails on it too); give an image of at least "
+            f"{net.window * net.patch * 2 ** (len(grids) - 1)} pixels a side, as its processor "
+            f"makes {net.size[0]}x{net.size[1]}"
+        )
+    x = _embed(w, cfg, np.ascontiguousarray(pixels[0], dtype=F32), emit)
+    act = ops.ACTIVATIONS[cfg.activation]
+    for i, s in enumerate(net.stages):
+        first = i == 0 or net.stages[i - 1] != s
+        if first and s > 0:
+            x = _merge(w, s - 1, x, emit)
+        shifted = (i - net.stages.index(s)) % 2 == 1  # every other block of the stage
+        window, shift = block_window(x.shape[:2], net.window, shifted)
+        x = _block(w, cfg, f"blk.{i}", x, net.heads[s], window, shift, act, emit)
+        w.done_with(i)
+    rows, cols, channels = x.shape
+    tokens = ops.layer_norm(
+        x.reshape(rows * cols, channels),
+        w.get("output_norm.weight"),
+        w.get("output_norm.bias"),
+        cfg.norm_eps,
+    )
+    emit("output_norm", tokens[None])
+    pooled = tokens.mean(axis=0, keepdims=True, dtype=np.float64).astype(F32)
+    emit("pooler_output", pooled)
+    if cfg.classifier is None:
+        return pooled
+    labels = cfg.classifier.labels
+    out = w.ref("cls_out.weight").shape[0]
+    if labels and out != len(labels):
+        raise DecoderUnsupported(
+            f"the classifier has {out} outputs but config.json names {len(labels)} labels"
+        )
+    logits = w.linear("cls_out.weight", pooled, "cls_out.bias").astype(F32)
+    emit("result_output", logits[None])
+    return logits[None]
+
+
+def _embed(w: Any, cfg: DecoderConfig, x: np.ndarray, emit: Emit) -> np.ndarray:  # noqa: ANN401
+    """The patch embedding's grid of tokens [rows, cols, channels]."""
+    net: Swin = cfg.swin
+    p = net.patch
+    _, height, width = x.shape
+    x = np.pad(x, ((0, 0), (0, -height % p), (0, -width % p)))
+    x = conv_ops.conv2d(x, w.get("stem.conv.weight"), w.get("stem.conv.bias"), p)
+    emit("stem.conv", x[None])
+    x = x.transpose(1, 2, 0)
+    x = ops.layer_norm(x, w.get("stem.norm.weight"), w.get("stem.norm.bias"), LN_EPS)
+    if w.has("pos_embd.weight"):
+        if x.shape[:2] != net.grid:
+            raise DecoderUnsupported(
+                f"this Swin's absolute positions are laid out for a {net.grid[0]}x{net.grid[1]} "
+                f"grid of patches, not the image's {x.shape[0]}x{x.shape[1]}; give images of "
+                f"{net.grid[0] * p}x{net.grid[1] * p} pixels"
+            )
+        x = (x + w.get("pos_embd.weight").reshape(x.shape)).astype(F32)
+    emit("stem.norm", x.reshape(1, -1, x.shape[-1]))
+    return np.ascontiguousarray(x)
+
+
+def _merge(w: Any, s: int, x: np.ndarray, emit: Emit) -> np.ndarray:  # noqa: ANN401
+    """Stage ``s``'s patch merging: [rows, cols, C] -> [rows / 2, cols / 2, 2 C]."""
+    rows, cols, _ = x.shape
+    x = np.pad(x, ((0, rows % 2), (0, cols % 2), (0, 0)))
+    x = np.concatenate([x[r::2, c::2] for r, c in MERGE_ORDER], axis=-1)
+    emit(f"merge.{s}.gather", x.reshape(1, -1, x.shape[-1]))
+    x = ops.layer_norm(x, w.get(f"merge.{s}.norm.weight"), w.get(f"merge.{s}.norm.bias"), LN_EPS)
+    emit(f"merge.{s}.norm", x.reshape(1, -1, x.shape[-1]))
+    x = w.linear(f"merge.{s}.reduce.weight", x).astype(F32)
+    emit(f"merge.{s}.reduce", x.reshape(1, -1, x.shape[-1]))
+    return x
+
+
+def _block(
+    w: Any,  # noqa: ANN401 - weights.Weights
+    cfg: DecoderConfig,
+    p: str,
+    x: np.ndarray,
+    heads: int,
+    window: int,
+    shift: int,
+    act: Callable[[np.ndarray], np.ndarray],
+    emit: Emit,
+) -> np.ndarray:
+    """One block on the grid ``x`` [rows, cols, C]."""
+    rows, cols, channels = x.shape
+    y = ops.layer_norm(
+        x, w.get(f"{p}.attn_norm.weight"), w.get(f"{p}.attn_norm.bias"), cfg.norm_eps
+    )
+    emit(f"{p}.attn_norm", y.reshape(1, -1, channels))
+    y = np.pad(y, ((0, -rows % window), (0, -cols % window), (0, 0)))
+    if shift:
+        y = np.roll(y, (-shift, -shift), axis=(0, 1))
+    y = _window_attention(w, p, y, heads, window, shift)
+    if shift:
+        y = np.roll(y, (shift, shift), axis=(0, 1))
+    y = np.ascontiguousarray(y[:rows, :cols])
+    emit(f"{p}.attn", y.reshape(1, -1, channels))
+    x = (x + y).astype(F32)
+    emit(f"{p}.attn_residual", x.reshape(1, -1, channels))
+    y = ops.layer_norm(x, w.get(f"{p}.ffn_norm.weight"), w.get(f"{p}.ffn_norm.bias"), cfg.norm_eps)
+    emit(f"{p}.ffn_norm", y.reshape(1, -1, channels))
+    h = act(w.linear(f"{p}.ffn_up.weight", y, f"{p}.ffn_up.bias")).astype(F32)
+    y = w.linear(f"{p}.ffn_down.weight", h, f"{p}.ffn_down.bias").astype(F32)
+    emit(f"{p}.ffn", y.reshape(1, -1, channels))
+    x = (x + y).astype(F32)
+    emit(f"{p}.output", x.reshape(1, -1, channels))
+    return x
+
+
+def _windows(x: np.ndarray, window: int) -> np.ndarray:
+    """[rows, cols, ...] -> [windows, window * window, ...], windows row by row."""
+    rows, cols = x.shape[:2]
+    rest = x.shape[2:]
+    x = x.reshape(rows // window, window, cols // window, window, *rest)
+    return x.swapaxes(1, 2).reshape(-1, window * window, *rest)
+
+
+def _unwindows(x: np.ndarray, window: int, rows: int, cols: int) -> np.ndarray:
+    """The inverse of :func:`_windows`."""
+    rest = x.shape[2:]
+    x = x.reshape(rows // window, cols // window, window, window, *rest)
+    return x.swapaxes(1, 2).reshape(rows, cols, *rest)
+
+
+def relative_position_index(window: int) -> np.ndarray:
+    """[window², window²]: the table row each (query, key) pair of a window reads: the pair's
+    row and column distances, each shifted to count from 0, the row's times 2 window - 1."""
+    coords = np.stack(np.meshgrid(np.arange(window), np.arange(window), indexing="ij"))
+    flat = coords.reshape(2, -1)
+    rel = flat[:, :, None] - flat[:, None, :] + (window - 1)
+    return rel[0] * (2 * window - 1) + rel[1]
+
+
+def shift_mask(rows: int, cols: int, window: int, shift: int) -> np.ndarray:
+    """[windows, window², window²]: 0 for pairs of tokens from the same region of the rolled
+    grid, :data:`MASKED` for pairs the roll brought together (three regions a side: the last
+    window's part that stayed, and the part rolled in)."""
+
+    def region(n: int) -> np.ndarray:
+        at = np.arange(n)
+        return (at >= n - window).astype(np.int64) + (at >= n - shift)
+
+    label = region(rows)[:, None] * 3 + region(cols)[None, :]
+    parts = _windows(label, window)
+    return np.where(parts[:, None, :] != parts[:, :, None], F32(MASKED), F32(0))
+
+
+def _window_attention(
+    w: Any,  # noqa: ANN401 - weights.Weights
+    p: str,
+    y: np.ndarray,
+    heads: int,
+    window: int,
+    shift: int,
+) -> np.ndarray:
+    """Attention within each window of the (padded, rolled) grid ``y`` [rows, cols, C]."""
+    rows, cols, channels = y.shape
+    tokens = _windows(y, window)  # [windows, n, C]
+    count, n, _ = tokens.shape
+    d = channels // heads
+
+    def split(key: str) -> np.ndarray:
+        bias = f"{p}.{key}.bias" if w.has(f"{p}.{key}.bias") else None
+        out = w.linear(f"{p}.{key}.weight", tokens, bias).astype(F32)
+        return out.reshape(count, n, heads, d).transpose(0, 2, 1, 3)
+
+    q, k, v = split("attn_q"), split("attn_k"), split("attn_v")
+    table = w.get(f"{p}.attn_rel_b.weight")
+    side = 2 * window - 1
+    if table.shape != (side * side, heads):
+        raise DecoderUnsupported(
+            f"the relative-position table {w.cfg.names[f'{p}.attn_rel_b.weight']!r} is "
+            f"{list(table.shape)}, not [{side * side}, {heads}] (a {window}x{window} window and "
+            f"{heads} heads): the image leaves a grid narrower than the configured window"
+        )
+    bias = table[relative_position_index(window)].transpose(2, 0, 1)  # [heads, n, n]
+    scores = (q @ k.transpose(0, 1, 3, 2)) * F32(d**-0.5) + bias[None]
+    if shift:
+        scores = scores + shift_mask(rows, cols, window, shift)[:, None]
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=-1, keepdims=True)
+    out = (scores @ v).transpose(0, 2, 1, 3).reshape(count, n, channels)
+    out = w.linear(f"{p}.attn_out.weight", out, f"{p}.attn_out.bias").astype(F32)
+    return _unwindows(out, window, rows, cols)
