@@ -523,6 +523,10 @@ import zoo_convnets  # noqa: E402 - ResNet's and ConvNeXt's image classifiers
 
 zoo_convnets.register(generator)
 
+import zoo_swin  # noqa: E402 - Swin's image classifier
+
+zoo_swin.register(generator)
+
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 
 zoo_hf_only.register(generator)
