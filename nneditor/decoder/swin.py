@@ -20,6 +20,7 @@ the channels. The final LayerNorm, the tokens' mean, the classifier.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,7 @@ from nneditor.decoder import conv_ops, ops
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import PIXELS_NOTE, Swin
-from nneditor.semantic.names_swin import (
-    block_window,
-    patch_grid,
-    stage_grids,
-    swin_names,
-)
+from nneditor.semantic.names_swin import SWIN_FAMILIES, patch_grid, stage_grids, swin_names
 
 F32 = np.float32
 #: nn.LayerNorm's default eps, which the patch embedding's and patch merging's norms keep
@@ -50,17 +46,15 @@ Emit = Callable[[str, np.ndarray], None]
 def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
     """The forward pass of a Swin snapshot in ``folder``, or a sentence."""
     from nneditor.semantic.checkpoint_convnets import sized
-    from nneditor.semantic.checkpoint_swin import OTHER_SWINS, swin_refusal
 
     kind = str(config.get("model_type") or "")
-    if kind in OTHER_SWINS:
-        raise DecoderUnsupported(swin_refusal(kind))
-    found = swin_names("swin", names)
+    family = SWIN_FAMILIES[kind]
+    found = swin_names(kind, names)
     if found.unplaced:
         raise DecoderUnsupported(
-            f"this Swin snapshot holds {found.unplaced[0]!r}, outside the image classifier's "
-            "layout (masked image modelling's or a backbone's); the NumPy decoder runs "
-            "SwinModel and SwinForImageClassification"
+            f"this {family} snapshot holds {found.unplaced[0]!r}, outside the image "
+            "classifier's layout (masked image modelling's or a backbone's); the NumPy decoder "
+            f"runs {family}Model and {family}ForImageClassification"
         )
     depths = [int(d) for d in config.get("depths") or []]
     if found.depths() != depths:
@@ -70,7 +64,7 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         )
     act = str(config.get("hidden_act") or "gelu")
     if act not in ops.ACTIVATIONS:
-        raise DecoderUnsupported(f"Swin activation {act!r} is not implemented")
+        raise DecoderUnsupported(f"{family} activation {act!r} is not implemented")
     embed = int(config.get("embed_dim") or 96)
     heads = tuple(int(h) for h in config.get("num_heads") or [])
     if len(heads) != len(depths):
@@ -81,6 +75,13 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
     patch = int(patch[0] if isinstance(patch, (list, tuple)) else patch)
     image = config.get("image_size") or 224
     image = tuple(image) if isinstance(image, (list, tuple)) else (image, image)
+    v2 = kind == "swinv2"
+    if v2 and image[0] != image[1]:
+        raise DecoderUnsupported(
+            f"this Swinv2's image size {list(image)} is not square: its windows are set per "
+            "side, which the NumPy decoder does not follow"
+        )
+    pretrained = [int(p) for p in config.get("pretrained_window_sizes") or [0] * len(depths)]
     net = Swin(
         stages=found.stages,
         widths=tuple(embed * 2**s for s in range(len(depths))),
@@ -91,10 +92,12 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         grid=(int(image[0]) // patch, int(image[1]) // patch),
         channels=int(config.get("num_channels") or 3),
         mlp=float(config.get("mlp_ratio") or 4.0),
+        v2=v2,
+        pretrained=tuple(pretrained),
     )
     classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
     return DecoderConfig(
-        arch="swin",
+        arch=kind,
         source="huggingface",
         n_layers=len(found.stages),
         hidden=net.widths[-1] if net.widths else 0,
@@ -126,7 +129,7 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
             f"pixel values must be [1, {net.channels}, height, width] for this Swin, given {shape}"
         )
     grids = stage_grids(patch_grid(shape[2], shape[3], net.patch), len(net.widths))
-    small = next((g for g in grids if min(g) < net.window), None)
+    small = None if net.v2 else next((g for g in grids if min(g) < net.window), None)
     if small is not None:
         s = grids.index(small)
         raise DecoderUnsupported(
@@ -141,10 +144,10 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
     for i, s in enumerate(net.stages):
         first = i == 0 or net.stages[i - 1] != s
         if first and s > 0:
-            x = _merge(w, s - 1, x, emit)
+            x = _merge(w, s - 1, x, emit, net.v2)
         shifted = (i - net.stages.index(s)) % 2 == 1  # every other block of the stage
-        window, shift = block_window(x.shape[:2], net.window, shifted)
-        x = _block(w, cfg, f"blk.{i}", x, net.heads[s], window, shift, act, emit)
+        window, shift = net.stage_window(s, x.shape[:2], shifted)
+        x = _block(w, cfg, f"blk.{i}", x, _Window(net.heads[s], window, shift, s), act, emit)
         w.done_with(i)
     rows, cols, channels = x.shape
     tokens = ops.layer_norm(
@@ -191,17 +194,33 @@ def _embed(w: Any, cfg: DecoderConfig, x: np.ndarray, emit: Emit) -> np.ndarray:
     return np.ascontiguousarray(x)
 
 
-def _merge(w: Any, s: int, x: np.ndarray, emit: Emit) -> np.ndarray:  # noqa: ANN401
-    """Stage ``s``'s patch merging: [rows, cols, C] -> [rows / 2, cols / 2, 2 C]."""
+def _merge(w: Any, s: int, x: np.ndarray, emit: Emit, v2: bool) -> np.ndarray:  # noqa: ANN401
+    """Stage ``s``'s patch merging: [rows, cols, C] -> [rows / 2, cols / 2, 2 C]; Swin
+    normalises the four tokens' channels before the reduction, Swinv2 the reduction's."""
     rows, cols, _ = x.shape
     x = np.pad(x, ((0, rows % 2), (0, cols % 2), (0, 0)))
     x = np.concatenate([x[r::2, c::2] for r, c in MERGE_ORDER], axis=-1)
     emit(f"merge.{s}.gather", x.reshape(1, -1, x.shape[-1]))
-    x = ops.layer_norm(x, w.get(f"merge.{s}.norm.weight"), w.get(f"merge.{s}.norm.bias"), LN_EPS)
-    emit(f"merge.{s}.norm", x.reshape(1, -1, x.shape[-1]))
+    weight, bias = w.get(f"merge.{s}.norm.weight"), w.get(f"merge.{s}.norm.bias")
+    if not v2:
+        x = ops.layer_norm(x, weight, bias, LN_EPS)
+        emit(f"merge.{s}.norm", x.reshape(1, -1, x.shape[-1]))
     x = w.linear(f"merge.{s}.reduce.weight", x).astype(F32)
     emit(f"merge.{s}.reduce", x.reshape(1, -1, x.shape[-1]))
+    if v2:
+        x = ops.layer_norm(x, weight, bias, LN_EPS)
+        emit(f"merge.{s}.norm", x.reshape(1, -1, x.shape[-1]))
     return x
+
+
+@dataclass(frozen=True)
+class _Window:
+    """A block's attention: its heads, window side, shift (0: unshifted) and stage."""
+
+    heads: int
+    side: int
+    shift: int
+    stage: int
 
 
 def _block(
@@ -209,34 +228,36 @@ def _block(
     cfg: DecoderConfig,
     p: str,
     x: np.ndarray,
-    heads: int,
-    window: int,
-    shift: int,
+    win: _Window,
     act: Callable[[np.ndarray], np.ndarray],
     emit: Emit,
 ) -> np.ndarray:
-    """One block on the grid ``x`` [rows, cols, C]."""
+    """One block on the grid ``x`` [rows, cols, C]: Swin's norms before the attention and the
+    MLP, Swinv2's after them (on the branch, before the residual add)."""
     rows, cols, channels = x.shape
-    y = ops.layer_norm(
-        x, w.get(f"{p}.attn_norm.weight"), w.get(f"{p}.attn_norm.bias"), cfg.norm_eps
-    )
-    emit(f"{p}.attn_norm", y.reshape(1, -1, channels))
-    y = np.pad(y, ((0, -rows % window), (0, -cols % window), (0, 0)))
-    if shift:
-        y = np.roll(y, (-shift, -shift), axis=(0, 1))
-    y = _window_attention(w, p, y, heads, window, shift)
-    if shift:
-        y = np.roll(y, (shift, shift), axis=(0, 1))
+    v2 = cfg.swin.v2
+
+    def norm(key: str, y: np.ndarray) -> np.ndarray:
+        y = ops.layer_norm(y, w.get(f"{p}.{key}.weight"), w.get(f"{p}.{key}.bias"), cfg.norm_eps)
+        emit(f"{p}.{key}", y.reshape(1, -1, channels))
+        return y
+
+    y = x if v2 else norm("attn_norm", x)
+    y = np.pad(y, ((0, -rows % win.side), (0, -cols % win.side), (0, 0)))
+    if win.shift:
+        y = np.roll(y, (-win.shift, -win.shift), axis=(0, 1))
+    y = _window_attention(w, cfg, p, y, win)
+    if win.shift:
+        y = np.roll(y, (win.shift, win.shift), axis=(0, 1))
     y = np.ascontiguousarray(y[:rows, :cols])
     emit(f"{p}.attn", y.reshape(1, -1, channels))
-    x = (x + y).astype(F32)
+    x = (x + (norm("attn_norm", y) if v2 else y)).astype(F32)
     emit(f"{p}.attn_residual", x.reshape(1, -1, channels))
-    y = ops.layer_norm(x, w.get(f"{p}.ffn_norm.weight"), w.get(f"{p}.ffn_norm.bias"), cfg.norm_eps)
-    emit(f"{p}.ffn_norm", y.reshape(1, -1, channels))
+    y = x if v2 else norm("ffn_norm", x)
     h = act(w.linear(f"{p}.ffn_up.weight", y, f"{p}.ffn_up.bias")).astype(F32)
     y = w.linear(f"{p}.ffn_down.weight", h, f"{p}.ffn_down.bias").astype(F32)
     emit(f"{p}.ffn", y.reshape(1, -1, channels))
-    x = (x + y).astype(F32)
+    x = (x + (norm("ffn_norm", y) if v2 else y)).astype(F32)
     emit(f"{p}.output", x.reshape(1, -1, channels))
     return x
 
@@ -279,41 +300,72 @@ def shift_mask(rows: int, cols: int, window: int, shift: int) -> np.ndarray:
     return np.where(parts[:, None, :] != parts[:, :, None], F32(MASKED), F32(0))
 
 
+def continuous_coords(window: int, pretrained: int) -> np.ndarray:
+    """[(2 window - 1)², 2]: Swinv2's log-spaced relative coordinates, the input of its
+    position bias MLP: each (row, column) distance over the pretrained window's reach (the
+    window's where none was stated), times 8, then sign(d) log2(1 + |d|) / 3."""
+    reach = pretrained - 1 if pretrained > 0 else max(window - 1, 1)
+    steps = np.arange(-(window - 1), window, dtype=F32)
+    grid = np.stack(np.meshgrid(steps, steps, indexing="ij"), axis=-1) / F32(reach) * F32(8)
+    return (np.sign(grid) * np.log2(np.abs(grid) + F32(1)) / F32(3)).reshape(-1, 2).astype(F32)
+
+
+def _bias(w: Any, cfg: DecoderConfig, p: str, win: _Window) -> np.ndarray:  # noqa: ANN401
+    """[heads, window², window²]: the block's relative-position bias: Swin's table, Swinv2's
+    MLP over the coordinates (16 sigmoid), read through the window's index."""
+    side = 2 * win.side - 1
+    if cfg.swin.v2:
+        net = cfg.swin
+        pretrained = net.pretrained[win.stage] if win.stage < len(net.pretrained) else 0
+        coords = continuous_coords(win.side, pretrained)
+        hidden = np.maximum(w.linear(f"{p}.attn_cpb_0.weight", coords, f"{p}.attn_cpb_0.bias"), 0)
+        table = w.linear(f"{p}.attn_cpb_2.weight", hidden.astype(F32)).astype(F32)
+        table = (F32(16) / (F32(1) + np.exp(-table))).astype(F32)
+    else:
+        table = w.get(f"{p}.attn_rel_b.weight")
+    if table.shape != (side * side, win.heads):
+        raise DecoderUnsupported(
+            f"the relative-position table of {p} is {list(table.shape)}, not "
+            f"[{side * side}, {win.heads}] (a {win.side}x{win.side} window and {win.heads} "
+            "heads): the snapshot does not fit its configuration"
+        )
+    return table[relative_position_index(win.side)].transpose(2, 0, 1)
+
+
 def _window_attention(
     w: Any,  # noqa: ANN401 - weights.Weights
+    cfg: DecoderConfig,
     p: str,
     y: np.ndarray,
-    heads: int,
-    window: int,
-    shift: int,
+    win: _Window,
 ) -> np.ndarray:
-    """Attention within each window of the (padded, rolled) grid ``y`` [rows, cols, C]."""
+    """Attention within each window of the (padded, rolled) grid ``y`` [rows, cols, C]:
+    Swin's scaled dot products; Swinv2's cosines times exp(logit_scale) (at most 100)."""
     rows, cols, channels = y.shape
-    tokens = _windows(y, window)  # [windows, n, C]
+    tokens = _windows(y, win.side)  # [windows, n, C]
     count, n, _ = tokens.shape
-    d = channels // heads
+    d = channels // win.heads
 
     def split(key: str) -> np.ndarray:
         bias = f"{p}.{key}.bias" if w.has(f"{p}.{key}.bias") else None
         out = w.linear(f"{p}.{key}.weight", tokens, bias).astype(F32)
-        return out.reshape(count, n, heads, d).transpose(0, 2, 1, 3)
+        return out.reshape(count, n, win.heads, d).transpose(0, 2, 1, 3)
 
     q, k, v = split("attn_q"), split("attn_k"), split("attn_v")
-    table = w.get(f"{p}.attn_rel_b.weight")
-    side = 2 * window - 1
-    if table.shape != (side * side, heads):
-        raise DecoderUnsupported(
-            f"the relative-position table {w.cfg.names[f'{p}.attn_rel_b.weight']!r} is "
-            f"{list(table.shape)}, not [{side * side}, {heads}] (a {window}x{window} window and "
-            f"{heads} heads): the image leaves a grid narrower than the configured window"
-        )
-    bias = table[relative_position_index(window)].transpose(2, 0, 1)  # [heads, n, n]
-    scores = (q @ k.transpose(0, 1, 3, 2)) * F32(d**-0.5) + bias[None]
-    if shift:
-        scores = scores + shift_mask(rows, cols, window, shift)[:, None]
+    if cfg.swin.v2:
+        q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), F32(1e-12))
+        k = k / np.maximum(np.linalg.norm(k, axis=-1, keepdims=True), F32(1e-12))
+        scale = np.exp(np.minimum(w.get(f"{p}.attn_logit_scale.weight"), F32(np.log(100.0))))
+        scores = (q @ k.transpose(0, 1, 3, 2)) * scale.reshape(1, -1, 1, 1).astype(F32)
+    else:
+        scores = (q @ k.transpose(0, 1, 3, 2)) * F32(d**-0.5)
+    scores = scores + _bias(w, cfg, p, win)[None]
+    if win.shift:  # (Swinv2's attention adds the mask twice, as transformers' does)
+        mask = shift_mask(rows, cols, win.side, win.shift)[:, None]
+        scores = scores + (2 * mask if cfg.swin.v2 else mask)
     scores = scores - scores.max(axis=-1, keepdims=True)
     np.exp(scores, out=scores)
     scores /= scores.sum(axis=-1, keepdims=True)
     out = (scores @ v).transpose(0, 2, 1, 3).reshape(count, n, channels)
     out = w.linear(f"{p}.attn_out.weight", out, f"{p}.attn_out.bias").astype(F32)
-    return _unwindows(out, window, rows, cols)
+    return _unwindows(out, win.side, rows, cols)

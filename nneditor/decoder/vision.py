@@ -119,12 +119,32 @@ class Swin:
     grid: tuple[int, int]
     channels: int = 3
     mlp: float = 4.0
+    #: Swinv2: cosine attention, the continuous position bias (its MLP's coordinates scaled
+    #: by ``pretrained``, each stage's pretrained window, where above 0), norms after the
+    #: residual branches, windows fixed by the configured grid
+    v2: bool = False
+    pretrained: tuple[int, ...] = ()
+
+    def stage_window(self, s: int, grid: tuple[int, int], shifted: bool) -> tuple[int, int]:
+        """(window, shift) of a block of stage ``s`` on ``grid``: Swin's from the image's grid,
+        Swinv2's from config.image_size's (fixed when the model is built)."""
+        from nneditor.semantic.names_swin import block_window
+
+        if self.v2:
+            grid = (self.grid[0] // 2**s, self.grid[1] // 2**s)
+        return block_window(grid, self.window, shifted)
 
     def describe(self) -> str:
         depths = [self.stages.count(s) for s in range(len(self.widths))]
         height, width = self.size
+        v2 = (
+            "swinv2 transformer (cosine attention, a continuous position bias, norms after the "
+            "residual branches), "
+            if self.v2
+            else "swin transformer, "
+        )
         return (
-            f"swin transformer, {len(self.widths)} stages of {', '.join(map(str, depths))} "
+            f"{v2}{len(self.widths)} stages of {', '.join(map(str, depths))} "
             f"windowed attention blocks ({', '.join(map(str, self.widths))} channels, "
             f"{', '.join(map(str, self.heads))} heads), {self.window}x{self.window} windows "
             f"shifted on every other block, {self.patch}x{self.patch} patches, patch merging "

@@ -1,19 +1,21 @@
 """Graphs of Swin Transformer image classifiers in Hugging Face snapshots
-(SwinForImageClassification, SwinModel), synthesized from config.json and the tensor names
+(SwinForImageClassification, SwinModel; Swinv2's), synthesized from config.json and the tensor names
 (names_swin.py), as transformers' modules run them; the NumPy decoder (decoder/swin.py)
 publishes every value drawn here:
 
     pixel_values → stem.conv (the patch embedding) → stem.norm (hidden_states[0])
                  → blk.{i}.attn_norm, blk.{i}.attn (windowed attention, shifted on every other
                    block of a stage), blk.{i}.attn_residual, blk.{i}.ffn_norm, blk.{i}.ffn,
-                   blk.{i}.output
+                   blk.{i}.output (Swinv2: each norm after its branch, before the add)
                  → merge.{s}.gather, merge.{s}.norm, merge.{s}.reduce (patch merging at the
-                   end of every stage but the last: hidden_states[s + 1])
+                   end of every stage but the last: hidden_states[s + 1]; Swinv2 normalises
+                   after the reduction)
                  → output_norm → pooler_output (the tokens' mean) → result_output
 
 Tokens are [1, rows * cols, channels] as transformers' hidden_states are, their grid that of
 the image the snapshot's image processor makes (preprocessor_config.json; 224x224 without
-one). Swinv2 snapshots are refused with a sentence rather than drawn as Swin's.
+one). Swinv2's attention (cosine, a logit scale, the continuous position bias) is drawn as
+what it is, its windows those of config.image_size's grid.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from nneditor.model.document import Document
 from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.names_swin import (
+    SWIN_FAMILIES,
     SwinNames,
     block_window,
     patch_grid,
@@ -35,50 +38,32 @@ from nneditor.semantic.names_swin import (
 
 Shape = tuple[int, ...]
 _FROM = "(from config.json and tensor names)"
-#: Swin-like families neither drawn nor traced, and why
-OTHER_SWINS = {
-    "swinv2": (
-        "a Swin Transformer V2 (cosine attention with a learned logit scale, a continuous "
-        "position bias from an MLP, norms after attention and MLP), whose blocks differ from "
-        "Swin's"
-    ),
-}
 
 
 def is_swin(config: Mapping[str, Any]) -> bool:
-    kind = str(config.get("model_type") or "")
-    return kind == "swin" or kind in OTHER_SWINS
-
-
-def swin_refusal(kind: str) -> str:
-    """The sentence for a Swin-like family that is neither drawn nor traced."""
-    return (
-        f"this {kind} snapshot is {OTHER_SWINS[kind]}; NNEditor does not draw or trace it (it "
-        "draws and traces Swin v1 image classifiers: SwinForImageClassification, SwinModel); "
-        "its weights are listed by name and can be read"
-    )
+    return str(config.get("model_type") or "") in SWIN_FAMILIES
 
 
 def swin_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
-    """The graph of a Swin snapshot, or (None, the reason) for Swinv2 and layouts not laid
+    """The graph of a Swin or Swinv2 snapshot, or (None, the reason) for layouts not laid
     out here."""
     kind = str(config.get("model_type") or "")
-    if kind in OTHER_SWINS:
-        return None, swin_refusal(kind)
+    family = SWIN_FAMILIES[kind]
     found = swin_names(kind, doc.tensors.keys())
     if found.unplaced or not found.stages:
         other = found.unplaced[0] if found.unplaced else "no numbered block"
         return None, (
-            f"this Swin snapshot holds tensors outside the image classifier's layout "
+            f"this {family} snapshot holds tensors outside the image classifier's layout "
             f"({other!r}: masked image modelling's or a backbone's, not drawn); NNEditor draws "
-            "SwinModel and SwinForImageClassification; its weights are listed by name"
+            f"{family}Model and {family}ForImageClassification; its weights are listed by name"
         )
     from nneditor.semantic.checkpoint_convnets import sized
 
     folder = Path(doc.path)
     height, width = sized(folder if folder.is_dir() else folder.parent)
     channels = int(config.get("num_channels") or 3)
-    b = _SwinBuilder(f"swin {_FROM}", found, doc)
+    b = _SwinBuilder(f"{kind} {_FROM}", found, doc)
+    b.v2 = kind == "swinv2"
     vi = ValueInfo("pixel_values", "float32", (1, channels, height, width))
     b.graph.inputs.append(vi)
     b.shapes["pixel_values"] = vi
@@ -100,6 +85,7 @@ class _SwinBuilder(CheckpointBuilder):
         self.stages = found.stages
         self.shapes: dict[str, ValueInfo] = {}
         self._doc = doc
+        self.v2 = False
 
     def width(self, key: str) -> int:
         ref = self._doc.tensors.get(self.t.get(key, ""))
@@ -126,6 +112,9 @@ class _SwinBuilder(CheckpointBuilder):
         heads = [int(h) for h in config.get("num_heads") or []]
         dim = self.width("stem.conv.weight")
         grids = stage_grids(patch_grid(height, width, patch), max(self.stages) + 1)
+        image = config.get("image_size") or 224
+        image = int(image[0] if isinstance(image, (list, tuple)) else image)
+        trained = [(image // patch) // 2**s for s in range(len(grids))]
         rows, cols = grids[0]
         x = self.add(
             "stem/conv",
@@ -156,7 +145,8 @@ class _SwinBuilder(CheckpointBuilder):
                 x = self._merge(s - 1, x, grids[s - 1], dim)
                 dim *= 2
             shifted = (i - self.stages.index(s)) % 2 == 1
-            side, shift = block_window(grids[s], window, shifted)
+            at = (trained[s], trained[s]) if self.v2 else grids[s]  # (Swinv2: as built)
+            side, shift = block_window(at, window, shifted)
             heads_s = heads[s] if s < len(heads) else 0
             x = self._block(i, s, x, grids[s], dim, heads_s, side, shift)
         return self._head(x, grids[-1], dim)
@@ -164,38 +154,49 @@ class _SwinBuilder(CheckpointBuilder):
     def _merge(self, s: int, x: str, grid: tuple[int, int], dim: int) -> str:
         rows, cols = (grid[0] + 1) // 2, (grid[1] + 1) // 2
         scope = f"stage.{s}/patch_merging"
+        tokens = rows * cols
         x = self.add(
             f"{scope}/gather",
             "PatchMerge",
             [x],
             f"merge.{s}.gather",
             [],
-            (1, rows * cols, 4 * dim),
+            (1, tokens, 4 * dim),
             f"Patch merging: each 2x2 group of tokens concatenated (top-left, bottom-left, "
             f"top-right, bottom-right; an odd side padded), {dim} channels to {4 * dim}, the "
             f"grid to {rows}x{cols}.",
         )
-        x = self.add(
-            f"{scope}/norm",
-            "LayerNorm",
-            [x],
-            f"merge.{s}.norm",
-            [f"merge.{s}.norm.weight", f"merge.{s}.norm.bias"],
-            (1, rows * cols, 4 * dim),
-            "norm",
-            f"LayerNorm over the {4 * dim} merged channels.",
-        )
-        return self.add(
-            f"{scope}/reduction",
-            "Linear",
-            [x],
-            f"merge.{s}.reduce",
-            [f"merge.{s}.reduce.weight"],
-            (1, rows * cols, 2 * dim),
-            "merge",
-            f"A linear map (no bias) from {4 * dim} to {2 * dim} channels: stage {s}'s output "
-            f"(hidden_states[{s + 1}]) {_FROM}.",
-        )
+        out = f"stage {s}'s output (hidden_states[{s + 1}])"
+
+        def norm(y: str, width: int, what: str) -> str:
+            return self.add(
+                f"{scope}/norm",
+                "LayerNorm",
+                [y],
+                f"merge.{s}.norm",
+                [f"merge.{s}.norm.weight", f"merge.{s}.norm.bias"],
+                (1, tokens, width),
+                "norm",
+                f"LayerNorm over the {width} {what}.",
+            )
+
+        def reduce(y: str) -> str:
+            return self.add(
+                f"{scope}/reduction",
+                "Linear",
+                [y],
+                f"merge.{s}.reduce",
+                [f"merge.{s}.reduce.weight"],
+                (1, tokens, 2 * dim),
+                "merge",
+                f"A linear map (no bias) from {4 * dim} to {2 * dim} channels"
+                + ("" if self.v2 else f": {out}")
+                + f" {_FROM}.",
+            )
+
+        if self.v2:  # (Swinv2 normalises the reduction's output)
+            return norm(reduce(x), 2 * dim, f"reduced channels: {out}")
+        return reduce(norm(x, 4 * dim, "merged channels"))
 
     def _block(
         self,
@@ -211,16 +212,20 @@ class _SwinBuilder(CheckpointBuilder):
         p = f"blk.{i}"
         scope = f"stage.{s}/{p}"
         tokens = (1, grid[0] * grid[1], dim)
-        y = self.add(
-            f"{scope}/attn_norm",
-            "LayerNorm",
-            [x],
-            f"{p}.attn_norm",
-            [f"{p}.attn_norm.weight", f"{p}.attn_norm.bias"],
-            tokens,
-            "norm",
-            "LayerNorm before the attention (layernorm_before).",
-        )
+
+        def norm(key: str, y: str, what: str) -> str:
+            return self.add(
+                f"{scope}/{key}",
+                "LayerNorm",
+                [y],
+                f"{p}.{key}",
+                [f"{p}.{key}.weight", f"{p}.{key}.bias"],
+                tokens,
+                "norm",
+                f"LayerNorm {what}.",
+            )
+
+        y = x if self.v2 else norm("attn_norm", x, "before the attention (layernorm_before)")
         shifted = (
             f"the grid rolled up and left by {shift} tokens first (and back after), each "
             "window masking the pairs of tokens the roll brought together from different "
@@ -229,6 +234,19 @@ class _SwinBuilder(CheckpointBuilder):
             else "the windows unshifted"
         )
         windows = -(-grid[0] // window) * -(-grid[1] // window)
+        if self.v2:
+            scores = (
+                "each head's cosine similarities times exp(logit_scale) plus its continuous "
+                "position bias (an MLP over log-spaced relative coordinates, 16 sigmoid)"
+            )
+            bias = [f"{p}.attn_logit_scale.weight", f"{p}.attn_cpb_0.weight"]
+            bias += [f"{p}.attn_cpb_0.bias", f"{p}.attn_cpb_2.weight"]
+        else:
+            scores = (
+                "each head's scores plus its relative-position bias (a table of "
+                f"{(2 * window - 1) ** 2} rows read through the window's index)"
+            )
+            bias = [f"{p}.attn_rel_b.weight"]
         y = self.add(
             f"{scope}/attention",
             "ShiftedWindowAttention" if shift else "WindowAttention",
@@ -236,17 +254,17 @@ class _SwinBuilder(CheckpointBuilder):
             f"{p}.attn",
             [
                 *(f"{p}.attn_{k}.{b}" for k in ("q", "k", "v") for b in ("weight", "bias")),
-                f"{p}.attn_rel_b.weight",
+                *bias,
                 f"{p}.attn_out.weight",
                 f"{p}.attn_out.bias",
             ],
             tokens,
             "attention",
             f"Self-attention within {windows} windows of {window}x{window} tokens ({heads} "
-            f"heads; the grid padded to whole windows), each head's scores plus its "
-            f"relative-position bias (a table of {(2 * window - 1) ** 2} rows read through the "
-            f"window's index); {shifted} {_FROM}.",
+            f"heads; the grid padded to whole windows), {scores}; {shifted} {_FROM}.",
         )
+        if self.v2:
+            y = norm("attn_norm", y, "over the attention's output, before the residual add")
         x = self.add(
             f"{scope}/attn_residual",
             "Add",
@@ -258,16 +276,7 @@ class _SwinBuilder(CheckpointBuilder):
             "The residual add after the attention.",
         )
         inner = self.width(f"{p}.ffn_up.weight")
-        y = self.add(
-            f"{scope}/ffn_norm",
-            "LayerNorm",
-            [x],
-            f"{p}.ffn_norm",
-            [f"{p}.ffn_norm.weight", f"{p}.ffn_norm.bias"],
-            tokens,
-            "norm",
-            "LayerNorm before the MLP (layernorm_after).",
-        )
+        y = x if self.v2 else norm("ffn_norm", x, "before the MLP (layernorm_after)")
         y = self.add(
             f"{scope}/ffn",
             "FeedForward",
@@ -283,6 +292,8 @@ class _SwinBuilder(CheckpointBuilder):
             "ffn",
             f"The MLP at each token: {dim} -> {inner} channels, GELU, back to {dim} {_FROM}.",
         )
+        if self.v2:
+            y = norm("ffn_norm", y, "over the MLP's output, before the residual add")
         return self.add(
             f"{scope}/residual",
             "Add",

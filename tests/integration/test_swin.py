@@ -4,8 +4,8 @@ merging, final LayerNorm, mean, classifier) whose every value has the shape tran
 computes; the NumPy decoder's embedding, every stage and the logits equal transformers'
 SwinForImageClassification at the trained size and at sizes transformers pads (to whole
 patches, whole windows, an even grid), and each part is shown to matter (the comparison fails
-without it); Swinv2 is refused by name; and the CLI path a user takes on the zoo's
-vision-swin."""
+without it); Swinv2 (cosine attention, the continuous position bias, norms after the
+branches) likewise; and the CLI path a user takes on the zoo's vision-swin."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from vision_refs import image_pixels, rel
 import nneditor
 from nneditor.decoder import DecoderUnsupported, decoder_config, run_forward, swin
 from nneditor.decoder.weights import Weights
+from nneditor.semantic import names_swin
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
@@ -34,29 +35,41 @@ LAYOUTS = {
 }
 
 
-def save_swin(path: Path, layout: str = "two stages", head: bool = True, **extra: Any) -> None:  # noqa: ANN401
-    """A tiny Swin with every norm, bias and relative-position table moved off its
-    initialisation (ones, zeros), as a trained model's are."""
-    config = tf.SwinConfig(
-        image_size=32, patch_size=2, window_size=4, id2label=LABELS, **LAYOUTS[layout], **extra
-    )
+def _classes(v2: bool, head: bool = True) -> Any:  # noqa: ANN401
+    if v2:
+        return tf.Swinv2ForImageClassification if head else tf.Swinv2Model
+    return tf.SwinForImageClassification if head else tf.SwinModel
+
+
+def save_swin(
+    path: Path,
+    layout: str = "two stages",
+    head: bool = True,
+    v2: bool = False,
+    **extra: Any,  # noqa: ANN401
+) -> None:
+    """A tiny Swin (or Swinv2) with every norm, bias, relative-position table, logit scale
+    and position-bias MLP moved off its initialisation, as a trained model's are."""
+    settings = {"image_size": 32, "patch_size": 2, "window_size": 4, "id2label": LABELS}
+    config = (tf.Swinv2Config if v2 else tf.SwinConfig)(**settings, **LAYOUTS[layout], **extra)
     torch.manual_seed(0)
-    cls = tf.SwinForImageClassification if head else tf.SwinModel
-    model = cls(config).eval()
+    model = _classes(v2, head)(config).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name or name.endswith(("bias", "position_embeddings")):
                 p.add_(torch.randn_like(p) * 0.2)
             if name.endswith("bias_table"):
                 p.copy_(torch.randn_like(p))
+            if name.endswith("logit_scale") or "position_bias_mlp" in name:
+                p.add_(torch.randn_like(p) * 0.5)
     model.save_pretrained(str(path))
 
 
 def _fresh(path: Path, head: bool = True) -> Any:  # noqa: ANN401
     """transformers' model, loaded anew: SwinLayer keeps the window and shift it clamped for
     the last image, so a model that ran one size is not the one the snapshot describes."""
-    cls = tf.SwinForImageClassification if head else tf.SwinModel
-    return cls.from_pretrained(str(path)).eval()
+    v2 = json.loads((path / "config.json").read_text())["model_type"] == "swinv2"
+    return _classes(v2, head).from_pretrained(str(path)).eval()
 
 
 def _run(path: Path, pixels: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray], Any]:  # noqa: ANN401
@@ -69,9 +82,13 @@ def _run(path: Path, pixels: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarr
 
 
 def _merged(values: dict[str, np.ndarray], stages: int) -> list[str]:
-    """hidden_states[1:]'s names: each stage's patch merging, then the last block."""
+    """hidden_states[1:]'s names: each stage's patch merging (Swin's reduction, Swinv2's
+    norm after it), then the last block."""
     last = max(int(n.split(".")[1]) for n in values if n.startswith("blk."))
-    return [f"merge.{s}.reduce" for s in range(stages - 1)] + [f"blk.{last}.output"]
+    merged = [f"merge.{s}.reduce" for s in range(stages - 1)]
+    if merged and values[merged[0]].shape != values["merge.0.norm"].shape:  # Swin
+        return [*merged, f"blk.{last}.output"]
+    return [f"merge.{s}.norm" for s in range(stages - 1)] + [f"blk.{last}.output"]
 
 
 def _compare(path: Path, size: tuple[int, int]) -> None:
@@ -153,19 +170,35 @@ def test_an_image_too_small_for_the_windows_is_refused_as_transformers_fails(tmp
         _run(tmp_path, pixels)
 
 
-def test_swinv2_is_refused_by_name_not_drawn_as_swin(tmp_path) -> None:  # noqa: ANN001
-    config = tf.Swinv2Config(
-        image_size=32, patch_size=2, embed_dim=8, depths=[2, 2], num_heads=[2, 4], window_size=4
-    )
-    tf.Swinv2ForImageClassification(config).save_pretrained(str(tmp_path))
+#: Swinv2 windows by config.image_size's grid at any image size, so a small image is read
+V2_SIZES = [(32, 32), (48, 40), (33, 35), (12, 12)]
+
+
+@pytest.mark.parametrize("size", V2_SIZES)
+def test_swinv2_equals_transformers(tmp_path, size) -> None:  # noqa: ANN001
+    save_swin(tmp_path, v2=True)
+    _compare(tmp_path, size)
+
+
+def test_swinv2_with_pretrained_windows_equals_transformers(tmp_path) -> None:  # noqa: ANN001
+    """Three stages, the position-bias coordinates scaled by each stage's pretrained
+    window (pretrained_window_sizes), the last stage's grid one window."""
+    save_swin(tmp_path, "three stages", v2=True, pretrained_window_sizes=[3, 3, 2])
+    _compare(tmp_path, (32, 32))
+
+
+def test_swinv2_graph_is_drawn_as_swinv2(tmp_path) -> None:  # noqa: ANN001
+    save_swin(tmp_path, v2=True)
     with nneditor.open(tmp_path) as doc:
-        assert doc.graph is None
-        reason = doc.graph_unavailable_reason
-        trace = doc.capabilities["trace"]
-        assert len(doc.tensors) > 10
-    assert "this swinv2 snapshot is a Swin Transformer V2" in reason
-    assert "draws and traces Swin v1" in reason
-    assert not trace.available and "swinv2" in trace.reason
+        g = doc.graph
+        assert g is not None
+        text = doc.capabilities["trace"].reason
+        order = [v for node in g.nodes for v in node.outputs]
+        explained = " ".join((n.info or {}).get("explanation", "") for n in g.nodes)
+    assert "swinv2 transformer (cosine attention" in text
+    assert order.index("blk.0.attn") < order.index("blk.0.attn_norm")  # norms after
+    assert order.index("merge.0.reduce") < order.index("merge.0.norm")
+    assert "cosine similarities times exp(logit_scale)" in explained
 
 
 def test_masked_image_modelling_is_refused_by_its_tensor(tmp_path) -> None:  # noqa: ANN001
@@ -179,24 +212,27 @@ def test_masked_image_modelling_is_refused_by_its_tensor(tmp_path) -> None:  # n
 
 
 MUTATIONS = ["no shift", "no mask on shifted windows", "wrong relative index",
-             "patch merging in row order", "no final norm", "no patch padding"]  # fmt: skip
+             "patch merging in row order", "no final norm", "no patch padding",
+             "v2: linear position coordinates", "v2: no logit scale"]  # fmt: skip
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS)
 def test_each_part_matters(tmp_path, monkeypatch, mutation: str) -> None:  # noqa: ANN001
-    """The comparison above fails when the decoder never rolls the grid, attends across the
+    """The comparison above (every stage and the logits) fails when the decoder never rolls the grid, attends across the
     regions a roll brought together, reads the relative-position table with the distances'
     signs flipped, merges each 2x2 group in row order (x0, x2, x1, x3) rather than column
-    order, leaves out the final LayerNorm, or pads the image on the wrong side."""
-    save_swin(tmp_path)
+    order, leaves out the final LayerNorm, or pads the image on the wrong side; Swinv2's fail
+    when its position-bias MLP reads linear coordinates or its logit scale is left out."""
+    save_swin(tmp_path, v2=mutation.startswith("v2"))
     size = (33, 35) if mutation == "no patch padding" else (32, 32)
     pixels = image_pixels(*size)
     with torch.no_grad():
-        want = _fresh(tmp_path)(torch.from_numpy(pixels)).logits.numpy()
-    window, index, get = swin.block_window, swin.relative_position_index, Weights.get
+        out = _fresh(tmp_path)(torch.from_numpy(pixels), output_hidden_states=True)
+    window, index, get = names_swin.block_window, swin.relative_position_index, Weights.get
+    coords = swin.continuous_coords
     pad = np.pad
     if mutation == "no shift":
-        monkeypatch.setattr(swin, "block_window", lambda g, w, s: window(g, w, False))
+        monkeypatch.setattr(names_swin, "block_window", lambda g, w, s: window(g, w, False))
     elif mutation == "no mask on shifted windows":
         monkeypatch.setattr(
             swin, "shift_mask", lambda r, c, w, s: np.zeros((r * c // w**2, w * w, w * w))
@@ -217,8 +253,28 @@ def test_each_part_matters(tmp_path, monkeypatch, mutation: str) -> None:  # noq
             "pad",
             lambda x, widths, *a, **k: pad(x, [w[::-1] for w in widths], *a, **k),
         )
-    got, _, _ = _run(tmp_path, pixels)
-    assert rel(got[:, 0], want) > 1e-5, mutation
+    elif mutation == "v2: linear position coordinates":
+        monkeypatch.setattr(
+            swin, "continuous_coords", lambda w, p: coords(w, p) * 0 + _linear(w, p)
+        )
+    elif mutation == "v2: no logit scale":
+        monkeypatch.setattr(
+            Weights,
+            "get",
+            lambda w, k: 0 * get(w, k) if k.endswith("attn_logit_scale.weight") else get(w, k),
+        )
+    got, values, _ = _run(tmp_path, pixels)
+    names = _merged(values, len(out.hidden_states) - 1)
+    wants = out.hidden_states[1:]
+    errors = [rel(values[n], t.numpy()) for n, t in zip(names, wants, strict=True)]
+    errors.append(rel(got[:, 0], out.logits.numpy()))
+    assert max(errors) > 1e-5, mutation
+
+
+def _linear(window: int, pretrained: int) -> np.ndarray:
+    """Relative coordinates over the window's reach, not log-spaced."""
+    steps = np.arange(-(window - 1), window, dtype=np.float32) / max(window - 1, 1)
+    return np.stack(np.meshgrid(steps, steps, indexing="ij"), axis=-1).reshape(-1, 2)
 
 
 @pytest.mark.realdata
