@@ -15,6 +15,14 @@ side is no longer than the window is attended as one window, unshifted. Between 
 merging concatenates each 2x2 group's four tokens (top-left, bottom-left, top-right,
 bottom-right; an odd side padded), LayerNorm over the four (eps 1e-5), a linear map to twice
 the channels. The final LayerNorm, the tokens' mean, the classifier.
+
+Swinv2 (microsoft/swinv2-*: Swinv2Model, Swinv2ForImageClassification) on the same path:
+cosine attention (queries and keys scaled to unit length) times exp(logit_scale), at most 100;
+the bias 16 sigmoid of an MLP (2 -> 512, ReLU, -> heads) over log-spaced relative
+coordinates; each LayerNorm after its branch (attention, MLP) before the residual add; patch
+merging's LayerNorm after the reduction; windows and shifts set by config.image_size's grid,
+whatever the image's, as Swinv2Layer sets them when built (the shifted mask, added twice by
+transformers, is added twice here too).
 """
 
 from __future__ import annotations
