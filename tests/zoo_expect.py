@@ -329,6 +329,15 @@ EXPECT: dict[str, E] = {
         "blocks": 6,
         "patterns": {"conv": 4, "attention": 2, "ffn": 2, "norm": 6, "residual": 4, "head": 1},
     },
+    # Swin: two stages (the hierarchy's blocks) of two blocks, each with windowed attention, an
+    # MLP, two LayerNorms and two residual adds; the patch embedding's convolution and
+    # LayerNorm, one patch merging (its LayerNorm and reduction), the final LayerNorm
+    "vision-swin": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": 2,
+        "patterns": {"attention": 4, "ffn": 4, "norm": 11, "residual": 8, "merge": 1, "head": 1},
+    },
     # CLIP's and SigLIP's vision towers: no classes; the last block's 17 and 16 positions
     "vision-clip": {"format": "huggingface", "positions": 17, **_lm(2, head=1)},
     "vision-siglip": {  # (the pooling head's attention and MLP beside the blocks')

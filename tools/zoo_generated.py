@@ -526,6 +526,9 @@ zoo_convnets.register(generator)
 import zoo_speech  # noqa: E402 - wav2vec2's CTC speech recognizer
 
 zoo_speech.register(generator)
+import zoo_swin  # noqa: E402 - Swin's image classifier
+
+zoo_swin.register(generator)
 
 import zoo_hf_only  # noqa: E402 - decoders llama.cpp does not convert (OPT)
 

@@ -133,6 +133,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
         opt,
         qwen35,
         speech,
+        swin,
         t5,
         vit,
         xglm,
@@ -142,6 +143,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     from nneditor.semantic.checkpoint_convnets import is_convnet
     from nneditor.semantic.checkpoint_names import MTP_PREFIXES, text_part, with_aliases
     from nneditor.semantic.checkpoint_speech import is_speech
+    from nneditor.semantic.checkpoint_swin import is_swin
 
     names = list(doc.tensors.keys())
     if doc.format == "gguf":
@@ -184,11 +186,15 @@ def decoder_config(doc: Document) -> DecoderConfig:
                 "pytorch_model*.bin shards, the latter through the restricted pickle reader)"
             )
         config = with_aliases(doc.metadata.get("config") or {})
-        if is_convnet(config):  # ResNet, ConvNeXt: no transformer's fields (convnets.py)
+        if is_convnet(config) or is_swin(config):  # no transformer's fields of one width
             from pathlib import Path
 
             folder = Path(doc.path)
-            cfg = convnets.from_hf(config, names, folder if folder.is_dir() else folder.parent)
+            folder = folder if folder.is_dir() else folder.parent
+            if is_swin(config):  # (swin.py; ResNet, ConvNeXt: convnets.py)
+                cfg = swin.from_hf(config, names, folder)
+            else:
+                cfg = convnets.from_hf(config, names, folder)
             _check_readable(doc, cfg)
             return cfg
         if is_speech(config):  # wav2vec2, HuBERT: a waveform's frames (speech.py)

@@ -474,6 +474,9 @@ class DecoderConfig:
     #: a CTC speech recognizer's feature encoder and layout (decoder/speech.py: Speech); None:
     #: the input is not audio
     speech: Any = None
+    #: a Swin Transformer's stages and windows (decoder/vision.py: Swin, run by
+    #: decoder/swin.py); None: not a Swin
+    swin: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -531,6 +534,8 @@ class DecoderConfig:
             return self.convnet.describe() + self._ends()
         if self.speech is not None:
             return self.speech.describe(self.n_layers, self.hidden, self.vocab)
+        if self.swin is not None:
+            return self.swin.describe() + self._ends()
         v = self.vision
         bits = [
             f"{self.arch} decoder, {self.n_layers} layers, hidden {self.hidden}",

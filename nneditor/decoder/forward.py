@@ -32,6 +32,7 @@ from nneditor.decoder import (
     ops,
     prefetch,
     speech,
+    swin,
     t5,
     vit,
 )
@@ -65,7 +66,8 @@ def run_forward(
     """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
     returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
     token (0 everywhere when None)."""
-    if cfg.vision is not None or cfg.convnet is not None or cfg.speech is not None:
+    visual = cfg.vision is not None or cfg.convnet is not None or cfg.swin is not None
+    if visual or cfg.speech is not None:
         reuse_freed_arrays()
         w = Weights(doc, cfg)
         try:
@@ -73,6 +75,8 @@ def run_forward(
                 return convnets.forward(w, cfg, np.asarray(tokens, F32), emit)
             if cfg.speech is not None:  # wav2vec2, HuBERT
                 return _speech_forward(w, cfg, np.asarray(tokens, F32), emit)
+            if cfg.swin is not None:  # Swin Transformers
+                return swin.forward(w, cfg, np.asarray(tokens, F32), emit)
             return _vision_forward(w, cfg, np.asarray(tokens, F32), emit)
         finally:
             w.close()

@@ -98,3 +98,55 @@ class ConvNet:
             f"{', '.join(map(str, depths))} {kind} ({', '.join(map(str, self.widths))} "
             f"channels), images of any size ({height}x{width} as its processor makes them)"
         )
+
+
+@dataclass(frozen=True)
+class Swin:
+    """A Swin Transformer (decoder/swin.py): ``stages``: each block's stage, in block order;
+    ``widths`` and ``heads``: each stage's channels and attention heads; ``window``: the
+    window's side in tokens (its relative-position tables' too); ``patch``: the patch
+    embedding's stride; ``size``: the (height, width) its image processor makes (other sizes
+    are read, padded as transformers pads them); ``grid``: the patch grid of config.image_size,
+    which absolute positions (where stored) are laid out for; ``mlp``: the MLP's width over the
+    block's."""
+
+    stages: tuple[int, ...]
+    widths: tuple[int, ...]
+    heads: tuple[int, ...]
+    window: int
+    patch: int
+    size: tuple[int, int]
+    grid: tuple[int, int]
+    channels: int = 3
+    mlp: float = 4.0
+    #: Swinv2: cosine attention, the continuous position bias (its MLP's coordinates scaled
+    #: by ``pretrained``, each stage's pretrained window, where above 0), norms after the
+    #: residual branches, windows fixed by the configured grid
+    v2: bool = False
+    pretrained: tuple[int, ...] = ()
+
+    def stage_window(self, s: int, grid: tuple[int, int], shifted: bool) -> tuple[int, int]:
+        """(window, shift) of a block of stage ``s`` on ``grid``: Swin's from the image's grid,
+        Swinv2's from config.image_size's (fixed when the model is built)."""
+        from nneditor.semantic.names_swin import block_window
+
+        if self.v2:
+            grid = (self.grid[0] // 2**s, self.grid[1] // 2**s)
+        return block_window(grid, self.window, shifted)
+
+    def describe(self) -> str:
+        depths = [self.stages.count(s) for s in range(len(self.widths))]
+        height, width = self.size
+        v2 = (
+            "swinv2 transformer (cosine attention, a continuous position bias, norms after the "
+            "residual branches), "
+            if self.v2
+            else "swin transformer, "
+        )
+        return (
+            f"{v2}{len(self.widths)} stages of {', '.join(map(str, depths))} "
+            f"windowed attention blocks ({', '.join(map(str, self.widths))} channels, "
+            f"{', '.join(map(str, self.heads))} heads), {self.window}x{self.window} windows "
+            f"shifted on every other block, {self.patch}x{self.patch} patches, patch merging "
+            f"between stages, images of {height}x{width} as its processor makes them"
+        )

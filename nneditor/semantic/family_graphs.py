@@ -1,9 +1,9 @@
 """Graphs synthesized for model families that are neither decoder stacks nor stored graphs:
 diffusers' conditional UNet (Stable Diffusion 1.x/2.x and SDXL components); the dispatch to
 Whisper and LLaVA (modality_graphs.py), to convolutional image classifiers
-(checkpoint_convnets.py), to CTC speech recognizers (checkpoint_speech.py) and to CLIP vision
-GGUFs (clip_gguf.py); CLIP vision snapshots draw the NumPy decoder's graph
-(checkpoint_graphs.py).
+(checkpoint_convnets.py), to Swin Transformers (checkpoint_swin.py), to CTC speech
+recognizers (checkpoint_speech.py) and to CLIP vision GGUFs (clip_gguf.py); CLIP vision
+snapshots draw the NumPy decoder's graph (checkpoint_graphs.py).
 
 The UNet graph follows ``UNet2DConditionModel.forward``: the timestep's sinusoidal projection
 and MLP (plus SDXL's pooled-text/time-id embedding), ``conv_in``, the down blocks (each
@@ -30,6 +30,7 @@ from nneditor.model.graph import Graph
 from nneditor.semantic import modality_graphs
 from nneditor.semantic.checkpoint_convnets import convnet_graph, is_convnet
 from nneditor.semantic.checkpoint_speech import is_speech, speech_graph
+from nneditor.semantic.checkpoint_swin import is_swin, swin_graph
 from nneditor.semantic.graph_builder import Builder
 
 TEXT_TOKENS = 77
@@ -190,13 +191,16 @@ def gguf_family_graph(doc: Document) -> tuple[Graph | None, str] | None:
 
 def family_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str] | None:
     """The graph of a known non-decoder family (UNet, Whisper, LLaVA, Qwen2-VL and
-    Qwen2.5-VL, convolutional image classifiers), None when the config is none of them."""
+    Qwen2.5-VL, convolutional image classifiers, Swin, CTC speech recognizers), None when the
+    config is none of them."""
     if is_unet(config):
         return unet_graph(doc, config)
     if is_convnet(config):  # ResNet, ConvNeXt; the other conv families' refusal
         return convnet_graph(doc, config)
     if is_speech(config):  # wav2vec2, HuBERT; WavLM's refusal
         return speech_graph(doc, config)
+    if is_swin(config):  # Swin; Swinv2's refusal
+        return swin_graph(doc, config)
     builders = {
         "whisper": modality_graphs.whisper_graph,
         "llava": modality_graphs.llava_graph,

@@ -1,4 +1,4 @@
-"""Snapshots of models that do not read text tokens alone (Swin image classifiers, speech
+"""Snapshots of models that do not read text tokens alone (SegFormer image classifiers, speech
 recognizers other than wav2vec2 and HuBERT, such as data2vec-audio, text-and-image pairs) get
 no graph from tensor names, with a sentence that names the family and what it works on,
 instead of a made-up token transformer (every numbered stack chained after a token
@@ -17,11 +17,13 @@ torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
 
-def _swin():  # noqa: ANN202
-    config = tf.SwinConfig(
-        image_size=32, patch_size=4, embed_dim=8, depths=[1, 1], num_heads=[1, 2], window_size=4
-    )
-    return tf.SwinForImageClassification(config)
+def _segformer():  # noqa: ANN202
+    config = tf.SegformerConfig(
+        num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[8, 16],
+        num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2],
+        decoder_hidden_size=16,
+    )  # fmt: skip
+    return tf.SegformerForImageClassification(config)
 
 
 def _data2vec_audio():  # noqa: ANN202
@@ -55,7 +57,7 @@ def _clip():  # noqa: ANN202
 @pytest.mark.parametrize(
     ("make", "family", "works_on"),
     [
-        (_swin, "swin checkpoints (SwinForImageClassification)", "images"),
+        (_segformer, "segformer checkpoints (SegformerForImageClassification)", "images"),
         (_data2vec_audio, "data2vec-audio checkpoints (Data2VecAudioForCTC)", "audio"),
         (_clip, "clip checkpoints (CLIPModel)", "images and text"),
     ],
