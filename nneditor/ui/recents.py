@@ -2,7 +2,9 @@
 
 Invariants: at most ``LIMIT`` entries, newest first, no duplicates (by resolved path); a
 corrupt or unreadable file reads as an empty list and is rewritten on the next change. The
-folder is ``$NNEDITOR_CONFIG_DIR`` when set (tests), else platformdirs' user config dir.
+folder is ``$NNEDITOR_CONFIG_DIR`` when set (tests), else NNEditor's config folder
+(``$NNEDITOR_HOME/config`` for a portable or scripted run, else platformdirs' user config
+dir), so a window started with its own NNEDITOR_HOME does not list another's files.
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ def config_dir() -> Path:
     override = os.environ.get("NNEDITOR_CONFIG_DIR")
     if override:
         return Path(override)
-    from platformdirs import user_config_dir
+    from nneditor.platform.dirs import config_dir as user_config_dir
 
-    return Path(user_config_dir("nneditor", appauthor=False))
+    return user_config_dir()  # $NNEDITOR_HOME/config where set, as every other setting
 
 
 def _file() -> Path:
