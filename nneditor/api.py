@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 def open(path: str | os.PathLike[str]) -> Document:  # noqa: A001
     """Open an artifact (file or folder) by its contents, lazily."""
-    from nneditor.semantic.checkpoint_graphs import open_with_graph
+    from nneditor.semantic.open_graph import open_with_graph
 
     doc = open_with_graph(path)
     if doc.format != "onnx" and not doc.capabilities["trace"].available:

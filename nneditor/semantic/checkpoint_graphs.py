@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -42,20 +41,6 @@ from nneditor.semantic.names_vision import VISION_TOWERS
 from nneditor.semantic.sentence_pooling import SentencePooling, read_pooling
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
-
-
-def open_with_graph(path: str | os.PathLike[str]) -> Document:
-    """Open an artifact by its contents; a checkpoint gets its synthesized graph. What
-    ``nneditor.open`` builds on, for the packages below the public API (the trace worker,
-    tokenization), which must not import it."""
-    from nneditor.artifacts.registry import open_document
-    from nneditor.jobs.collector import paused_collection
-
-    with paused_collection():  # the index built here lives as long as the document
-        doc = open_document(Path(path))
-        if doc.graph is None and doc.format in ("gguf", "huggingface"):
-            attach_graph(doc)
-    return doc
 
 
 def attach_graph(doc: Document) -> bool:

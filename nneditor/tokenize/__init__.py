@@ -54,7 +54,7 @@ def load_tokenizer(
         return hf_tokenizer(p)
     if p.is_dir():
         return hf_tokenizer(p)
-    from nneditor.semantic.checkpoint_graphs import open_with_graph
+    from nneditor.semantic.open_graph import open_with_graph
 
     with open_with_graph(p) as doc:
         if doc.format == "gguf":
@@ -74,7 +74,7 @@ def load_tokenizer(
 def model_vocab(path: Path) -> int | None:
     """Rows of the embedding table the model's token input indexes, when it is known."""
     try:
-        from nneditor.semantic.checkpoint_graphs import open_with_graph
+        from nneditor.semantic.open_graph import open_with_graph
 
         with open_with_graph(path) as doc:
             if doc.graph is None:

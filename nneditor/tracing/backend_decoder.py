@@ -36,7 +36,7 @@ def open_checkpoint(model_path: Path) -> Document:
     second map of a 7 GB file would not fit the worker's address-space ceiling). Opened as
     ``nneditor.open`` opens it, without the public API's capability survey (tracing sits
     below the API)."""
-    from nneditor.semantic.checkpoint_graphs import open_with_graph
+    from nneditor.semantic.open_graph import open_with_graph
 
     return open_with_graph(model_path)
 
