@@ -49,7 +49,7 @@ _DUAL_TOWERS = {
     "siglip": ("SiglipModel", "SiglipVisionModel"),
 }
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
-HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}
+HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4", "helium"}
 
 
 def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
@@ -361,8 +361,9 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             sliding_window=oss_window,
             local_layers=tuple(oss_window > 0 and t == "sliding_attention" for t in types),
         )
-    elif window and arch == "llama":  # Mistral: every layer attends within the window
-        extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    elif window and arch == "llama":  # Mistral: every layer attends within the window;
+        windowed = [t == "sliding_attention" for t in types] or [True] * n_layers  # Ministral
+        extra.update(sliding_window=window, local_layers=tuple(windowed))
     if arch == "exaone4":
         extra.update(exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
     if arch == "glm4":
@@ -416,7 +417,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     return DecoderConfig(
         **common,
         norm_eps=eps,
-        rope="normal" if arch in HF_ROPE_NORMAL else "neox",
+        rope="normal" if {arch, config.get("model_type")} & HF_ROPE_NORMAL else "neox",
         rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],
@@ -559,7 +560,11 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
         return int(width) / head if width and head else 0.5
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
-    return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
+    half = config.get("model_type") in ("glm", "glm4")  # transformers' default for GLM-4: half
+    default = 0.5 if half else 1.0
+    return float(
+        inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or default
+    )
 
 
 #: BERT-family activations (ALBERT's gelu_new is GELU's tanh approximation)

@@ -34,6 +34,10 @@ from nneditor.semantic.names_vision import (
 HF_ARCH = {
     "llama": "llama",
     "mistral": "llama",
+    "ministral": "llama",  # Ministral 8B: Mistral's layers, sliding or full as layer_types says
+    "internlm3": "llama",  # InternLM3: transformers runs it as Llama
+    "helium": "llama",  # Helium (kyutai): Llama rotating adjacent pairs, as GLM does
+    "glm": "glm4",  # GLM-4 "-hf" releases: GLM-4's layers without its two extra norms
     "qwen2": "qwen2",
     "qwen3": "qwen3",
     "gemma3": "gemma3",
