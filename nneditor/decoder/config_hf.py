@@ -41,7 +41,12 @@ from nneditor.semantic.checkpoint_names import (
     layer_count,
     llama_cpp_arch,
 )
-from nneditor.semantic.names_bert import BERT_SIDE_HEADS, ESM_SIDE, bert_inner
+from nneditor.semantic.names_bert import (
+    BERT_SIDE_HEADS,
+    ESM_SIDE,
+    IBERT_QUANT_BUFFERS,
+    bert_inner,
+)
 
 #: text-and-image models of two towers -> the towers the decoder runs alone
 _DUAL_TOWERS = {
@@ -107,6 +112,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "weights, MLX affine and FP8 ones)"
         )
     n_layers = layer_count(config)
+    if model_type == "ibert":
+        tensor_names = _ibert_float(config, tensor_names)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
     hidden = int(config.get("hidden_size") or config.get("n_embd") or config.get("d_model") or 0)
@@ -250,6 +257,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return _hf_deepseek2(config, common)
     if arch == "bert":
         act = str(config.get("hidden_act") or "gelu")
+        if config.get("model_type") == "ibert":  # (its layers' GELU ignores hidden_act)
+            act = "gelu"
         if act not in _BERT_ACTIVATIONS:
             raise DecoderUnsupported(
                 f"BERT activation {act!r} is not implemented (gelu and gelu_new are)"
@@ -259,7 +268,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             raise DecoderUnsupported(
                 f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
             )
-        roberta = config.get("model_type") in ("roberta", "xlm-roberta", "camembert")
+        roberta = config.get("model_type") in _ROBERTA_POSITIONS
         mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
         family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
         parts: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
@@ -565,6 +574,25 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
     return float(
         inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or default
     )
+
+
+#: BERT-family snapshots whose positions count on from the padding id (RoBERTa's embeddings)
+_ROBERTA_POSITIONS = (
+    *("roberta", "xlm-roberta", "camembert", "data2vec-text"),
+    *("roberta-prelayernorm", "xlm-roberta-xl", "ibert"),
+)
+
+
+def _ibert_float(config: Mapping[str, Any], tensor_names: Sequence[str]) -> list[str]:
+    """An I-BERT snapshot's float weights (its integer-only buffers left out); one that runs
+    quantized (quant_mode) is refused."""
+    if config.get("quant_mode"):
+        raise DecoderUnsupported(
+            "this I-BERT runs integer-only (quant_mode: true): integer GELU, softmax and "
+            "LayerNorm, which the NumPy decoder does not implement; with quant_mode false it "
+            "runs RoBERTa's float computation, which the decoder traces"
+        )
+    return [n for n in tensor_names if not n.endswith(IBERT_QUANT_BUFFERS)]
 
 
 #: BERT-family activations (ALBERT's gelu_new is GELU's tanh approximation)

@@ -120,6 +120,12 @@ HF_ARCH = {
     "distilbert": "bert",  # DistilBERT: BERT's blocks under other names, no token types
     "mpnet": "bert",  # MPNet (all-mpnet-base-v2): BERT's blocks with T5's relative positions
     "camembert": "bert",  # CamemBERT: RoBERTa's
+    "data2vec-text": "bert",  # data2vec-text: RoBERTa's
+    "roberta-prelayernorm": "bert",  # pre-LayerNorm RoBERTa: a norm before each half, one after
+    "xlm-roberta-xl": "bert",  # XLM-RoBERTa-XL/XXL: the same, no embedding LayerNorm
+    "megatron-bert": "bert",  # Megatron-BERT: pre-LayerNorm BERT, no embedding LayerNorm
+    "ibert": "bert",  # I-BERT with quant_mode off: RoBERTa's float computation
+    "ernie": "bert",  # ERNIE 1.0-3.0: BERT with optional task-type embeddings (row 0 added)
     "electra": "bert",  # ELECTRA: BERT's blocks after a projection of narrower embeddings
     "albert": "bert",  # ALBERT: one BERT block shared by every layer, narrower embeddings
     "deberta-v2": "bert",  # DeBERTa-v2/v3: BERT's blocks with disentangled relative attention
