@@ -202,9 +202,11 @@ def _check_seq2seq_decoder(cfg: DecoderConfig) -> None:
     # (Marian, positions from 0: no embedding norm, fixed positions unless stored)
     marian = bart and cfg.position_offset == 0
     top: tuple[str, ...] = ("dec.output_norm.weight",) if not bart else () if marian else _BART_TOP
-    if cfg.arch == "mbart":  # (M2M100: fixed positions, no embedding norm)
+    if cfg.arch == "mbart":  # (M2M100, Pegasus: fixed positions; they and Blenderbot: no
+        # embedding norm, so only the positions Blenderbot learns)
+        row_0 = cfg.position_offset == 0
         top = ("dec.output_norm.weight", "dec.output_norm.bias") + (
-            () if cfg.fairseq_positions else _BART_TOP
+            () if cfg.fairseq_positions or cfg.sinusoidal else _BART_TOP[:1] if row_0 else _BART_TOP
         )
     allowed = (*_BART_TOP, "dec.output_norm.weight", "dec.output_norm.bias") if bart else top
     for key in cfg.names:

@@ -91,6 +91,10 @@ HF_ARCH = {
     "marian": "bart",  # Marian (Helsinki-NLP/opus-mt-*): BART's layout, sinusoidal positions
     "mbart": "mbart",  # mBART (mbart-large-50): BART's with pre-norm layers and final norms
     "m2m_100": "mbart",  # M2M100 and NLLB-200: mBART's layers, fairseq's sinusoids
+    "pegasus": "mbart",  # Pegasus: mBART's layers, Marian's sinusoids, no embedding norm
+    "blenderbot": "mbart",  # Blenderbot: mBART's layers, positions from row 0, no embedding norm
+    "plbart": "bart",  # PLBart: BART's layout with scaled embeddings
+    "blenderbot-small": "bart",  # BART's layout; the decoder normalises before its positions
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "codegen": "codegen",  # CodeGen: GPT-J's blocks, q/v/k fused in four groups
@@ -274,6 +278,10 @@ _CONFIG_ALIASES = {
     "marian": _BART_ALIASES,
     "mbart": _BART_ALIASES,
     "m2m_100": _BART_ALIASES,
+    "pegasus": _BART_ALIASES,
+    "blenderbot": _BART_ALIASES,
+    "plbart": _BART_ALIASES,
+    "blenderbot-small": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "codegen": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "xglm": {
