@@ -53,6 +53,25 @@ _DUAL_TOWERS = {
     "clip": ("CLIPModel", "CLIPTextModel, CLIPVisionModel or CLIPVisionModelWithProjection"),
     "siglip": ("SiglipModel", "SiglipVisionModel"),
 }
+#: near-copies of families the decoder runs, refused with what differs and what runs instead
+_NEAR_COPIES = {
+    "bitnet": (
+        "BitNet b1.58 snapshots are not run: its layers normalise the attention output before "
+        "o_proj and the gated product before down_proj (attn_sub_norm, ffn_sub_norm), and its "
+        "releases keep ternary weights for online quantization, neither of which the NumPy "
+        "decoder implements; Llama, whose layout it extends, runs"
+    ),
+    "led": (
+        "LED (Longformer-Encoder-Decoder) snapshots are not run: its encoder attends within a "
+        "sliding window (attention_window) plus global tokens with their own projections, "
+        "which the NumPy decoder does not implement; BART, whose layout it extends, runs"
+    ),
+    "fsmt": (
+        "FSMT (facebook/wmt19-*) snapshots are not run: its encoder and decoder keep separate "
+        "source and target vocabularies with an untied output projection, which the NumPy "
+        "decoder's BART-family support does not implement; BART, Marian and mBART run"
+    ),
+}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
 HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4", "helium"}
 
@@ -95,6 +114,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "runs DINOv2 (model_type dinov2) but not the register tokens these releases place "
             "between the class token and the patches"
         )
+    if arch is None and model_type in _NEAR_COPIES:
+        raise DecoderUnsupported(_NEAR_COPIES[model_type])
     if arch is None:
         kind = f"{model_type} snapshots" if model_type else "a snapshot stating no model_type"
         raise DecoderUnsupported(
