@@ -9,7 +9,10 @@ value projection), cross-attention to the encoder's last hidden state, the feed-
 followed by a LayerNorm of its residual sum; the head is the shared embedding plus
 ``final_logits_bias``. Marian (Helsinki-NLP/opus-mt-*) is the same layout with embeddings
 scaled by sqrt(d_model), fixed sinusoidal positions from 0, no embedding LayerNorm and SiLU
-("swish") feed-forwards; mBART's pre-norm layers are refused.
+("swish") feed-forwards; PLBart is BART's with scaled embeddings; BlenderbotSmall's positions
+count from row 0 and its decoder normalises the unscaled embedding before adding them. mBART,
+M2M100 / NLLB, Pegasus (Marian's sinusoids) and Blenderbot (learned positions from row 0)
+normalise before each block and end each stack in a norm (PRE_NORM).
 """
 
 from __future__ import annotations
@@ -47,12 +50,21 @@ _ACTIVATIONS = {
 }
 
 
+#: families whose positions count from row 0 (BART's and mBART's from row 2): Marian's and
+#: Pegasus's sinusoids (stored, or computed when not), Blenderbot's learned table
+FROM_ROW_0 = ("marian", "pegasus", "blenderbot", "blenderbot-small")
+#: post-norm families that may scale their embeddings (BART does not)
+_SCALED_POST_NORM = ("marian", "plbart", "blenderbot-small")
+
+
 def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     kind = str(config.get("model_type") or "")
     marian, m2m = kind == "marian", kind == "m2m_100"
-    pre_norm = common["arch"] == PRE_NORM  # mBART, M2M100, NLLB
+    row_0 = kind in FROM_ROW_0
+    pre_norm = common["arch"] == PRE_NORM  # mBART, M2M100, NLLB, Pegasus, Blenderbot
     if not pre_norm and (
-        config.get("normalize_before") or (config.get("scale_embedding") and not marian)
+        config.get("normalize_before")
+        or (config.get("scale_embedding") and kind not in _SCALED_POST_NORM)
     ):
         raise DecoderUnsupported(
             "this BART scales its embeddings or normalises before each block (as mBART "
@@ -94,18 +106,29 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         gated=False,
         causal=False,
         attn_scale=1 / math.sqrt(head_dim),
-        position_offset=0 if marian else 2,
-        sinusoidal=marian and "position_embd.weight" not in common["names"],
+        position_offset=0 if row_0 else 2,
+        sinusoidal=kind in ("marian", "pegasus") and "position_embd.weight" not in common["names"],
         fairseq_positions=m2m,
         position_pad=int(config.get("pad_token_id") or 1) if m2m else -1,
         embed_scale=math.sqrt(common["hidden"]) if config.get("scale_embedding") else 1.0,
         head=True,
         decoder_layers=layers,
-        decoder_start=int(config.get("decoder_start_token_id") or (0 if marian else 2)),
+        decoder_start=_start(config, marian),
+        dec_norm_before_positions=kind == "blenderbot-small",
         classifier=classifier,
         eos_id=_eos(config),
         notes=(CLASSIFIER_NOTE if classifier else NOTE,),
     )
+
+
+def _start(config: Mapping[str, Any], marian: bool) -> int:
+    """The decoder's start token as stated (Pegasus's is 0, its padding id), else BART's </s>
+    (Marian's: its padding id, 0); PLBart states none, and transformers' generation starts
+    from its bos_token_id."""
+    start = config.get("decoder_start_token_id")
+    if start is None and config.get("model_type") == "plbart":
+        start = config.get("bos_token_id")
+    return int(start) if start is not None else 0 if marian else 2
 
 
 def _eos(config: Mapping[str, Any]) -> int:
@@ -134,9 +157,12 @@ def decode(
     tokens = np.array([cfg.decoder_start], np.int64) if ids is None else ids
     x = w.rows("token_embd.weight", tokens)
     emit("dec.inp_embd", x[None])
-    if cfg.embed_scale != 1.0:  # Marian, mBART, M2M100
+    if cfg.embed_scale != 1.0 and not cfg.dec_norm_before_positions:  # Marian, mBART, M2M100
         x = (x * F32(cfg.embed_scale)).astype(F32)
         emit("dec.inp_scaled", x[None])
+    if cfg.dec_norm_before_positions:  # BlenderbotSmall: the embedding normalised alone
+        x = layer_norm("dec.token_embd_norm", x)
+        emit("dec.inp_norm", x[None])
     steps = np.arange(tokens.size)
     if w.has("dec.position_embd.weight"):
         pos = w.rows("dec.position_embd.weight", steps + cfg.position_offset)
@@ -147,7 +173,7 @@ def decode(
         pos = ops.sinusoids(steps + cfg.position_offset, x.shape[-1])
     x = (x + pos).astype(F32)
     emit("dec.inp_embd_pos", x[None])
-    if w.has("dec.token_embd_norm.weight"):  # BART's (Marian has none)
+    if w.has("dec.token_embd_norm.weight") and not cfg.dec_norm_before_positions:  # BART's
         x = layer_norm("dec.token_embd_norm", x)
         emit("dec.inp_norm", x[None])
     pre = cfg.arch == PRE_NORM

@@ -421,6 +421,9 @@ class DecoderConfig:
     #: the sinusoids (``sinusoidal``) are fairseq's, as M2M100's, read at position_offset + p
     #: whatever the ids (XGLM), the padding id's row zero; Marian's layout otherwise
     fairseq_layout: bool = False
+    #: the seq2seq decoder normalises its token embeddings, unscaled, before adding their
+    #: positions (BlenderbotSmall's; its encoder scales, then normalises the sum, as BART's)
+    dec_norm_before_positions: bool = False
     #: queries and keys are normalised after the rotation (HunYuan), not before it
     qk_norm_after_rope: bool = False
     #: the gate and up projections are one matrix, gate rows first (Phi-3's gate_up_proj)

@@ -41,15 +41,39 @@ from nneditor.semantic.checkpoint_names import (
     layer_count,
     llama_cpp_arch,
 )
-from nneditor.semantic.names_bert import BERT_SIDE_HEADS, ESM_SIDE, bert_inner
+from nneditor.semantic.names_bert import (
+    BERT_SIDE_HEADS,
+    ESM_SIDE,
+    IBERT_QUANT_BUFFERS,
+    bert_inner,
+)
 
 #: text-and-image models of two towers -> the towers the decoder runs alone
 _DUAL_TOWERS = {
     "clip": ("CLIPModel", "CLIPTextModel, CLIPVisionModel or CLIPVisionModelWithProjection"),
     "siglip": ("SiglipModel", "SiglipVisionModel"),
 }
+#: near-copies of families the decoder runs, refused with what differs and what runs instead
+_NEAR_COPIES = {
+    "bitnet": (
+        "BitNet b1.58 snapshots are not run: its layers normalise the attention output before "
+        "o_proj and the gated product before down_proj (attn_sub_norm, ffn_sub_norm), and its "
+        "releases keep ternary weights for online quantization, neither of which the NumPy "
+        "decoder implements; Llama, whose layout it extends, runs"
+    ),
+    "led": (
+        "LED (Longformer-Encoder-Decoder) snapshots are not run: its encoder attends within a "
+        "sliding window (attention_window) plus global tokens with their own projections, "
+        "which the NumPy decoder does not implement; BART, whose layout it extends, runs"
+    ),
+    "fsmt": (
+        "FSMT (facebook/wmt19-*) snapshots are not run: its encoder and decoder keep separate "
+        "source and target vocabularies with an untied output projection, which the NumPy "
+        "decoder's BART-family support does not implement; BART, Marian and mBART run"
+    ),
+}
 #: families whose own (Hugging Face) weights rotate adjacent pairs (GPT-J style) too
-HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4"}
+HF_ROPE_NORMAL = {"ernie4_5", "ernie4_5-moe", "glm4", "llama4", "helium"}
 
 
 def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[str, Any]:
@@ -90,6 +114,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "runs DINOv2 (model_type dinov2) but not the register tokens these releases place "
             "between the class token and the patches"
         )
+    if arch is None and model_type in _NEAR_COPIES:
+        raise DecoderUnsupported(_NEAR_COPIES[model_type])
     if arch is None:
         kind = f"{model_type} snapshots" if model_type else "a snapshot stating no model_type"
         raise DecoderUnsupported(
@@ -107,6 +133,8 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "weights, MLX affine and FP8 ones)"
         )
     n_layers = layer_count(config)
+    if model_type == "ibert":
+        tensor_names = _ibert_float(config, tensor_names)
     names, transposed = _hf_names(arch, tensor_names, n_layers)
     refuse_common(arch, names)
     hidden = int(config.get("hidden_size") or config.get("n_embd") or config.get("d_model") or 0)
@@ -250,6 +278,8 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
         return _hf_deepseek2(config, common)
     if arch == "bert":
         act = str(config.get("hidden_act") or "gelu")
+        if config.get("model_type") == "ibert":  # (its layers' GELU ignores hidden_act)
+            act = "gelu"
         if act not in _BERT_ACTIVATIONS:
             raise DecoderUnsupported(
                 f"BERT activation {act!r} is not implemented (gelu and gelu_new are)"
@@ -259,7 +289,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             raise DecoderUnsupported(
                 f"BERT position embeddings {kind!r} are not implemented (absolute ones are)"
             )
-        roberta = config.get("model_type") in ("roberta", "xlm-roberta", "camembert")
+        roberta = config.get("model_type") in _ROBERTA_POSITIONS
         mpnet = config.get("model_type") == "mpnet"  # (its padding id is 1, fixed)
         family = BERT_MLM if "mlm_dense.weight" in common["names"] else BERT
         parts: dict[str, Any] = {"attn_scale": 1 / math.sqrt(head_dim)}
@@ -361,8 +391,9 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
             sliding_window=oss_window,
             local_layers=tuple(oss_window > 0 and t == "sliding_attention" for t in types),
         )
-    elif window and arch == "llama":  # Mistral: every layer attends within the window
-        extra.update(sliding_window=window, local_layers=(True,) * n_layers)
+    elif window and arch == "llama":  # Mistral: every layer attends within the window;
+        windowed = [t == "sliding_attention" for t in types] or [True] * n_layers  # Ministral
+        extra.update(sliding_window=window, local_layers=tuple(windowed))
     if arch == "exaone4":
         extra.update(exaone4_layers(_window_of(config), _hf_local(config, n_layers), n_layers))
     if arch == "glm4":
@@ -416,7 +447,7 @@ def from_hf(config: Mapping[str, Any], common: dict[str, Any]) -> DecoderConfig:
     return DecoderConfig(
         **common,
         norm_eps=eps,
-        rope="normal" if arch in HF_ROPE_NORMAL else "neox",
+        rope="normal" if {arch, config.get("model_type")} & HF_ROPE_NORMAL else "neox",
         rope_dim=int(head_dim * _partial_rotary(config)),
         rope_theta=rope["full"][0],
         rope_scaling=rope["full"][1],
@@ -559,7 +590,30 @@ def _partial_rotary(config: Mapping[str, Any]) -> float:
         return int(width) / head if width and head else 0.5
     params = config.get("rope_parameters")
     inner = params.get("partial_rotary_factor") if isinstance(params, Mapping) else None
-    return float(inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or 1.0)
+    half = config.get("model_type") in ("glm", "glm4")  # transformers' default for GLM-4: half
+    default = 0.5 if half else 1.0
+    return float(
+        inner or config.get("partial_rotary_factor") or config.get("rotary_pct") or default
+    )
+
+
+#: BERT-family snapshots whose positions count on from the padding id (RoBERTa's embeddings)
+_ROBERTA_POSITIONS = (
+    *("roberta", "xlm-roberta", "camembert", "data2vec-text"),
+    *("roberta-prelayernorm", "xlm-roberta-xl", "ibert"),
+)
+
+
+def _ibert_float(config: Mapping[str, Any], tensor_names: Sequence[str]) -> list[str]:
+    """An I-BERT snapshot's float weights (its integer-only buffers left out); one that runs
+    quantized (quant_mode) is refused."""
+    if config.get("quant_mode"):
+        raise DecoderUnsupported(
+            "this I-BERT runs integer-only (quant_mode: true): integer GELU, softmax and "
+            "LayerNorm, which the NumPy decoder does not implement; with quant_mode false it "
+            "runs RoBERTa's float computation, which the decoder traces"
+        )
+    return [n for n in tensor_names if not n.endswith(IBERT_QUANT_BUFFERS)]
 
 
 #: BERT-family activations (ALBERT's gelu_new is GELU's tanh approximation)

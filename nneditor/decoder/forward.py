@@ -215,6 +215,11 @@ def _forward(
         emit("inp_types", rows_of[None])
         x = x + rows_of
         emit("inp_embd_types", x[None])
+    if w.has("task_types.weight"):  # ERNIE (use_task_id): task type 0 for every token
+        task = w.rows("task_types.weight", np.zeros(seq, np.int64))
+        emit("inp_task_types", task[None])
+        x = x + task
+        emit("inp_embd_task_types", x[None])
     if w.has("token_embd_norm.weight"):
         x = _norm(w, cfg, "token_embd_norm", x)
         emit("inp_norm", x[None])

@@ -122,6 +122,7 @@ _TOP_KEYS = {
     "rope_factors_short.weight",  # LongRoPE (Phi-3.5, Phi-4-mini)
     "rope_factors_long.weight",
     "token_types.weight",  # BERT: segment embeddings (row 0) and the embedding LayerNorm
+    "task_types.weight",  # ERNIE: task-type embeddings (row 0)
     "token_embd_norm.weight",
     "token_embd_norm.bias",
     # BERT-family masked-LM heads: dense + GELU, LayerNorm, then the tied projection's bias
@@ -201,9 +202,11 @@ def _check_seq2seq_decoder(cfg: DecoderConfig) -> None:
     # (Marian, positions from 0: no embedding norm, fixed positions unless stored)
     marian = bart and cfg.position_offset == 0
     top: tuple[str, ...] = ("dec.output_norm.weight",) if not bart else () if marian else _BART_TOP
-    if cfg.arch == "mbart":  # (M2M100: fixed positions, no embedding norm)
+    if cfg.arch == "mbart":  # (M2M100, Pegasus: fixed positions; they and Blenderbot: no
+        # embedding norm, so only the positions Blenderbot learns)
+        row_0 = cfg.position_offset == 0
         top = ("dec.output_norm.weight", "dec.output_norm.bias") + (
-            () if cfg.fairseq_positions else _BART_TOP
+            () if cfg.fairseq_positions or cfg.sinusoidal else _BART_TOP[:1] if row_0 else _BART_TOP
         )
     allowed = (*_BART_TOP, "dec.output_norm.weight", "dec.output_norm.bias") if bart else top
     for key in cfg.names:
@@ -262,10 +265,12 @@ def check_tensors(cfg: DecoderConfig) -> None:
             )
     if "token_embd.weight" not in cfg.names and cfg.vision is None:  # (ViT: patches)
         raise DecoderUnsupported("the checkpoint has no token embedding (token_embd.weight)")
+    pre_norm = cfg.arch == "bert" and "blk.0.attn_norm.weight" in cfg.names
     if cfg.arch == "bert":  # its embeddings: words, positions, segment 0, then a LayerNorm
         # (DistilBERT has no token types: none are added, as transformers does; DeBERTa-v3
-        # reads positions in its attention only)
-        need = ["token_embd_norm.weight"]
+        # reads positions in its attention only; the pre-LayerNorm variants end in a norm,
+        # and XLM-RoBERTa-XL's and Megatron-BERT's embeddings have none)
+        need = ["output_norm.weight"] if pre_norm else ["token_embd_norm.weight"]
         if cfg.disentangled is None:
             need.append("position_embd.weight")
         for key in need:
@@ -295,8 +300,8 @@ def check_tensors(cfg: DecoderConfig) -> None:
         # OLMo 2 normalises each half's output instead of its input
         post_norm = cfg.arch in ("olmo2", "exaone4")
         norms = ("post_attention_norm", "post_ffw_norm") if post_norm else ()
-        if cfg.arch in ("bert", "nomic-bert", "bart") or (  # norms after each residual
-            cfg.arch == "opt" and f"blk.{i}.attn_output_norm.weight" in cfg.names
+        if (cfg.arch in ("bert", "nomic-bert", "bart") and not pre_norm) or (  # norms after
+            cfg.arch == "opt" and f"blk.{i}.attn_output_norm.weight" in cfg.names  # residuals
         ):
             norms = ("attn_output_norm", "layer_output_norm")
         pre, ffn_pre = norms or ("attn_norm", "ffn_norm")

@@ -25,10 +25,12 @@ def bart_graph(
     scaled: bool = False,
     pre_norm: bool = False,
     head: bool = True,
+    norm_first: bool = False,
 ) -> Graph:
     """``scaled``: embeddings times sqrt(d_model) (Marian's, mBART's, M2M100's); ``pre_norm``:
     mBART's and M2M100's layers, normalising first, each stack ending in a norm; ``head``:
-    whether the snapshot has its vocabulary head (a BartModel has none)."""
+    whether the snapshot has its vocabulary head (a BartModel has none); ``norm_first``: the
+    decoder normalises its embedding before adding its position (BlenderbotSmall)."""
     dec_layers, top = split_decoder(top)
     b = CheckpointBuilder(title, rows)
     b.graph.inputs.append(ValueInfo("tokens", "int64", (1, "seq")))
@@ -42,7 +44,7 @@ def bart_graph(
     start = "the decoder's start token (decoder_start_token_id); the decoder runs this one step"
     if classifier:
         start = "the prompt shifted right behind the decoder's start token"
-    y = _embedding(b, "dec.", ["tokens"] if classifier else [], top, scaled, start)
+    y = _embedding(b, "dec.", ["tokens"] if classifier else [], top, scaled, start, norm_first)
     layer = _pre_norm_layer if pre_norm else _post_norm_layer
     for i in sorted(dec_layers):
         y = layer(b, f"dec.blk.{i}", dec_layers[i], y, enc)
@@ -163,11 +165,17 @@ def _pre_norm_layer(b: CheckpointBuilder, s: str, t: dict[str, str], y: str, enc
 
 
 def _embedding(
-    b: CheckpointBuilder, pre: str, xs: list[str], top: dict[str, str], scaled: bool, what: str
+    b: CheckpointBuilder,
+    pre: str,
+    xs: list[str],
+    top: dict[str, str],
+    scaled: bool,
+    what: str,
+    norm_first: bool = False,
 ) -> str:
     """The encoder's (``pre`` "") or the decoder's ("dec.") embedding: the shared table, the
     scale, the positions (a stored table: BART's read from row 2; else Marian's sinusoids
-    from 0), BART's LayerNorm."""
+    from 0), BART's LayerNorm (``norm_first``: before the positions are added)."""
     scope = pre.replace(".", "_")
     x = b.node(
         f"{scope}token_embd",
@@ -178,9 +186,12 @@ def _embedding(
         "embedding",
         f"Embedding of {what}: rows of the shared table (from tensor names).",
     )
-    if scaled:
+    if scaled and not norm_first:  # (BlenderbotSmall's decoder does not scale)
         text = "Scaled by the square root of d_model."
         x = b.node(f"{scope}token_embd", "Scale", [x], f"{pre}inp_scaled", [], "embedding", text)
+    key = f"{pre}token_embd_norm"
+    if norm_first and f"{key}.weight" in top:
+        x = _norm(b, f"{scope}embd_norm", [x], f"{pre}inp_norm", top, key, "of the embedding")
     table = top.get(f"{pre}position_embd.weight", "")
     where = "a learned table" if table else "fixed sinusoids"
     if not pre:  # the encoder's own value of the positions, then the sum
@@ -198,8 +209,7 @@ def _embedding(
         which = "positions" if xs else "first position"
         text = f"Plus the decoder's {which}: {where} (from tensor names)."
         x = b.node(f"{scope}embd", "Add", [x], f"{pre}inp_embd_pos", [table], "embedding", text)
-    if f"{pre}token_embd_norm.weight" in top:
-        key = f"{pre}token_embd_norm"
+    if f"{key}.weight" in top and not norm_first:
         x = _norm(b, f"{scope}embd_norm", [x], f"{pre}inp_norm", top, key, "of the embedding")
     return x
 

@@ -217,6 +217,18 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
                 + " (from tensor names).",
             )
             x = self.node("token_embd", "Add", [x, types], "inp_embd_types", [])
+        if "task_types.weight" in top:  # ERNIE (use_task_id): transformers' default, task 0
+            task = self.node(
+                "task_types",
+                "Embedding",
+                ["tokens"],
+                "inp_task_types",
+                [top["task_types.weight"]],
+                "embedding",
+                "Task-type embedding (ERNIE): row 0, the task type transformers assumes when "
+                "none is given, added to every token (from tensor names).",
+            )
+            x = self.node("token_embd", "Add", [x, task], "inp_embd_task_types", [])
         if "token_embd_norm.weight" in top:
             x = self.layer_norm(
                 "token_embd_norm",
@@ -628,8 +640,9 @@ class CheckpointBuilder(HybridMixers, Gemma3nParts):
             + " (from tensor names)."
         )
         bias = top.get("output.bias", "") if not tied else ""
-        if headless or arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text"):
-            return  # embedders, text encoders, base models: the final norm's output is theirs
+        if headless or arch in ("gemma-embedding", "modern-bert", "t5encoder", "clip-text", "bert"):
+            return  # embedders, text encoders (pre-LayerNorm BERTs), base models: the final
+            # norm's output is theirs
         self.node("output", "LMHead", [x], "result_output", [w, bias], "head", text)
 
     def sentence_pooling(self, pooling: SentencePooling) -> None:

@@ -560,6 +560,7 @@ def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Gr
                 scaled,
                 arch == "mbart",
                 head,
+                model_type == "blenderbot-small",
             )
         g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
         return g

@@ -34,6 +34,10 @@ from nneditor.semantic.names_vision import (
 HF_ARCH = {
     "llama": "llama",
     "mistral": "llama",
+    "ministral": "llama",  # Ministral 8B: Mistral's layers, sliding or full as layer_types says
+    "internlm3": "llama",  # InternLM3: transformers runs it as Llama
+    "helium": "llama",  # Helium (kyutai): Llama rotating adjacent pairs, as GLM does
+    "glm": "glm4",  # GLM-4 "-hf" releases: GLM-4's layers without its two extra norms
     "qwen2": "qwen2",
     "qwen3": "qwen3",
     "gemma3": "gemma3",
@@ -87,6 +91,10 @@ HF_ARCH = {
     "marian": "bart",  # Marian (Helsinki-NLP/opus-mt-*): BART's layout, sinusoidal positions
     "mbart": "mbart",  # mBART (mbart-large-50): BART's with pre-norm layers and final norms
     "m2m_100": "mbart",  # M2M100 and NLLB-200: mBART's layers, fairseq's sinusoids
+    "pegasus": "mbart",  # Pegasus: mBART's layers, Marian's sinusoids, no embedding norm
+    "blenderbot": "mbart",  # Blenderbot: mBART's layers, positions from row 0, no embedding norm
+    "plbart": "bart",  # PLBart: BART's layout with scaled embeddings
+    "blenderbot-small": "bart",  # BART's layout; the decoder normalises before its positions
     "gpt_neo": "gpt-neo",  # GPT-Neo (nor these two)
     "gptj": "gptj",
     "codegen": "codegen",  # CodeGen: GPT-J's blocks, q/v/k fused in four groups
@@ -116,6 +124,12 @@ HF_ARCH = {
     "distilbert": "bert",  # DistilBERT: BERT's blocks under other names, no token types
     "mpnet": "bert",  # MPNet (all-mpnet-base-v2): BERT's blocks with T5's relative positions
     "camembert": "bert",  # CamemBERT: RoBERTa's
+    "data2vec-text": "bert",  # data2vec-text: RoBERTa's
+    "roberta-prelayernorm": "bert",  # pre-LayerNorm RoBERTa: a norm before each half, one after
+    "xlm-roberta-xl": "bert",  # XLM-RoBERTa-XL/XXL: the same, no embedding LayerNorm
+    "megatron-bert": "bert",  # Megatron-BERT: pre-LayerNorm BERT, no embedding LayerNorm
+    "ibert": "bert",  # I-BERT with quant_mode off: RoBERTa's float computation
+    "ernie": "bert",  # ERNIE 1.0-3.0: BERT with optional task-type embeddings (row 0 added)
     "electra": "bert",  # ELECTRA: BERT's blocks after a projection of narrower embeddings
     "albert": "bert",  # ALBERT: one BERT block shared by every layer, narrower embeddings
     "deberta-v2": "bert",  # DeBERTa-v2/v3: BERT's blocks with disentangled relative attention
@@ -264,6 +278,10 @@ _CONFIG_ALIASES = {
     "marian": _BART_ALIASES,
     "mbart": _BART_ALIASES,
     "m2m_100": _BART_ALIASES,
+    "pegasus": _BART_ALIASES,
+    "blenderbot": _BART_ALIASES,
+    "plbart": _BART_ALIASES,
+    "blenderbot-small": _BART_ALIASES,
     "gptj": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "codegen": {"n_layer": "num_hidden_layers", "n_head": "num_attention_heads"},
     "xglm": {

@@ -12,7 +12,16 @@ from typing import Any
 #: where BERT-family checkpoints saved with a head (BertForMaskedLM, BertForPreTraining,
 #: RobertaForMaskedLM, DistilBertForMaskedLM: bert-base-uncased, roberta-base and
 #: distilbert-base-uncased as released) keep the encoder
-BERT_PREFIXES = ("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.", "deberta.")
+BERT_PREFIXES = (
+    *("bert.", "roberta.", "distilbert.", "mpnet.", "electra.", "albert.", "deberta."),
+    *("data2vec_text.", "roberta_prelayernorm.", "ernie.", "ibert."),
+)
+#: what an I-BERT snapshot keeps beside its float weights for integer-only inference
+#: (quant_mode): read only when quantized, so left out of a float (quant_mode false) trace
+IBERT_QUANT_BUFFERS = (
+    *(".weight_integer", ".bias_integer", ".weight_scaling_factor", ".fc_scaling_factor"),
+    *(".act_scaling_factor", ".x_min", ".x_max", "LayerNorm.shift"),
+)
 #: ALBERT's one shared layer (albert_layer_groups.0.albert_layers.0) and the projection of its
 #: embeddings; ELECTRA's projection
 _ALBERT_LAYER = re.compile(
@@ -38,6 +47,19 @@ _MPNET_PARTS = {
     "attention.attn.o": "attn_output",
     "attention.LayerNorm": "attn_output_norm",
 }
+#: the pre-LayerNorm variants' norms, per layer (before attention, before the feed-forward)
+#: and after the last layer: RoBERTa-PreLayerNorm, XLM-RoBERTa-XL, Megatron-BERT
+_PRE_NORM_PARTS = {
+    "attention.LayerNorm": "attn_norm",
+    "intermediate.LayerNorm": "ffn_norm",
+    "attention.self_attn_layer_norm": "attn_norm",
+    "LayerNorm": "ffn_norm",
+    "attention.ln": "attn_norm",
+    "ln": "ffn_norm",
+}
+_PRE_NORM_FINAL = ("LayerNorm", "encoder.LayerNorm", "encoder.ln")
+#: ERNIE's task-type embeddings (use_task_id): row 0 added to every position
+_TASK_TYPES = "embeddings.task_type_embeddings.weight"
 _ENCODER_LAYER = re.compile(r"^encoder\.layer\.(\d+)\.(.+)\.(weight|bias)$")
 #: DeBERTa-v2/v3's attention projections (the rest of its layer is named as BERT's), and the
 #: relative-position table every layer reads, with the LayerNorm the encoder applies to it
@@ -125,7 +147,14 @@ def bert_names(
 ) -> tuple[dict[str, str], list[str]]:
     mapped: dict[str, str] = {}
     unplaced: list[str] = []
-    pool = _classifier_pool({bert_inner(n) for n in names})
+    inners = {bert_inner(n) for n in names}
+    pool = _classifier_pool(inners)
+    deberta = "encoder.rel_embeddings.weight" in inners  # (its encoder.LayerNorm: the table's)
+    # (MPNet's attention.LayerNorm follows its residual; RoBERTa-PreLayerNorm's precedes)
+    prelayernorm = any(n.endswith(".intermediate.LayerNorm.weight") for n in inners)
+    pre_parts = {
+        k: v for k, v in _PRE_NORM_PARTS.items() if prelayernorm or k != "attention.LayerNorm"
+    }
     for name in names:
         albert = _ALBERT_LAYER.match(bert_inner(name))
         if albert and albert[1] in _ALBERT_PARTS:  # every layer reads the one shared layer
@@ -144,12 +173,18 @@ def bert_names(
             key = f"cls_out.{kind}"
         elif pool and module == pool and kind in ("weight", "bias"):
             key = f"cls_pool.{kind}"
+        elif layer and layer[2] in pre_parts:
+            key = f"blk.{layer[1]}.{pre_parts[layer[2]]}.{layer[3]}"
         elif layer and layer[2] in _MPNET_PARTS:
             key = f"blk.{layer[1]}.{_MPNET_PARTS[layer[2]]}.{layer[3]}"
         elif layer and layer[2] in _DEBERTA_PARTS:
             key = f"blk.{layer[1]}.{_DEBERTA_PARTS[layer[2]]}.{layer[3]}"
-        elif inner in _DEBERTA_TABLE:
+        elif inner in _DEBERTA_TABLE and deberta:
             key = _DEBERTA_TABLE[inner]
+        elif module in _PRE_NORM_FINAL and kind in ("weight", "bias"):
+            key = f"output_norm.{kind}"
+        elif inner == _TASK_TYPES:
+            key = "task_types.weight"
         elif inner == "encoder.relative_attention_bias.weight":
             key = "blk.0.attn_rel_b.weight"
         elif module in _EMBED_PROJECTIONS and kind in ("weight", "bias"):
