@@ -477,6 +477,9 @@ class DecoderConfig:
     #: a Swin Transformer's stages and windows (decoder/vision.py: Swin, run by
     #: decoder/swin.py); None: not a Swin
     swin: Any = None
+    #: CLIPModel's or SiglipModel's text tower and logit scale beside this vision tower
+    #: (decoder/clip_pair.py: Pair); None: one tower
+    pair: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
