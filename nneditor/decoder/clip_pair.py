@@ -33,14 +33,15 @@ import numpy as np
 from nneditor.decoder import clip_text, clip_vision
 from nneditor.decoder.config import DecoderConfig
 from nneditor.decoder.unsupported import DecoderUnsupported
+from nneditor.semantic.names_vision import PAIRS, is_pair, pair_extras, split_pair
+
+__all__ = ["PAIRS", "Pair", "forward", "from_hf", "is_pair"]
 
 if TYPE_CHECKING:
     from nneditor.model.document import Document
 
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
-#: model_type -> (the class, its towers' model types as the decoder reads them alone)
-PAIRS = {"clip": "CLIPModel", "siglip": "SiglipModel"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,12 +64,6 @@ class Pair:
         )
 
 
-def is_pair(config: Mapping[str, Any]) -> bool:
-    return str(config.get("model_type") or "") in PAIRS and isinstance(
-        config.get("text_config"), Mapping
-    )
-
-
 def from_hf(
     config: Mapping[str, Any],
     names: Sequence[str],
@@ -80,16 +75,15 @@ def from_hf(
     scale, bias = "logit_scale", "logit_bias" if kind == "siglip" else ""
     projection = "text_model.head.weight" if kind == "siglip" else "text_projection.weight"
     projection_bias = "text_model.head.bias" if kind == "siglip" else ""
-    vision = [n for n in names if n.startswith("vision_model.") or n == "visual_projection.weight"]
-    extra = {scale, bias, projection, projection_bias} - {""}
-    text = [n for n in names if n.startswith("text_model.") and n not in extra]
+    vision, text, rest = split_pair(kind, names)
+    extra = set(pair_extras(kind))
     lacking = sorted(extra - set(names))
     if lacking:
         raise DecoderUnsupported(
             f"this {PAIRS[kind]} snapshot lacks {lacking[0]}; without it the prompts' "
             "probabilities cannot be computed"
         )
-    left = sorted(set(names) - set(vision) - set(text) - extra)
+    left = sorted(set(rest) - extra)
     if left:
         raise DecoderUnsupported(
             f"tensor {left[0]!r} is part of neither tower of this {PAIRS[kind]} snapshot; the "

@@ -38,7 +38,7 @@ from nneditor.semantic.checkpoint_names import (
     with_weight_suffix,
 )
 from nneditor.semantic.checkpoint_vision import one_row, tower_head
-from nneditor.semantic.names_vision import VISION_TOWERS
+from nneditor.semantic.names_vision import VISION_TOWERS, is_pair
 from nneditor.semantic.sentence_pooling import SentencePooling, read_pooling
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
@@ -403,6 +403,10 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
         return None, doc.graph_unavailable_reason
     config = with_aliases(doc.metadata.get("config") or {})
+    if is_pair(config):  # CLIPModel, SiglipModel: both towers side by side
+        from nneditor.semantic.checkpoint_pair import pair_graph
+
+        return pair_graph(doc, config)
     from nneditor.semantic.family_graphs import family_graph
 
     family = family_graph(doc, config)
@@ -497,6 +501,12 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if unused:
         g.initializers.extend(unused)
     return g, ""
+
+
+def hf_tower_graph(part: Any, config: Mapping[str, Any]) -> Graph | None:  # noqa: ANN401
+    """The graph of one tower of a pair (checkpoint_pair.py): ``part`` holds its tensors
+    alone (``tensors``, ``path``, ``notes``), ``config`` its config as saved alone."""
+    return _hf_decoder(part, config, str(config["model_type"]))
 
 
 def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Graph | None:
