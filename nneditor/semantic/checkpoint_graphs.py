@@ -406,7 +406,7 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if is_pair(config):  # CLIPModel, SiglipModel: both towers side by side
         from nneditor.semantic.checkpoint_pair import pair_graph
 
-        return pair_graph(doc, config)
+        return pair_graph(doc, config, hf_tower_graph)
     from nneditor.semantic.family_graphs import family_graph
 
     family = family_graph(doc, config)

@@ -13,7 +13,7 @@ text tower reads ``input_ids`` [prompts, seq], one row per prompt. Then::
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from nneditor.model.graph import Graph, Node, ValueInfo
@@ -33,9 +33,12 @@ class _Part:
     notes: list[str] = dataclasses.field(default_factory=list)
 
 
-def pair_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, str]:
-    from nneditor.semantic.checkpoint_graphs import hf_tower_graph
-
+def pair_graph(
+    doc: Document,
+    config: Mapping[str, Any],
+    tower_graph: Callable[[Any, Mapping[str, Any]], Graph | None],
+) -> tuple[Graph | None, str]:
+    """``tower_graph``: checkpoint_graphs.py's graph of one tower saved alone."""
     kind = str(config["model_type"])
     vision, text, extra = split_pair(kind, list(doc.tensors))
     vconfig = {**config["vision_config"], "model_type": f"{kind}_vision_model"}
@@ -43,7 +46,7 @@ def pair_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
     parts = []
     for names, sub in ((vision, vconfig), (text, tconfig)):
         part = _Part({n: doc.tensors[n] for n in names}, doc.path)
-        g = hf_tower_graph(part, sub)
+        g = tower_graph(part, sub)
         if g is None:
             return None, (
                 f"NNEditor does not draw this {kind} snapshot ({PAIRS[kind]}): its "
