@@ -185,16 +185,25 @@ def forward(
     if pair.projection_bias:
         text = (text + _read(doc, pair.projection_bias)).astype(F32)
     emit("text.text_embeds", text)
-    image = image / np.linalg.norm(image, axis=-1, keepdims=True)
-    text = text / np.linalg.norm(text, axis=-1, keepdims=True)
-    emit("image_embeds", image.astype(F32))
-    emit("text_embeds", text.astype(F32))
-    logits = (image @ text.T) * np.exp(_read(doc, pair.scale).reshape(()))
+    image, text = _normalised(image), _normalised(text)
+    emit("image_embeds", image)
+    emit("text_embeds", text)
+    logits = (image @ text.T) * _scale(_read(doc, pair.scale))
     if pair.bias:
         logits = logits + _read(doc, pair.bias).reshape(())
     logits = logits.astype(F32)
     emit("logits_per_image", logits)
     return logits
+
+
+def _normalised(x: np.ndarray) -> np.ndarray:
+    """Each row divided by its Euclidean norm (the cosine similarity's)."""
+    return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(F32)
+
+
+def _scale(logit_scale: np.ndarray) -> float:
+    """The temperature: the stored logit_scale is its logarithm."""
+    return float(np.exp(logit_scale.reshape(())))
 
 
 def _read(doc: Document, name: str) -> np.ndarray:
