@@ -59,8 +59,8 @@ class Pair:
     def describe(self) -> str:
         pooled = "the last position" if self.kind == "siglip" else "the end-of-text position"
         return (
-            f"and its text tower ({self.text.n_layers} layers, hidden {self.text.hidden}, "
-            f"pooled at {pooled}); logits_per_image over the prompts"
+            f"beside its text tower ({self.text.n_layers} layers, hidden {self.text.hidden}, "
+            f"read at {pooled} of each prompt), ending at logits_per_image [1, prompts]"
         )
 
 

@@ -639,6 +639,8 @@ class DecoderConfig:
                 else f"distances to {d.max_distance}"
             )
             bits.append(f"disentangled relative attention (DeBERTa: {terms}, {spread})")
+        if self.pair is not None:  # CLIPModel, SiglipModel: the text tower beside
+            bits.append(self.pair.describe())
         return ", ".join(bits)
 
     def _ends(self) -> str:
