@@ -131,7 +131,7 @@ def texts_from_args(
     from pathlib import Path
 
     from nneditor.tokenize import TokenizerError, load_tokenizer
-    from nneditor.tokenize.zero_shot import prompt_ids
+    from nneditor.tokenize.zero_shot import pair_kind, prompt_ids
 
     texts: dict[str, list[str]] = {}
     for item in getattr(args, "text", None) or []:
@@ -147,10 +147,15 @@ def texts_from_args(
     if plan[name].role != "tokens":
         raise InputSpecError(f"--text {name}=...: input {name!r} does not take token ids")
     path = Path(args.path)
-    try:
-        ids, note = prompt_ids(
-            path if path.is_dir() else path.parent, load_tokenizer(path), prompts, name
+    folder = path if path.is_dir() else path.parent
+    if pair_kind(folder) == "siglip" and not (folder / "tokenizer.json").is_file():
+        raise InputSpecError(
+            f"{folder.name} (SiglipModel) has no tokenizer.json, and NNEditor does not read "
+            "SiglipTokenizer's spiece.model with its text canonicalisation; give input_ids made "
+            'by its processor (padding="max_length") with --tensor input_ids=FILE.npy'
         )
+    try:
+        ids, note = prompt_ids(folder, load_tokenizer(path), prompts, name)
     except TokenizerError as exc:
         raise InputSpecError(str(exc)) from None
     return {name: ids}, note

@@ -186,3 +186,45 @@ def test_zero_shot_through_the_cli(zoo_artifact, tmp_path) -> None:  # noqa: ANN
     assert np.abs(got - probs).max() < 1e-5 and "softmax" in out["scoring"]
     r = nneditor_cli("predict", str(trace))
     assert r.returncode == 0 and PROMPTS[int(np.argmax(probs))] in r.stdout.splitlines()[1]
+
+
+def test_siglip_probabilities_through_the_cli(tmp_path) -> None:  # noqa: ANN001
+    """SiglipModel: ids made by its processor given with --tensor (its spiece.model is not
+    read: --text says so), traced; predict gives each prompt's sigmoid, logit_bias included."""
+    torch.manual_seed(0)
+    config = tf.SiglipConfig(
+        text_config={
+            **SMALL,
+            "num_attention_heads": 4,
+            "vocab_size": 99,
+            "max_position_embeddings": 8,
+        },
+        vision_config={**SMALL, "num_attention_heads": 4, "image_size": 16, "patch_size": 4},
+    )
+    model = tf.SiglipModel(config).eval()
+    with torch.no_grad():
+        model.logit_bias.fill_(-1.0)
+    snap = tmp_path / "siglip"
+    model.save_pretrained(str(snap))
+    r = nneditor_cli("inputs", str(snap), "--auto", "--text", "input_ids=a cat")
+    assert r.returncode == 2 and "has no tokenizer.json" in r.stderr and "--tensor" in r.stderr
+    rng = np.random.default_rng(2)
+    ids = np.concatenate([rng.integers(2, 99, (2, 5)), np.ones((2, 3), np.int64)], axis=1)
+    pixels = image_pixels(16)
+    np.savez(tmp_path / "given.npz", pixel_values=pixels, input_ids=ids)
+    r = nneditor_cli(
+        "inputs", str(snap), "--tensor", str(tmp_path / "given.npz"), "--out", str(tmp_path / "in")
+    )
+    assert r.returncode == 0, r.stderr
+    trace = tmp_path / "trace"
+    r = nneditor_cli(
+        "trace", str(snap), "--inputs", str(tmp_path / "in"), "--out", str(trace), "--yes"
+    )
+    assert r.returncode == 0, r.stderr
+    want = torch.sigmoid(_reference(model, pixels, ids).logits_per_image).numpy()[0]
+    r = nneditor_cli("predict", str(trace), "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [p["text"] for p in out["prompts"]] == ["prompt 0", "prompt 1"]
+    got = np.array([p["prob"] for p in out["prompts"]])
+    assert np.abs(got - want).max() < 1e-5 and "sigmoid" in out["scoring"]
