@@ -346,6 +346,8 @@ EXPECT: dict[str, E] = {
         "blocks": 2,
         "patterns": {"attention": 3, "ffn": 3},
     },
+    # CLIPModel: both towers' blocks (2 each); logits_per_image over one automatic prompt
+    "vision-clip-pair": {"format": "huggingface", "positions": 1, **_lm(4)},
     "encoder-xlmr-reranker.gguf": {"format": "gguf", "positions": 1, **_lm(2)},
     # OPT (facebook/opt-*), which llama.cpp does not convert
     "decoder-opt": {"format": "huggingface", **_lm(2)},

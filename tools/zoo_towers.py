@@ -15,6 +15,8 @@ from zoo_weights import perturbed
 
 CLIP = "vision-clip"
 SIGLIP = "vision-siglip"
+#: CLIPModel: both towers and a CLIP-style tokenizer (zero-shot image classification)
+CLIP_PAIR = "vision-clip-pair"
 #: a two-block tower over 32x32 images in 8x8 patches
 _SMALL = {
     "hidden_size": 64,
@@ -45,6 +47,37 @@ def _clip_snapshot(path: Path) -> None:
     config = tf.CLIPVisionConfig(**_SMALL, projection_dim=48)
     torch.manual_seed(0)
     _moved(tf.CLIPVisionModelWithProjection(config)).save_pretrained(str(path))
+    _clip_processor(path)
+
+
+def _clip_pair_snapshot(path: Path) -> None:
+    """CLIPModel as openai/clip-vit-base-patch32 ships it, in small: its tokenizer files
+    (tools/zoo_encoders.py's CLIP-style BPE: start 0, end-of-text 1, which also pads) and its
+    image processor; the logit scale off its initial value."""
+    import torch
+    import transformers as tf
+    from zoo_encoders import _clip_tokenizer
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = _clip_tokenizer(path)
+    text = {
+        **{k: v for k, v in _SMALL.items() if k not in ("image_size", "patch_size")},
+        "vocab_size": vocab,
+        "max_position_embeddings": 77,
+        "bos_token_id": 0,
+        "eos_token_id": 1,
+        "pad_token_id": 1,
+    }
+    config = tf.CLIPConfig(text_config=text, vision_config=_SMALL, projection_dim=48)
+    torch.manual_seed(0)
+    model = _moved(tf.CLIPModel(config))
+    with torch.no_grad():
+        model.logit_scale.fill_(3.2)
+    model.save_pretrained(str(path))
+    _clip_processor(path)
+
+
+def _clip_processor(path: Path) -> None:
     processor = {  # the release's, at 32 pixels for its 224
         "crop_size": {"height": 32, "width": 32},
         "do_center_crop": True,
@@ -97,3 +130,9 @@ def register(generator: Callable[..., Any]) -> None:
         "SigLIP vision tower with its attention-pooling head (as google/siglip-base-patch16-"
         "224's, in small: 32x32 images in 8x8 patches), tiny random weights",
     )(_siglip_snapshot)
+    generator(
+        CLIP_PAIR,
+        "transformers save_pretrained (CLIPModel) + a CLIP-style tokenizers BPE",
+        "CLIP with both towers (as openai/clip-vit-base-patch32, in small: 32x32 images in "
+        "8x8 patches, its image processor, a CLIP-style tokenizer), tiny random weights",
+    )(_clip_pair_snapshot)

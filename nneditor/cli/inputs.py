@@ -2,7 +2,8 @@
 
     nneditor inputs PATH [--auto] [--out DIR] [--dim NAME=N] [--shape INPUT=1x3x8x8]
                     [--tensor [INPUT=]FILE] [--image INPUT=FILE [--normalize imagenet]
-                    [--layout NCHW]] [--audio INPUT=FILE.wav] [--csv INPUT=FILE] [--pattern INPUT=KIND]
+                    [--layout NCHW]] [--audio INPUT=FILE.wav] [--text INPUT=TEXT ...]
+                    [--csv INPUT=FILE] [--pattern INPUT=KIND]
                     [--series INPUT=KIND] [--seed N] [--json]
 
 Without ``--out`` the detected presets are printed. With ``--out`` every input must get values
@@ -56,6 +57,14 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="INPUT=FILE",
         help="PCM WAV for a waveform input, at the model's sampling rate, normalised as its "
         "preprocessor_config.json says",
+    )
+    s.add_argument(
+        "--text",
+        action="append",
+        metavar="INPUT=TEXT",
+        help="a prompt for a token-id input, tokenized by the model's own tokenizer; repeat it "
+        "for several prompts (CLIPModel, SiglipModel: one row each, padded as their "
+        "processors pad them)",
     )
     s.add_argument("--csv", action="append", metavar="INPUT=FILE", help="numeric CSV for an input")
     s.add_argument(
@@ -115,9 +124,48 @@ def _shape(shape: tuple[int, ...] | None, name: str) -> tuple[int, ...]:
     return shape
 
 
+def texts_from_args(
+    plan: InputPlan, args: argparse.Namespace
+) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:
+    """Token ids of ``--text INPUT=TEXT`` (one row per prompt) and the tokenizer's note."""
+    from pathlib import Path
+
+    from nneditor.tokenize import TokenizerError, load_tokenizer
+    from nneditor.tokenize.zero_shot import pair_kind, prompt_ids
+
+    texts: dict[str, list[str]] = {}
+    for item in getattr(args, "text", None) or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name or not text:
+            raise InputSpecError(f"--text {item!r} is not INPUT=TEXT")
+        texts.setdefault(name, []).append(text)
+    if len(texts) > 1:
+        raise InputSpecError(f"--text names several inputs ({sorted(texts)}); give one")
+    if not texts:
+        return {}, None
+    ((name, prompts),) = texts.items()
+    if plan[name].role != "tokens":
+        raise InputSpecError(f"--text {name}=...: input {name!r} does not take token ids")
+    path = Path(args.path)
+    folder = path if path.is_dir() else path.parent
+    if pair_kind(folder) == "siglip" and not (folder / "tokenizer.json").is_file():
+        raise InputSpecError(
+            f"{folder.name} (SiglipModel) has no tokenizer.json, and NNEditor does not read "
+            "SiglipTokenizer's spiece.model with its text canonicalisation; give input_ids made "
+            'by its processor (padding="max_length") with --tensor input_ids=FILE.npy'
+        )
+    try:
+        ids, note = prompt_ids(folder, load_tokenizer(path), prompts, name)
+    except TokenizerError as exc:
+        raise InputSpecError(str(exc)) from None
+    return {name: ids}, note
+
+
 def run(doc: Document, args: argparse.Namespace) -> int:
     plan = plan_from_args(doc, args)
     provided = provided_from_args(plan, args)
+    made, text_note = texts_from_args(plan, args)
+    provided.update(made)
     if not args.out:
         _print_plan(plan, args.json)
         return 0
@@ -128,7 +176,7 @@ def run(doc: Document, args: argparse.Namespace) -> int:
         )
     arrays = build_inputs(plan, provided, args.seed)
     sources = {n: ("provided" if n in provided else "automatic") for n in arrays}
-    written = write_input_set(plan, args.out, arrays, sources, args.seed)
+    written = write_input_set(plan, args.out, arrays, sources, args.seed, text_note)
     if args.json:
         _dump(written)
     else:

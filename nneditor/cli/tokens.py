@@ -4,7 +4,8 @@
                       [--out F.npz] [--dtype int64|int32] [--json]
     nneditor detokenize PATH --ids 1,2,3 [--skip-special] [--json]
     nneditor predict TRACE_DIR [--value NAME] [--batch 0] [--position -1] [--top 20] [--json]
-    (a speech recognizer's trace: its transcription by greedy CTC decoding)
+    (a speech recognizer's trace: its transcription by greedy CTC decoding; a CLIPModel's or
+    SiglipModel's: each text prompt's probability for the image)
 
 PATH is a GGUF file, a Hugging Face snapshot folder, a tokenizer.json, or a model with a
 tokenizer.json beside it. ``--out`` writes the ids as the .npz a trace takes (one array named
@@ -265,6 +266,63 @@ def _transcription(
     return 0
 
 
+def _zero_shot(
+    folder: Path,
+    values: list[dict[str, Any]],
+    run: dict[str, Any],
+    model: str | None,
+    as_json: bool,
+) -> int:
+    """A CLIPModel's or SiglipModel's trace: each prompt's probability for the image, from
+    logits_per_image (CLIP: their softmax; SigLIP: each one's sigmoid), its prompts named by
+    the text they were made from (``nneditor inputs --text``)."""
+    from nneditor.tokenize.zero_shot import SCORING, pair_kind, prompt_probabilities
+
+    entry = next(v for v in values if v.get("name") == "logits_per_image")
+    if not entry.get("file"):
+        raise CLIError("the trace did not capture logits_per_image; trace again capturing it")
+    kind = pair_kind(Path(model)) if model and Path(model).is_dir() else ""
+    if not kind:
+        raise CLIError(
+            f"the traced model {model or '(unrecorded)'} is no longer a readable CLIPModel or "
+            "SiglipModel snapshot, whose config.json says how its logits become probabilities; "
+            "--value logits_per_image reads them as plain logits"
+        )
+    try:
+        logits = np.asarray(read_value(folder, entry, mmap=False), np.float64).reshape(-1)
+    except CaptureReadError as exc:
+        raise CLIError(str(exc)) from None
+    note = (run.get("input_notes") or {}).get("input_ids") or {}
+    texts = [str(t) for t in note.get("texts") or []]
+    if len(texts) != logits.size:
+        texts = [f"prompt {i}" for i in range(logits.size)]
+    probs = prompt_probabilities(logits, kind)
+    how = (
+        "the softmax over the prompts, which compete: the probabilities sum to 1"
+        if SCORING[kind] == "softmax"
+        else "the sigmoid of each prompt's logit, each judged alone"
+    )
+    out: dict[str, Any] = {
+        "value": "logits_per_image",
+        "scoring": how,
+        "prompts": [
+            {"text": t, "logit": float(g), "prob": float(p)}
+            for t, g, p in zip(texts, logits, probs, strict=True)
+        ],
+        "note": "the value is partial" if entry.get("status") == "partial" else "",
+    }
+    if as_json:
+        print_json(out)
+        return 0
+    print(f"logits_per_image: each prompt's probability by {how}:")
+    for k in np.argsort(-probs, kind="stable"):
+        t = out["prompts"][int(k)]
+        print(f"{t['prob']:8.4f} {t['logit']:10.4f}  {json.dumps(t['text'], ensure_ascii=False)}")
+    if out["note"]:
+        print(f"note: {out['note']}", file=sys.stderr)
+    return 0
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from nneditor.tokenize import TokenizerError, load_tokenizer
     from nneditor.tokenize.predictions import class_labels, find_logits, predict
@@ -290,6 +348,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     values = manifest.get("values") or []
     if not args.value and any(v.get("name") == "input_values" for v in values):
         return _transcription(folder, values, model, args.json)  # a speech recognizer's
+    if not args.value and any(v.get("name") == "logits_per_image" for v in values):
+        return _zero_shot(folder, values, run, model, args.json)  # CLIPModel, SiglipModel
     if args.value:
         entry = next((v for v in values if v.get("name") == args.value), None)
         if entry is None or not entry.get("file"):

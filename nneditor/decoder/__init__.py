@@ -117,6 +117,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
     """The forward-pass configuration of ``doc``, or :class:`DecoderUnsupported`."""
     from nneditor.decoder import (
         bart,
+        clip_pair,
         clip_text,
         codegen,
         convnets,
@@ -202,6 +203,13 @@ def decoder_config(doc: Document) -> DecoderConfig:
             _check_readable(doc, cfg)
             return cfg
         config, names = _dequantized(config, names, doc)
+        if clip_pair.is_pair(config):  # CLIPModel, SiglipModel: both towers (clip_pair.py)
+            cfg = clip_pair.from_hf(config, names, hf_common)
+            check_tensors(cfg)
+            check_tensors(cfg.pair.text)
+            _check_readable(doc, cfg)
+            _check_readable(doc, cfg.pair.text)
+            return cfg
         multimodal = str(config.get("model_type") or "")
         projection = multimodal == "clip_text_model" and clip_text.PROJECTION in names
         if projection:  # SDXL's second encoder: the pooled projection is not run (clip_text)

@@ -480,6 +480,9 @@ class DecoderConfig:
     #: a Swin Transformer's stages and windows (decoder/vision.py: Swin, run by
     #: decoder/swin.py); None: not a Swin
     swin: Any = None
+    #: CLIPModel's or SiglipModel's text tower and logit scale beside this vision tower
+    #: (decoder/clip_pair.py: Pair); None: one tower
+    pair: Any = None
     #: an encoder's sentence-transformers pooling (modules.json), run after its last hidden
     #: state; None: none
     pooling: SentencePooling | None = None
@@ -639,6 +642,8 @@ class DecoderConfig:
                 else f"distances to {d.max_distance}"
             )
             bits.append(f"disentangled relative attention (DeBERTa: {terms}, {spread})")
+        if self.pair is not None:  # CLIPModel, SiglipModel: the text tower beside
+            bits.append(self.pair.describe())
         return ", ".join(bits)
 
     def _ends(self) -> str:

@@ -48,11 +48,8 @@ from nneditor.semantic.names_bert import (
     bert_inner,
 )
 
-#: text-and-image models of two towers -> the towers the decoder runs alone
-_DUAL_TOWERS = {
-    "clip": ("CLIPModel", "CLIPTextModel, CLIPVisionModel or CLIPVisionModelWithProjection"),
-    "siglip": ("SiglipModel", "SiglipVisionModel"),
-}
+#: text-and-image models of two towers, which decoder/clip_pair.py runs as a pair
+_DUAL_TOWERS = {"clip": "CLIPModel", "siglip": "SiglipModel"}
 #: near-copies of families the decoder runs, refused with what differs and what runs instead
 _NEAR_COPIES = {
     "bitnet": (
@@ -85,11 +82,11 @@ def hf_common(config: Mapping[str, Any], tensor_names: Sequence[str]) -> dict[st
             "language model"
         )
     text = config.get("text_config")
-    if isinstance(text, Mapping) and model_type in _DUAL_TOWERS:
-        pair, alone = _DUAL_TOWERS[model_type]
+    if isinstance(text, Mapping) and model_type in _DUAL_TOWERS:  # (decoder_config's path)
         raise DecoderUnsupported(
-            f"this {model_type} snapshot ({pair}) holds a text tower and a vision tower side by "
-            f"side; the NumPy decoder runs one tower saved alone ({alone}), not the pair"
+            f"this {model_type} snapshot ({_DUAL_TOWERS[model_type]}) holds a text tower and a "
+            "vision tower side by side, which the NumPy decoder runs as a pair "
+            "(decoder_config), not as one decoder"
         )
     if isinstance(text, Mapping) and model_type not in HF_ARCH:
         raise DecoderUnsupported(

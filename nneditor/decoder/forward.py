@@ -18,6 +18,7 @@ import numpy as np
 from nneditor.decoder import (
     bart,
     beit,
+    clip_pair,
     clip_vision,
     convnets,
     deberta,
@@ -62,10 +63,16 @@ def run_forward(
     progress: Callable[[int, int], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
     token_types: np.ndarray | None = None,
+    prompts: np.ndarray | None = None,
 ) -> np.ndarray:
     """Run ``tokens`` ([1, seq] ids; a vision transformer's pixel values) through the model;
     returns the logits [1, seq, vocab]. ``token_types`` ([1, seq]): BERT's segment of each
-    token (0 everywhere when None)."""
+    token (0 everywhere when None). ``prompts``: CLIPModel's or SiglipModel's input_ids
+    [prompts, seq] beside the pixel values (``tokens``); then the result is logits_per_image
+    [1, prompts] (clip_pair.py)."""
+    if cfg.pair is not None:
+        pixels = np.asarray(tokens, F32)
+        return clip_pair.forward(doc, cfg, pixels, prompts, emit, partial(_tower, doc))
     visual = cfg.vision is not None or cfg.convnet is not None or cfg.swin is not None
     if visual or cfg.speech is not None:
         reuse_freed_arrays()
@@ -96,6 +103,19 @@ def run_forward(
     w = Weights(doc, cfg)
     try:
         return _forward(w, cfg, ids, emit, progress, cancelled, types)
+    finally:
+        w.close()
+
+
+def _tower(doc: Document, cfg: DecoderConfig, x: np.ndarray, emit: Emit) -> np.ndarray:
+    """One tower of a CLIPModel or SiglipModel: the vision tower on pixel values, the text
+    tower on one prompt's ids [1, seq]."""
+    reuse_freed_arrays()
+    w = Weights(doc, cfg)
+    try:
+        if cfg.vision is not None:
+            return _vision_forward(w, cfg, x, emit)
+        return _forward(w, cfg, np.asarray(x)[0].astype(np.int64), emit, None, None)
     finally:
         w.close()
 

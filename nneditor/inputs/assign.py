@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from nneditor.inputs.generate import automatic
-from nneditor.inputs.picker import check_set, load_npy, load_npz
+from nneditor.inputs.picker import TOKEN_NOTE, check_set, load_npy, load_npz
 from nneditor.inputs.spec import InputPlan, InputSpec, InputSpecError
 
 INPUTS_NPZ = "inputs.npz"
@@ -101,8 +101,11 @@ def write_input_set(
     arrays: Mapping[str, np.ndarray],
     sources: Mapping[str, str] | None = None,
     seed: int = 0,
+    text_note: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write and validate a complete input set; returns the plan.json contents."""
+    """Write and validate a complete input set; returns the plan.json contents.
+    ``text_note``: the tokenizer note of the ids made from text (``nneditor inputs --text``),
+    kept in inputs.npz as a token .npz keeps it and in plan.json."""
     check_set(plan, arrays)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -112,9 +115,14 @@ def write_input_set(
     try:
         for name, fname in files.items():
             written.append(_atomic_npy(out / fname, arrays[name]))
-        written.append(_atomic_npz(out / INPUTS_NPZ, arrays))
+        noted = dict(arrays)
+        if text_note:
+            noted[TOKEN_NOTE] = np.array(json.dumps(dict(text_note)))
+        written.append(_atomic_npz(out / INPUTS_NPZ, noted))
         _verify(plan, out, files)
         doc = _plan_document(plan, arrays, files, sources or {}, seed)
+        if text_note:
+            doc["text"] = dict(text_note)
         tmp = out / (PLAN_JSON + ".part")
         tmp.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         os.replace(tmp, out / PLAN_JSON)
@@ -155,7 +163,7 @@ def _atomic_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> Path:
 
 
 def _verify(plan: InputPlan, out: Path, files: Mapping[str, str]) -> None:
-    from_npz = load_npz(out / INPUTS_NPZ)
+    from_npz = {k: v for k, v in load_npz(out / INPUTS_NPZ).items() if k != TOKEN_NOTE}
     check_set(plan, from_npz)
     for name, fname in files.items():
         arr = load_npy(out / fname)

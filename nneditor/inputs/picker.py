@@ -144,6 +144,8 @@ def load_npz(
 #: arrays of an .npz whose name starts with this are notes about the set (how token ids were
 #: made, and by which tokenizer), not inputs
 NOTE_PREFIX = "__nneditor"
+#: the tokenizer note of ids made from text (tokenize --out, inputs --text)
+TOKEN_NOTE = NOTE_PREFIX + "_tokenizer__"
 
 
 def load_tensor_file(

@@ -341,12 +341,10 @@ def _spec_for(
     first = _decoder_start(doc, name) if role == "tokens" else None
     if first is not None:
         notes.append(f"input {name!r} starts with the decoder start token {first}")
-    last = _classifier_end(doc) if role == "tokens" else None
-    if last is not None:
-        notes.append(
-            f"input {name!r} ends with the end-of-text token {last} (a BART classifier reads "
-            "its decoder there)"
-        )
+    end = _classifier_end(doc) if role == "tokens" else None
+    last = end[0] if end is not None else None
+    if end is not None:
+        notes.append(f"input {name!r} ends with the end-of-text token {end[0]} ({end[1]})")
     image = _image_placeholders(doc) if role == "tokens" else None
     if image is not None and shape is not None:
         token, count = image
@@ -425,15 +423,25 @@ def _decoder_start(doc: Document, name: str) -> int | None:
     return start if isinstance(start, int) and start >= 0 else None
 
 
-def _classifier_end(doc: Document) -> int | None:
-    """The end-of-text id a BART sequence classifier's prompt must end with (its head reads
-    the decoder at the last one), None for any other model."""
+def _classifier_end(doc: Document) -> tuple[int, str] | None:
+    """The end-of-text id a prompt must end with and why: a BART sequence classifier's (its
+    head reads the decoder at the last one), CLIPModel's (its text tower is read at the first
+    one); None for any other model."""
     config = doc.metadata.get("config") if isinstance(doc.metadata, Mapping) else None
-    if not isinstance(config, Mapping) or config.get("model_type") != "bart":
+    if not isinstance(config, Mapping):
+        return None
+    text = config.get("text_config")
+    if config.get("model_type") == "clip" and isinstance(text, Mapping):
+        eos = text.get("eos_token_id")
+        why = "CLIP's text tower is read at the first one"
+        return (eos, why) if isinstance(eos, int) and eos != 2 else None
+    if config.get("model_type") != "bart":
         return None
     classes = " ".join(str(c) for c in config.get("architectures") or [])
     eos = config.get("eos_token_id", 2)
-    return eos if "ForSequenceClassification" in classes and isinstance(eos, int) else None
+    why = "a BART classifier reads its decoder there"
+    ok = "ForSequenceClassification" in classes and isinstance(eos, int)
+    return (eos, why) if ok else None
 
 
 def _resolve_dims(

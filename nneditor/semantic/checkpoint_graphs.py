@@ -37,7 +37,7 @@ from nneditor.semantic.checkpoint_names import (
     with_weight_suffix,
 )
 from nneditor.semantic.checkpoint_vision import one_row, tower_head
-from nneditor.semantic.names_vision import VISION_TOWERS
+from nneditor.semantic.names_vision import VISION_TOWERS, is_pair
 from nneditor.semantic.sentence_pooling import SentencePooling, read_pooling
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
@@ -378,8 +378,9 @@ def _reads_other_than_text(config: Mapping[str, Any], model_type: str) -> str:
     return (
         f"NNEditor does not draw {model_type or 'this kind of'} checkpoints ({classes}): the "
         f"model works on {what}, and its graphs from tensor names cover text models and the "
-        "image models it knows (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers, "
-        "ResNet, ConvNeXt, Swin) and the wav2vec2 and HuBERT speech recognizers, so none is "
+        "image models it knows (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers "
+        "and their CLIPModel and SiglipModel pairs, ResNet, ConvNeXt, Swin) and the wav2vec2 "
+        "and HuBERT speech recognizers, so none is "
         "drawn rather than a wrong one; the weights are listed by name and can be read"
     )
 
@@ -388,6 +389,10 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if not len(doc.tensors):  # no weights: the snapshot's own reason says what to open
         return None, doc.graph_unavailable_reason
     config = with_aliases(doc.metadata.get("config") or {})
+    if is_pair(config):  # CLIPModel, SiglipModel: both towers side by side
+        from nneditor.semantic.checkpoint_pair import pair_graph
+
+        return pair_graph(doc, config, hf_tower_graph)
     from nneditor.semantic.family_graphs import family_graph
 
     family = family_graph(doc, config)
@@ -482,6 +487,12 @@ def _from_hf(doc: Document) -> tuple[Graph | None, str]:
     if unused:
         g.initializers.extend(unused)
     return g, ""
+
+
+def hf_tower_graph(part: Any, config: Mapping[str, Any]) -> Graph | None:  # noqa: ANN401
+    """The graph of one tower of a pair (checkpoint_pair.py): ``part`` holds its tensors
+    alone (``tensors``, ``path``, ``notes``), ``config`` its config as saved alone."""
+    return _hf_decoder(part, config, str(config["model_type"]))
 
 
 def _hf_decoder(doc: Document, config: Mapping[str, Any], model_type: str) -> Graph | None:

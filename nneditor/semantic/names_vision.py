@@ -11,7 +11,8 @@ SigLIP's attention-pooling head (``head.*``) as ``pool_*``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from nneditor.semantic.names_bert import vit_names
 from nneditor.semantic.names_unconverted import layered_names
@@ -20,6 +21,39 @@ from nneditor.semantic.names_unconverted import layered_names
 VISION_TOWERS = {"clip_vision_model": "clip", "siglip_vision_model": "siglip"}
 #: a tower as sentences name it
 TOWER_NAMES = {"clip": "CLIP", "siglip": "SigLIP"}
+#: model_type -> the class of both towers in one snapshot (decoder/clip_pair.py)
+PAIRS = {"clip": "CLIPModel", "siglip": "SiglipModel"}
+
+
+def is_pair(config: Mapping[str, Any]) -> bool:
+    """A CLIPModel or SiglipModel snapshot's config (its two towers' configs inside)."""
+    kind = str(config.get("model_type") or "")
+    return kind in PAIRS and isinstance(config.get("text_config"), Mapping)
+
+
+def pair_extras(kind: str) -> tuple[str, ...]:
+    """The tensors of a pair beside its towers: the logit scale (and SigLIP's bias), the text
+    tower's projection (CLIP's text_projection; SigLIP's head, with a bias)."""
+    if kind == "siglip":
+        return ("logit_scale", "logit_bias", "text_model.head.weight", "text_model.head.bias")
+    return ("logit_scale", "text_projection.weight")
+
+
+def split_pair(kind: str, names: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
+    """(the vision tower's names as CLIPVisionModel(WithProjection) or SiglipVisionModel
+    stores them, the text tower's as CLIPTextModel does, the rest) of a pair."""
+    extra = set(pair_extras(kind))
+    vision, text, rest = [], [], []
+    for n in names:
+        if n.startswith("vision_model.") or n == "visual_projection.weight":
+            vision.append(n)
+        elif n.startswith("text_model.") and n not in extra:
+            text.append(n)
+        else:
+            rest.append(n)
+    return vision, text, rest
+
+
 #: a CLIP layer's parts (the text tower's and the vision tower's alike)
 CLIP_LAYER_PARTS = {
     "self_attn.q_proj": "attn_q",

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.inputs.picker import NOTE_PREFIX
+from nneditor.inputs.picker import TOKEN_NOTE
 from nneditor.tokenize.base import TextTokenizer
 
-NOTE = NOTE_PREFIX + "_tokenizer__"
+NOTE = TOKEN_NOTE
 
 
 def token_array(ids: list[int], dtype: str = "int64") -> np.ndarray:

@@ -74,6 +74,7 @@ def run_decoder(
             raise BackendError(str(exc), "model") from None
         feeds = dict(feeds)
         types = feeds.pop("token_types", None)  # BERT's segments, where the graph takes them
+        prompts = feeds.pop("input_ids", None) if cfg.pair is not None else None  # (CLIPModel)
         if len(feeds) != 1:
             raise BackendError(
                 f"the decoder takes one input of token ids (and BERT's token_types), given "
@@ -91,7 +92,7 @@ def run_decoder(
                 store.write(name, value)
 
         try:
-            run_forward(doc, cfg, tokens, on_value, token_types=types)
+            run_forward(doc, cfg, tokens, on_value, token_types=types, prompts=prompts)
         except DecoderUnsupported as exc:
             raise BackendError(str(exc), "inputs") from None
         t2 = time.perf_counter()

@@ -44,14 +44,15 @@ def _data2vec_audio():  # noqa: ANN202
     return tf.Data2VecAudioForCTC(config)
 
 
-def _clip():  # noqa: ANN202
+def _owlvit():  # noqa: ANN202
+    """OWL-ViT: CLIP's two towers with box heads (CLIPModel itself is drawn: test_clip_pair)."""
     small = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1}
-    config = tf.CLIPConfig(
+    config = tf.OwlViTConfig(
         text_config={**small, "num_attention_heads": 2, "vocab_size": 64},
         vision_config={**small, "num_attention_heads": 2, "image_size": 32, "patch_size": 16},
         projection_dim=8,
     )
-    return tf.CLIPModel(config)
+    return tf.OwlViTForObjectDetection(config)
 
 
 @pytest.mark.parametrize(
@@ -59,7 +60,7 @@ def _clip():  # noqa: ANN202
     [
         (_segformer, "segformer checkpoints (SegformerForImageClassification)", "images"),
         (_data2vec_audio, "data2vec-audio checkpoints (Data2VecAudioForCTC)", "audio"),
-        (_clip, "clip checkpoints (CLIPModel)", "images and text"),
+        (_owlvit, "owlvit checkpoints (OwlViTForObjectDetection)", "images and text"),
     ],
 )
 def test_no_made_up_graph_for_models_of_images_or_audio(tmp_path, make, family, works_on):  # noqa: ANN001

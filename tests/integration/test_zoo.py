@@ -126,7 +126,8 @@ def test_checkpoint_traces_or_says_why_not(name: str, zoo_artifact, tmp_path) ->
     assert out.returncode == 0, out.stderr
     manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
     values = {v["name"]: v for v in manifest["values"]}
-    last = "result_output" if "result_output" in values else manifest_output(manifest)
+    ends = ("result_output", "logits_per_image")  # (CLIPModel: [1, prompts])
+    last = next((n for n in ends if n in values), None) or manifest_output(manifest)
     logits = read_value(tmp_path / "t", values[last])
     # (a T5's: its decoder's first step; a sequence classifier's: its first position's)
     positions = expect(name).get("positions", 4)
