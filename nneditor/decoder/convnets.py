@@ -27,11 +27,16 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.decoder import conv_ops, ops
+from nneditor.decoder import conv_ops, mobilenet, ops
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
-from nneditor.semantic.names_convnets import CONV_FAMILIES, OTHER_CONV_FAMILIES, convnet_names
+from nneditor.semantic.names_convnets import (
+    CONV_FAMILIES,
+    DRAWN,
+    OTHER_CONV_FAMILIES,
+    convnet_names,
+)
 
 F32 = np.float32
 #: BatchNorm2d's eps (ResNet's config states none) and ConvNeXt's LayerNorms' in its stem,
@@ -42,13 +47,16 @@ Emit = Callable[[str, np.ndarray], None]
 
 
 def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
-    """The forward pass of a ResNet or ConvNeXt snapshot in ``folder``, or a sentence."""
+    """The forward pass of a ResNet, ConvNeXt or MobileNetV2 (decoder/mobilenet.py) snapshot
+    in ``folder``, or a sentence."""
     kind = str(config.get("model_type") or "")
     if kind in OTHER_CONV_FAMILIES:
         raise DecoderUnsupported(
             f"the NumPy decoder does not run {OTHER_CONV_FAMILIES[kind]} ({kind}) snapshots; "
-            "of convolutional image classifiers it runs ResNet and ConvNeXt"
+            f"of convolutional image classifiers it runs {DRAWN}"
         )
+    if kind == "mobilenet_v2":
+        return mobilenet.from_hf(config, names, folder)
     family = CONV_FAMILIES[kind]
     found = convnet_names(kind, names)
     if found.unplaced:
@@ -119,6 +127,8 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
         )
     x = np.ascontiguousarray(pixels[0], dtype=F32)
     try:
+        if net.family == "mobilenet_v2":
+            return mobilenet.forward(w, cfg, pixels, emit)
         x = _resnet(w, net, x, emit) if net.family == "resnet" else _convnext(w, cfg, x, emit)
     except ValueError as exc:  # an image too small for the strides, or shapes out of place
         raise DecoderUnsupported(

@@ -148,6 +148,11 @@ def _pair(value: Any) -> tuple[int, int] | None:
     return None
 
 
+#: processors whose one-number ``size`` is the shorter side's (their default_to_square is
+#: false), not a square's
+_SHORTER_SIDE = ("MobileNetV1", "MobileNetV2")
+
+
 def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
     """How the snapshot's preprocessor_config.json sizes images (resize, then centre crop),
     None when it states no sizing NNEditor follows (then an image is resized straight to the
@@ -166,6 +171,8 @@ def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
     crop = _pair(config.get("crop_size")) if config.get("do_center_crop") else None
     if config.get("do_center_crop") and crop is None:
         return None
+    if kind.startswith(_SHORTER_SIDE) and isinstance(size, int) and not isinstance(size, bool):
+        return Sizing(shortest=size, resample=resample, crop=crop)
     exact = _pair(size)
     if exact is not None:
         return Sizing(resize=exact, resample=resample, crop=crop)

@@ -22,13 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: the families drawn and traced: model_type -> the name sentences use
-CONV_FAMILIES = {"resnet": "ResNet", "convnext": "ConvNeXt"}
+CONV_FAMILIES = {"resnet": "ResNet", "convnext": "ConvNeXt", "mobilenet_v2": "MobileNetV2"}
+#: the drawn families, as sentences name them
+DRAWN = "ResNet, ConvNeXt and MobileNetV2"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
     "regnet": "RegNet",
     "mobilenet_v1": "MobileNetV1",
-    "mobilenet_v2": "MobileNetV2",
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
     "efficientnet": "EfficientNet",

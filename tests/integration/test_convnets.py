@@ -150,8 +150,8 @@ OTHERS = {
     "regnet": lambda: tf.RegNetForImageClassification(
         tf.RegNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], groups_width=4)
     ),
-    "mobilenet_v2": lambda: tf.MobileNetV2ForImageClassification(
-        tf.MobileNetV2Config(depth_multiplier=0.25)
+    "mobilenet_v1": lambda: tf.MobileNetV1ForImageClassification(
+        tf.MobileNetV1Config(depth_multiplier=0.25)
     ),
     "efficientnet": lambda: tf.EfficientNetForImageClassification(
         tf.EfficientNetConfig(width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64)
@@ -171,7 +171,8 @@ def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kin
         reason = doc.graph_unavailable_reason
         trace = doc.capabilities["trace"]
     assert (
-        f"this {kind} snapshot is a" in reason and "draws and traces ResNet and ConvNeXt" in reason
+        f"this {kind} snapshot is a" in reason
+        and "draws and traces ResNet, ConvNeXt and MobileNetV2" in reason
     )
     assert not trace.available and kind in trace.reason
 

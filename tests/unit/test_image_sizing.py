@@ -99,3 +99,27 @@ def test_convnext_crop_pct_images_equal_transformers_processor(tmp_path: Path, s
         want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
         got = load_image(png, size, size, sizing=model_sizing(folder))
         assert got.shape == want.shape and np.array_equal(got, want), shape
+
+
+def test_mobilenet_s_one_number_size_is_the_shorter_side(tmp_path: Path) -> None:
+    """google/mobilenet_v2_1.0_224's processor states ``size: 256`` and ``crop_size: 224``:
+    MobileNetV2ImageProcessor reads the 256 as the shorter side's (not a 256x256 square), as
+    transformers' processor itself shows."""
+    release = {
+        "crop_size": 224,
+        "do_center_crop": True,
+        "do_normalize": True,
+        "do_resize": True,
+        "feature_extractor_type": "MobileNetV2FeatureExtractor",
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "resample": 2,
+        "size": 256,
+    }
+    folder = _config(tmp_path, **release)
+    assert model_sizing(folder) == Sizing(shortest=256, resample=2, crop=(224, 224))
+    tf = pytest.importorskip("transformers")
+    processor = tf.AutoImageProcessor.from_pretrained(str(folder))
+    assert processor.size["shortest_edge"] == 256 and processor.crop_size["height"] == 224
+    square = _config(tmp_path, **{**release, "feature_extractor_type": "ViTFeatureExtractor"})
+    assert model_sizing(square) == Sizing(resize=(256, 256), resample=2, crop=(224, 224))
