@@ -88,9 +88,20 @@ class ConvNet:
     activation: str = "relu"
     tf_padding: bool = False
     bn_eps: float = 1e-5
+    #: EfficientNet's MBConv blocks (names_efficientnet.Block), its pooling_type and the
+    #: pooling window (config.hidden_dim: the last hidden state may be no wider)
+    blocks: tuple[Any, ...] = ()
+    pooling: str = "mean"
+    pool_window: int = 0
 
     def describe(self) -> str:
         height, width = self.size
+        if self.family == "efficientnet":
+            return (
+                f"efficientnet convolutional network, {len(self.stages)} MBConv blocks with "
+                f"squeeze and excitation ({self.activation}, {self.pooling} pooling), images "
+                f"of any size ({height}x{width} as its processor makes them)"
+            )
         if self.family == "mobilenet_v2":
             pad = "TensorFlow SAME padding" if self.tf_padding else "symmetric padding"
             return (

@@ -1,5 +1,5 @@
 """Graphs of convolutional image classifiers in Hugging Face snapshots (ResNet, ConvNeXt; and
-MobileNetV2 through checkpoint_mobilenet.py), synthesized from config.json and the tensor names
+MobileNetV2 and EfficientNet through checkpoint_mobilenet.py and checkpoint_efficientnet.py), synthesized from config.json and the tensor names
 (names_convnets.py), as transformers' modules run them; the NumPy decoder (decoder/convnets.py) publishes every value drawn here:
 
     pixel_values → stem.conv → stem.pool (ResNet) | stem.norm (ConvNeXt)
@@ -54,6 +54,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.names_mobilenet import mobilenet_names
 
         found = mobilenet_names(doc.tensors.keys())
+    elif kind == "efficientnet":
+        from nneditor.semantic.names_efficientnet import efficientnet_names
+
+        found = efficientnet_names(doc.tensors.keys())
     else:
         found = convnet_names(kind, doc.tensors.keys())
     family = CONV_FAMILIES[kind]
@@ -73,6 +77,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.checkpoint_mobilenet import mobilenet_v2
 
         x = mobilenet_v2(b, config, height, width)
+    elif kind == "efficientnet":
+        from nneditor.semantic.checkpoint_efficientnet import efficientnet
+
+        x = efficientnet(b, config, height, width)
     else:
         x = b.resnet(config, height, width) if kind == "resnet" else b.convnext(height, width)
     g = b.finish()

@@ -22,9 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: the families drawn and traced: model_type -> the name sentences use
-CONV_FAMILIES = {"resnet": "ResNet", "convnext": "ConvNeXt", "mobilenet_v2": "MobileNetV2"}
+CONV_FAMILIES = {
+    "resnet": "ResNet",
+    "convnext": "ConvNeXt",
+    "mobilenet_v2": "MobileNetV2",
+    "efficientnet": "EfficientNet",
+}
 #: the drawn families, as sentences name them
-DRAWN = "ResNet, ConvNeXt and MobileNetV2"
+DRAWN = "ResNet, ConvNeXt, MobileNetV2 and EfficientNet"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
@@ -32,7 +37,6 @@ OTHER_CONV_FAMILIES = {
     "mobilenet_v1": "MobileNetV1",
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
-    "efficientnet": "EfficientNet",
     "convnextv2": "ConvNeXt V2",
     "bit": "BiT",
     "poolformer": "PoolFormer",

@@ -153,9 +153,6 @@ OTHERS = {
     "mobilenet_v1": lambda: tf.MobileNetV1ForImageClassification(
         tf.MobileNetV1Config(depth_multiplier=0.25)
     ),
-    "efficientnet": lambda: tf.EfficientNetForImageClassification(
-        tf.EfficientNetConfig(width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64)
-    ),
     "convnextv2": lambda: tf.ConvNextV2ForImageClassification(
         tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
     ),
@@ -172,7 +169,7 @@ def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kin
         trace = doc.capabilities["trace"]
     assert (
         f"this {kind} snapshot is a" in reason
-        and "draws and traces ResNet, ConvNeXt and MobileNetV2" in reason
+        and "draws and traces ResNet, ConvNeXt, MobileNetV2 and EfficientNet" in reason
     )
     assert not trace.available and kind in trace.reason
 
