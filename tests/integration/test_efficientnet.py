@@ -165,3 +165,66 @@ def test_padding_adjusts_as_config_lists() -> None:
     assert efficientnet.depthwise_pad(x, 5, Block(2, False, True)).shape == (1, 7, 7)
     assert efficientnet.depthwise_pad(x, 5, Block(2, False, False)).shape == (1, 8, 8)
     assert efficientnet.depthwise_pad(x, 3, Block(1, True, True)).shape == (1, 6, 6)
+
+
+PROCESSOR = {  # google/efficientnet-b0's preprocessor_config.json, sized 32 (theirs: 224)
+    "crop_size": {"height": 289, "width": 289},
+    "do_center_crop": False,
+    "do_normalize": True,
+    "do_rescale": True,
+    "do_resize": True,
+    "image_mean": [0.485, 0.456, 0.406],
+    "image_processor_type": "EfficientNetImageProcessor",
+    "image_std": [0.47853944, 0.4732864, 0.47434163],
+    "include_top": True,
+    "resample": 0,
+    "rescale_factor": 0.00392156862745098,
+    "rescale_offset": False,
+    "size": {"height": 32, "width": 32},
+}
+
+
+def test_an_image_through_the_cli(tmp_path) -> None:  # noqa: ANN001
+    """`nneditor inspect` shows EfficientNet reading pixel values; `nneditor inputs --image`
+    makes the 32x32 input as EfficientNetImageProcessor does (nearest resize, include_top's
+    second division by the std), equal to transformers' processor; `nneditor trace` captures
+    every block; `nneditor predict` names transformers' classes with their probabilities."""
+    from nneditor_cli import nneditor_cli
+
+    from nneditor.tracing.capture_file import read_value
+
+    image_pil = pytest.importorskip("PIL.Image")
+    snap = tmp_path / "snap"
+    model = save(snap, "release (swish, mean pooling)")
+    (snap / "preprocessor_config.json").write_text(json.dumps(PROCESSOR))
+    r = nneditor_cli("inspect", str(snap))
+    assert r.returncode == 0, r.stderr
+    assert "Inputs: pixel_values float32 [1, 3, 32, 32]" in r.stdout
+    assert "yes trace — NumPy decoder on CPU: efficientnet" in r.stdout
+    png = tmp_path / "image.png"
+    rng = np.random.default_rng(0)
+    image_pil.fromarray((rng.random((60, 50, 3)) * 255).astype(np.uint8)).save(png)
+    r = nneditor_cli(
+        "inputs", str(snap), "--image", f"pixel_values={png}", "--out", str(tmp_path / "in")
+    )
+    assert r.returncode == 0, r.stderr
+    pixels = np.load(tmp_path / "in" / "inputs.npz")["pixel_values"]
+    processor = tf.AutoImageProcessor.from_pretrained(str(snap))
+    want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+    assert pixels.shape == (1, 3, 32, 32) and np.array_equal(pixels, want)
+    trace = tmp_path / "trace"
+    r = nneditor_cli(
+        "trace", str(snap), "--inputs", str(tmp_path / "in"), "--out", str(trace), "--yes"
+    )
+    assert r.returncode == 0, r.stderr
+    values = {v["name"]: v for v in json.loads((trace / "manifest.json").read_text())["values"]}
+    assert all(v["status"] == "captured" for v in values.values())
+    out = _hidden(model, pixels)
+    last = f"blk.{len(out.hidden_states) - 2}.output"
+    assert rel(read_value(trace, values[last]), out.hidden_states[-1].numpy()) < 1e-5
+    r = nneditor_cli("predict", str(trace), "--top", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    best = torch.topk(torch.softmax(out.logits[0].double(), -1), 2)
+    assert [t["text"] for t in got["top"]] == [LABELS[i] for i in best.indices.tolist()]
+    assert np.allclose([t["prob"] for t in got["top"]], best.values.numpy(), atol=1e-5)
