@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.decoder import conv_ops, efficientnet, mobilenet, ops
+from nneditor.decoder import conv_ops, efficientnet, mobilenet, ops, regnet
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
@@ -47,8 +47,9 @@ Emit = Callable[[str, np.ndarray], None]
 
 
 def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
-    """The forward pass of a ResNet, ConvNeXt, MobileNetV2 (decoder/mobilenet.py) or
-    EfficientNet (decoder/efficientnet.py) snapshot in ``folder``, or a sentence."""
+    """The forward pass of a ResNet, ConvNeXt, MobileNetV2 (decoder/mobilenet.py),
+    EfficientNet (decoder/efficientnet.py) or RegNet (decoder/regnet.py) snapshot in
+    ``folder``, or a sentence."""
     kind = str(config.get("model_type") or "")
     if kind in OTHER_CONV_FAMILIES:
         raise DecoderUnsupported(
@@ -59,6 +60,8 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         return mobilenet.from_hf(config, names, folder)
     if kind == "efficientnet":
         return efficientnet.from_hf(config, names, folder)
+    if kind == "regnet":
+        return regnet.from_hf(config, names, folder)
     family = CONV_FAMILIES[kind]
     found = convnet_names(kind, names)
     if found.unplaced:
@@ -133,6 +136,8 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
             return mobilenet.forward(w, cfg, pixels, emit)
         if net.family == "efficientnet":
             return efficientnet.forward(w, cfg, pixels, emit)
+        if net.family == "regnet":
+            return regnet.forward(w, cfg, pixels, emit)
         x = _resnet(w, net, x, emit) if net.family == "resnet" else _convnext(w, cfg, x, emit)
     except ValueError as exc:  # an image too small for the strides, or shapes out of place
         raise DecoderUnsupported(

@@ -113,6 +113,8 @@ class ConvNet:
         kind = (
             f"{'bottleneck' if self.bottleneck else 'basic'} residual blocks"
             if self.family == "resnet"
+            else "X or Y residual blocks"
+            if self.family == "regnet"
             else "ConvNeXt blocks"
         )
         return (

@@ -1,5 +1,6 @@
 """Graphs of convolutional image classifiers in Hugging Face snapshots (ResNet, ConvNeXt; and
-MobileNetV2 and EfficientNet through checkpoint_mobilenet.py and checkpoint_efficientnet.py), synthesized from config.json and the tensor names
+MobileNetV2, EfficientNet and RegNet through checkpoint_mobilenet.py, checkpoint_efficientnet.py
+and checkpoint_regnet.py), synthesized from config.json and the tensor names
 (names_convnets.py), as transformers' modules run them; the NumPy decoder (decoder/convnets.py) publishes every value drawn here:
 
     pixel_values → stem.conv → stem.pool (ResNet) | stem.norm (ConvNeXt)
@@ -58,6 +59,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.names_efficientnet import efficientnet_names
 
         found = efficientnet_names(doc.tensors.keys())
+    elif kind == "regnet":
+        from nneditor.semantic.names_regnet import regnet_names
+
+        found = regnet_names(doc.tensors.keys())
     else:
         found = convnet_names(kind, doc.tensors.keys())
     family = CONV_FAMILIES[kind]
@@ -81,6 +86,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.checkpoint_efficientnet import efficientnet
 
         x = efficientnet(b, config, height, width)
+    elif kind == "regnet":
+        from nneditor.semantic.checkpoint_regnet import regnet
+
+        x = regnet(b, config, height, width)
     else:
         x = b.resnet(config, height, width) if kind == "resnet" else b.convnext(height, width)
     g = b.finish()

@@ -27,13 +27,13 @@ CONV_FAMILIES = {
     "convnext": "ConvNeXt",
     "mobilenet_v2": "MobileNetV2",
     "efficientnet": "EfficientNet",
+    "regnet": "RegNet",
 }
 #: the drawn families, as sentences name them
-DRAWN = "ResNet, ConvNeXt, MobileNetV2 and EfficientNet"
+DRAWN = "ResNet, ConvNeXt, MobileNetV2, EfficientNet and RegNet"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
-    "regnet": "RegNet",
     "mobilenet_v1": "MobileNetV1",
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
