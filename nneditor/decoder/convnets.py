@@ -56,7 +56,7 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
             f"the NumPy decoder does not run {OTHER_CONV_FAMILIES[kind]} ({kind}) snapshots; "
             f"of convolutional image classifiers it runs {DRAWN}"
         )
-    if kind == "mobilenet_v2":
+    if kind in ("mobilenet_v2", "mobilenet_v1"):
         return mobilenet.from_hf(config, names, folder)
     if kind == "efficientnet":
         return efficientnet.from_hf(config, names, folder)
@@ -132,7 +132,7 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
         )
     x = np.ascontiguousarray(pixels[0], dtype=F32)
     try:
-        if net.family == "mobilenet_v2":
+        if net.family in ("mobilenet_v2", "mobilenet_v1"):
             return mobilenet.forward(w, cfg, pixels, emit)
         if net.family == "efficientnet":
             return efficientnet.forward(w, cfg, pixels, emit)

@@ -26,7 +26,12 @@ from nneditor.decoder import conv_ops, ops
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
-from nneditor.semantic.names_mobilenet import STRIDES, mobilenet_names
+from nneditor.semantic.names_mobilenet import (
+    STRIDES,
+    V1_STRIDES,
+    mobilenet_names,
+    mobilenet_v1_names,
+)
 
 F32 = np.float32
 Emit = Callable[[str, np.ndarray], None]
@@ -40,7 +45,10 @@ ACTIVATIONS = {**ops.ACTIVATIONS, "relu6": relu6}
 
 
 def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
-    """The forward pass of a MobileNetV2 snapshot in ``folder``, or a sentence."""
+    """The forward pass of a MobileNetV2 (or MobileNetV1) snapshot in ``folder``, or a
+    sentence."""
+    if config.get("model_type") == "mobilenet_v1":
+        return _v1_from_hf(config, names, folder)
     found = mobilenet_names(names)
     if found.unplaced:
         raise DecoderUnsupported(
@@ -59,14 +67,42 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
             "convolutions (as DeepLabV3 uses), which the NumPy decoder does not run; it runs "
             "output_stride 32"
         )
+    widths = tuple(block_widths(config)[1:])
+    return _config("mobilenet_v2", config, found, widths, folder)
+
+
+def _v1_from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
+    found = mobilenet_v1_names(names)
+    if found.unplaced:
+        raise DecoderUnsupported(
+            f"this MobileNetV1 snapshot holds {found.unplaced[0]!r}, outside the image "
+            "classifier's layout; the NumPy decoder runs MobileNetV1Model and "
+            "MobileNetV1ForImageClassification"
+        )
+    if len(found.stages) != 2 * len(V1_STRIDES):
+        raise DecoderUnsupported(
+            f"this MobileNetV1 snapshot numbers {len(found.stages)} layers; transformers' "
+            f"MobileNetV1 has {2 * len(V1_STRIDES)}"
+        )
+    scale, least = float(config.get("depth_multiplier") or 1.0), int(config.get("min_depth") or 8)
+    widths = tuple(max(int(d * scale), least) for d in (64, 128, 256, 512, 1024))
+    return _config("mobilenet_v1", config, found, widths, folder)
+
+
+def _config(
+    kind: str,
+    config: Mapping[str, Any],
+    found: Any,
+    widths: tuple[int, ...],
+    folder: Path,  # noqa: ANN401 - ConvNames
+) -> DecoderConfig:
     act = str(config.get("hidden_act") or "relu6")
     if act not in ACTIVATIONS:
-        raise DecoderUnsupported(f"MobileNetV2 activation {act!r} is not implemented")
+        raise DecoderUnsupported(f"{kind} activation {act!r} is not implemented")
     from nneditor.semantic.checkpoint_convnets import sized
 
-    widths = tuple(block_widths(config)[1:])
     net = ConvNet(
-        "mobilenet_v2",
+        kind,
         found.stages,
         widths,
         sized(folder),
@@ -77,7 +113,7 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
     )
     classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
     return DecoderConfig(
-        arch="mobilenet_v2",
+        arch=kind,
         source="huggingface",
         n_layers=len(found.stages),
         hidden=0,
@@ -156,6 +192,12 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
     x = np.ascontiguousarray(pixels[0], dtype=F32)
     x = conv_bn(w, net, "stem.conv", x, 2)
     emit("stem.conv", x[None])
+    if net.family == "mobilenet_v1":  # depthwise 3x3 and pointwise 1x1 layers in turn
+        for i in range(2 * len(V1_STRIDES)):
+            x = conv_bn(w, net, f"blk.{i}.conv", x, V1_STRIDES[i // 2] if i % 2 == 0 else 1)
+            emit(f"blk.{i}.output", x[None])
+            w.done_with(i)
+        return _head(w, cfg, x, emit)
     if w.has("stem.expand.weight"):
         x = conv_bn(w, net, "stem.expand", x)
         emit("stem.expand", x[None])
@@ -178,6 +220,10 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
         w.done_with(i)
     x = conv_bn(w, net, "head.conv", x)
     emit("head.conv", x[None])
+    return _head(w, cfg, x, emit)
+
+
+def _head(w: Any, cfg: DecoderConfig, x: np.ndarray, emit: Emit) -> np.ndarray:  # noqa: ANN401 - weights.Weights
     pooled = x.mean(axis=(1, 2), dtype=np.float64).astype(F32)
     emit("pooler_output", pooled[None])
     if cfg.classifier is None:

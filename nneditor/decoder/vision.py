@@ -102,6 +102,13 @@ class ConvNet:
                 f"squeeze and excitation ({self.activation}, {self.pooling} pooling), images "
                 f"of any size ({height}x{width} as its processor makes them)"
             )
+        if self.family == "mobilenet_v1":
+            return (
+                f"mobilenet_v1 convolutional network, {len(self.stages)} depthwise and "
+                f"pointwise layers in turn ({self.widths[0]} to {self.widths[-1]} channels, "
+                f"{self.activation}), images of any size ({height}x{width} as its processor "
+                "makes them)"
+            )
         if self.family == "mobilenet_v2":
             pad = "TensorFlow SAME padding" if self.tf_padding else "symmetric padding"
             return (

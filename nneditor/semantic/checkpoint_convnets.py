@@ -1,5 +1,5 @@
 """Graphs of convolutional image classifiers in Hugging Face snapshots (ResNet, ConvNeXt; and
-MobileNetV2, EfficientNet and RegNet through checkpoint_mobilenet.py, checkpoint_efficientnet.py
+MobileNetV1/V2, EfficientNet and RegNet through checkpoint_mobilenet.py, checkpoint_efficientnet.py
 and checkpoint_regnet.py), synthesized from config.json and the tensor names
 (names_convnets.py), as transformers' modules run them; the NumPy decoder (decoder/convnets.py) publishes every value drawn here:
 
@@ -55,6 +55,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.names_mobilenet import mobilenet_names
 
         found = mobilenet_names(doc.tensors.keys())
+    elif kind == "mobilenet_v1":
+        from nneditor.semantic.names_mobilenet import mobilenet_v1_names
+
+        found = mobilenet_v1_names(doc.tensors.keys())
     elif kind == "efficientnet":
         from nneditor.semantic.names_efficientnet import efficientnet_names
 
@@ -82,6 +86,10 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         from nneditor.semantic.checkpoint_mobilenet import mobilenet_v2
 
         x = mobilenet_v2(b, config, height, width)
+    elif kind == "mobilenet_v1":
+        from nneditor.semantic.checkpoint_mobilenet import mobilenet_v1
+
+        x = mobilenet_v1(b, config, height, width)
     elif kind == "efficientnet":
         from nneditor.semantic.checkpoint_efficientnet import efficientnet
 

@@ -90,3 +90,43 @@ def mobilenet_v2(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         f"The classifier (dropout is the identity in eval): a linear layer to {labels} class "
         f"logits {_FROM}.",
     )  # fmt: skip
+
+
+def mobilenet_v1(b: Any, config: Mapping[str, Any], height: int, width: int) -> str:  # noqa: ANN401 - checkpoint_convnets._ConvBuilder
+    """MobileNetV1: the stem, 13 depthwise 3x3 and pointwise 1x1 layer pairs (each layer's
+    output ``blk.{i}.output``, transformers' hidden_states[i]), the pooling, the classifier."""
+    from nneditor.semantic.names_mobilenet import V1_STRIDES
+
+    act = str(config.get("hidden_act") or "relu6")
+    pad = "TensorFlow SAME padding" if config.get("tf_padding", True) else "symmetric padding"
+    bn = f"BatchNorm (eps {float(config.get('layer_norm_eps') or 1e-3):g}); {act}"
+    x, h, w = "pixel_values", height, width
+    for i in range(-1, 2 * len(V1_STRIDES)):
+        key = "stem.conv" if i < 0 else f"blk.{i}.conv"
+        stride = 2 if i < 0 else (V1_STRIDES[i // 2] if i % 2 == 0 else 1)
+        h, w = _side(h, stride), _side(w, stride)
+        ch = b.width(f"{key}.weight")
+        what = (
+            "The stem: a 3x3 convolution"
+            if i < 0
+            else "Depthwise 3x3 convolution"
+            if i % 2 == 0
+            else f"Pointwise 1x1 convolution to {ch} channels"
+        )
+        keys = [f"{key}.weight", *(f"{key}_bn.{s}" for s in ("weight", "bias", "mean", "var"))]
+        x = b.add(
+            "stem/conv" if i < 0 else f"layer.{i}/conv", "ConvBNAct", [x],
+            "stem.conv" if i < 0 else f"blk.{i}.output", keys, (1, ch, h, w), "conv",
+            what + (f", stride {stride}" if stride > 1 else "") + f", {pad}; {bn} {_FROM}.",
+        )  # fmt: skip
+    x = b.add("pooler", "GlobalAveragePool", [x], "pooler_output", [], (1, ch),
+              "Average over every pixel: the pooled output.")  # fmt: skip
+    if "cls_out.weight" not in b.t:
+        return x
+    labels = b.width("cls_out.weight")
+    return b.add(
+        "classifier", "Linear", [x], "result_output", ["cls_out.weight", "cls_out.bias"],
+        (1, 1, labels), "head",
+        f"The classifier (dropout is the identity in eval): a linear layer to {labels} class "
+        f"logits {_FROM}.",
+    )  # fmt: skip

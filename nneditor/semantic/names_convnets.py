@@ -26,15 +26,15 @@ CONV_FAMILIES = {
     "resnet": "ResNet",
     "convnext": "ConvNeXt",
     "mobilenet_v2": "MobileNetV2",
+    "mobilenet_v1": "MobileNetV1",
     "efficientnet": "EfficientNet",
     "regnet": "RegNet",
 }
 #: the drawn families, as sentences name them
-DRAWN = "ResNet, ConvNeXt, MobileNetV2, EfficientNet and RegNet"
+DRAWN = "ResNet, ConvNeXt, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
-    "mobilenet_v1": "MobileNetV1",
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
     "convnextv2": "ConvNeXt V2",

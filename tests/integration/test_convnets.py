@@ -150,9 +150,6 @@ OTHERS = {
     "mobilevit": lambda: tf.MobileViTForImageClassification(
         tf.MobileViTConfig(hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64])
     ),
-    "mobilenet_v1": lambda: tf.MobileNetV1ForImageClassification(
-        tf.MobileNetV1Config(depth_multiplier=0.25)
-    ),
     "convnextv2": lambda: tf.ConvNextV2ForImageClassification(
         tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
     ),
@@ -169,7 +166,8 @@ def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kin
         trace = doc.capabilities["trace"]
     assert (
         f"this {kind} snapshot is a" in reason
-        and "draws and traces ResNet, ConvNeXt, MobileNetV2, EfficientNet and RegNet" in reason
+        and "draws and traces ResNet, ConvNeXt, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
+        in reason
     )
     assert not trace.available and kind in trace.reason
 

@@ -4,7 +4,8 @@ block output (transformers' hidden states), last hidden state, pooled output and
 transformers' (eval) within 1e-5 at two image sizes, with and without TensorFlow's SAME
 padding, with ReLU or ReLU6, with the stem's expansion and finegrained_output; each subtle part
 matters (the comparison fails without it); and the CLI path on the zoo's vision-mobilenet-v2
-(inspect, inputs --image against transformers' processor, trace, predict)."""
+(inspect, inputs --image against transformers' processor, trace, predict). MobileNetV1's
+26 depthwise and pointwise layers likewise."""
 
 from __future__ import annotations
 
@@ -181,6 +182,57 @@ def test_a_segmentation_snapshot_is_refused_by_its_tensor(tmp_path) -> None:  # 
     with nneditor.open(tmp_path) as doc:
         assert doc.graph is None and "segmentation_head" in doc.graph_unavailable_reason
         assert not doc.capabilities["trace"].available
+
+
+V1 = {
+    "SAME padding, ReLU6": {},
+    "symmetric padding, ReLU": {"tf_padding": False, "hidden_act": "relu"},
+}
+
+
+def save_v1(path: Path, layout: str) -> Any:  # noqa: ANN401
+    config = tf.MobileNetV1Config(depth_multiplier=0.25, id2label=LABELS, **V1[layout])
+    torch.manual_seed(0)
+    model = tf.MobileNetV1ForImageClassification(config).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "normalization" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.2)
+        for name, b in model.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(torch.randn_like(b) * 0.3)
+            elif name.endswith("running_var"):
+                b.copy_(torch.rand_like(b) * 1.5 + 0.002)
+    model.save_pretrained(str(path))
+    return model
+
+
+@pytest.mark.parametrize("size", [(64, 64), (45, 71)])
+@pytest.mark.parametrize("layout", list(V1))
+def test_mobilenet_v1_equals_transformers(tmp_path, layout: str, size) -> None:  # noqa: ANN001
+    """Every layer's output (transformers' 26 hidden states, the graph's shapes at 224) and
+    the logits within 1e-5; symmetric padding in place of SAME fails on the release layout."""
+    model = save_v1(tmp_path, layout)
+    pixels = image_pixels(*size)
+    out = _hidden(model, pixels)
+    values: dict[str, np.ndarray] = {}
+    with nneditor.open(tmp_path) as doc:
+        g = doc.graph
+        assert g is not None and g.inputs[0].shape == (1, 3, 224, 224)
+        cfg = decoder_config(doc)
+        logits = run_forward(doc, cfg, pixels, values.__setitem__)
+        same = dataclasses.replace(cfg.convnet, tf_padding=not cfg.convnet.tf_padding)
+        others: dict[str, np.ndarray] = {}
+        run_forward(doc, dataclasses.replace(cfg, convnet=same), pixels, others.__setitem__)
+    assert set(values) == {v for node in g.nodes for v in node.outputs}
+    assert g.value_info["blk.25.output"].shape == (1, 256, 7, 7)
+    assert len(out.hidden_states) == 26
+    for i in range(26):
+        assert rel(values[f"blk.{i}.output"], out.hidden_states[i].numpy()) < 1e-5, i
+    assert rel(logits[:, 0], out.logits.numpy()) < 1e-5
+    if "SAME" in layout:
+        wrong = [rel(others[f"blk.{i}.output"], h.numpy()) for i, h in enumerate(out.hidden_states)]
+        assert max(wrong) > 1e-5
 
 
 ZOO = "vision-mobilenet-v2"
