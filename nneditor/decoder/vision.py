@@ -122,6 +122,8 @@ class ConvNet:
             if self.family == "resnet"
             else "X or Y residual blocks"
             if self.family == "regnet"
+            else "ConvNeXt V2 blocks (GRN)"
+            if self.family == "convnextv2"
             else "ConvNeXt blocks"
         )
         return (

@@ -330,6 +330,7 @@ class _ConvBuilder(CheckpointBuilder):
             "LayerNorm over the channels, channels last (eps 1e-6).",
         )
         inner = self.width(f"{p}.ffn_up.weight")
+        grn = f"{p}.grn.weight" in self.t
         y = self.add(
             f"{scope}/ffn",
             "FeedForward",
@@ -338,12 +339,15 @@ class _ConvBuilder(CheckpointBuilder):
             [
                 f"{p}.ffn_up.weight",
                 f"{p}.ffn_up.bias",
+                *([f"{p}.grn.weight", f"{p}.grn.bias"] if grn else []),
                 f"{p}.ffn_down.weight",
                 f"{p}.ffn_down.bias",
             ],
             (1, h, w, ch),
             "ffn",
-            f"Pointwise MLP at each pixel: {ch} -> {inner} channels, GELU, back to {ch} {_FROM}.",
+            f"Pointwise MLP at each pixel: {ch} -> {inner} channels, GELU, "
+            + ("global response normalisation (GRN), " if grn else "")
+            + f"back to {ch} {_FROM}.",
         )
         if f"{p}.ls.weight" in self.t:
             y = self.add(

@@ -29,15 +29,15 @@ CONV_FAMILIES = {
     "mobilenet_v1": "MobileNetV1",
     "efficientnet": "EfficientNet",
     "regnet": "RegNet",
+    "convnextv2": "ConvNeXt V2",
 }
 #: the drawn families, as sentences name them
-DRAWN = "ResNet, ConvNeXt, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
+DRAWN = "ResNet, ConvNeXt, ConvNeXt V2, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
-    "convnextv2": "ConvNeXt V2",
     "bit": "BiT",
     "poolformer": "PoolFormer",
     "van": "VAN",
@@ -79,6 +79,8 @@ _CONVNEXT_PART = {
     "pwconv2.weight": "ffn_down.weight",
     "pwconv2.bias": "ffn_down.bias",
     "layer_scale_parameter": "ls.weight",
+    "grn.weight": "grn.weight",  # (ConvNeXt V2's global response normalisation)
+    "grn.bias": "grn.bias",
 }
 #: BatchNorm's step counter: kept by torch, read by nothing in eval mode
 _COUNTER = "num_batches_tracked"
@@ -116,7 +118,7 @@ def convnet_names(model_type: str, names: Iterable[str]) -> ConvNames:
         if inner in top:
             mapped[top[inner]] = name
             continue
-        down = _CONVNEXT_DOWN.match(inner) if model_type == "convnext" else None
+        down = _CONVNEXT_DOWN.match(inner) if model_type != "resnet" else None
         if down:
             part = "norm" if down[2] == "0" else "conv"
             mapped[f"down.{down[1]}.{part}.{down[3]}"] = name
@@ -134,7 +136,7 @@ def convnet_names(model_type: str, names: Iterable[str]) -> ConvNames:
 
 
 def _block_key(model_type: str, rest: str) -> str | None:
-    if model_type == "convnext":
+    if model_type != "resnet":  # ConvNeXt and ConvNeXt V2
         return _CONVNEXT_PART.get(rest)
     m = _RESNET_PART.match(rest)
     if m is None:

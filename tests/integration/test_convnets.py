@@ -21,6 +21,7 @@ from vision_refs import image_pixels, rel
 import nneditor
 from nneditor.decoder import conv_ops, convnets, decoder_config, run_forward
 from nneditor.decoder.weights import Weights
+from nneditor.semantic.names_convnets import DRAWN
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
@@ -150,8 +151,8 @@ OTHERS = {
     "mobilevit": lambda: tf.MobileViTForImageClassification(
         tf.MobileViTConfig(hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64])
     ),
-    "convnextv2": lambda: tf.ConvNextV2ForImageClassification(
-        tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    "poolformer": lambda: tf.PoolFormerForImageClassification(
+        tf.PoolFormerConfig(hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1])
     ),
 }
 
@@ -166,8 +167,7 @@ def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kin
         trace = doc.capabilities["trace"]
     assert (
         f"this {kind} snapshot is a" in reason
-        and "draws and traces ResNet, ConvNeXt, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
-        in reason
+        and f"draws and traces {DRAWN} image classifiers" in reason
     )
     assert not trace.available and kind in trace.reason
 
