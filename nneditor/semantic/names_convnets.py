@@ -1,5 +1,7 @@
 """Convolutional image classifiers of Hugging Face snapshots (ResNetForImageClassification,
-ConvNextForImageClassification and their base models): their tensor names as the synthesized
+ConvNextForImageClassification, ConvNextV2ForImageClassification and their base models; the
+other drawn families' names are in names_mobilenet.py, names_efficientnet.py and
+names_regnet.py): their tensor names as the synthesized
 graph (checkpoint_convnets.py) and the NumPy decoder (decoder/convnets.py) read them.
 
 Blocks are numbered across the stages (``blk.{i}``, i counting every stage's blocks in order),
@@ -11,7 +13,7 @@ projection shortcut ``short`` / ``short_bn`` where it has one; a BatchNorm's ``w
 ``bias``, ``mean`` and ``var`` (running statistics). ConvNeXt: ``stem.conv`` and
 ``stem.norm`` (the patchify convolution and its LayerNorm), ``down.{s}.norm`` and
 ``down.{s}.conv`` (stage s's downsampling layer), each block's ``dwconv``, ``norm``,
-``ffn_up``, ``ffn_down`` and layer scale ``ls``; ``output_norm`` over the pooled features.
+``ffn_up``, ``ffn_down``, layer scale ``ls`` and ConvNeXt V2's ``grn``; ``output_norm`` over the pooled features.
 Both end in ``cls_out`` (the classifier).
 """
 
