@@ -327,6 +327,14 @@ EXPECT: dict[str, E] = {
         "blocks": None,
         "patterns": {"conv": 52, "residual": 10, "head": 1},
     },
+    # EfficientNet (as google/efficientnet-b0, width 0.25, depth 0.5): the stem, 10 MBConv
+    # blocks (the first without expansion), 3 adding their input back, the top convolution
+    "vision-efficientnet": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": 10,
+        "patterns": {"conv": 31, "residual": 3, "head": 1},
+    },
     # wav2vec2's CTC recognizer (as facebook/wav2vec2-base-960h): four feature convolutions
     # and two post-norm layers (6 blocks); the projection's, the encoder's and each layer's
     # two LayerNorms; one second of automatic audio (16000 samples) makes 399 frames through

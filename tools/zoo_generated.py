@@ -527,6 +527,10 @@ import zoo_mobilenet  # noqa: E402 - MobileNetV2's image classifier
 
 zoo_mobilenet.register(generator)
 
+import zoo_efficientnet  # noqa: E402 - EfficientNet's image classifier
+
+zoo_efficientnet.register(generator)
+
 import zoo_speech  # noqa: E402 - wav2vec2's CTC speech recognizer
 
 zoo_speech.register(generator)

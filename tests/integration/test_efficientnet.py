@@ -167,6 +167,16 @@ def test_padding_adjusts_as_config_lists() -> None:
     assert efficientnet.depthwise_pad(x, 3, Block(1, True, True)).shape == (1, 6, 6)
 
 
+@pytest.mark.realdata
+@pytest.mark.parametrize("size", [(32, 32), (48, 40)])
+def test_zoo_snapshot_equals_transformers(zoo_artifact, size) -> None:  # noqa: ANN001
+    """The zoo's vision-efficientnet (tools/zoo_efficientnet.py: the b0 release's layout in
+    small) at its processor's 32x32 and another size."""
+    snap = zoo_artifact("vision-efficientnet")
+    model = tf.EfficientNetForImageClassification.from_pretrained(str(snap)).eval()
+    _compare(snap, model, size)
+
+
 PROCESSOR = {  # google/efficientnet-b0's preprocessor_config.json, sized 32 (theirs: 224)
     "crop_size": {"height": 289, "width": 289},
     "do_center_crop": False,
