@@ -319,6 +319,22 @@ EXPECT: dict[str, E] = {
         "blocks": 4,
         "patterns": {"conv": 9, "ffn": 5, "norm": 10, "residual": 5, "head": 1},
     },
+    # MobileNetV2 (as google/mobilenet_v2_1.0_224): a 4-convolution stem, 16 inverted
+    # residual blocks of 3 convolutions, 10 of them adding their input back, the final 1x1
+    "vision-mobilenet-v2": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": None,
+        "patterns": {"conv": 52, "residual": 10, "head": 1},
+    },
+    # EfficientNet (as google/efficientnet-b0, width 0.25, depth 0.5): the stem, 10 MBConv
+    # blocks (the first without expansion), 3 adding their input back, the top convolution
+    "vision-efficientnet": {
+        "format": "huggingface",
+        "positions": 1,
+        "blocks": 10,
+        "patterns": {"conv": 31, "residual": 3, "head": 1},
+    },
     # wav2vec2's CTC recognizer (as facebook/wav2vec2-base-960h): four feature convolutions
     # and two post-norm layers (6 blocks); the projection's, the encoder's and each layer's
     # two LayerNorms; one second of automatic audio (16000 samples) makes 399 frames through

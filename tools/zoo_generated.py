@@ -523,6 +523,14 @@ import zoo_convnets  # noqa: E402 - ResNet's and ConvNeXt's image classifiers
 
 zoo_convnets.register(generator)
 
+import zoo_mobilenet  # noqa: E402 - MobileNetV2's image classifier
+
+zoo_mobilenet.register(generator)
+
+import zoo_efficientnet  # noqa: E402 - EfficientNet's image classifier
+
+zoo_efficientnet.register(generator)
+
 import zoo_speech  # noqa: E402 - wav2vec2's CTC speech recognizer
 
 zoo_speech.register(generator)

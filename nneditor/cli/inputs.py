@@ -217,9 +217,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_inputs(args: argparse.Namespace) -> int:
     from nneditor.cli.common import open_document
-    from nneditor.inputs.image import model_normalization
+    from nneditor.inputs.image import model_normalization, stated_scaling
 
     if not getattr(args, "normalize", None):  # the model's own, where it states one
-        args.normalize = model_normalization(args.path) or "imagenet"
+        stated = stated_scaling(args.path)  # (EfficientNet's processor: its own steps)
+        args.normalize = stated or model_normalization(args.path) or "imagenet"
     with open_document(args.path) as doc:
         return run(doc, args)

@@ -116,3 +116,19 @@ def group_norm_per_channel(
     var = np.square(x - mean).mean(axis=1, keepdims=True)
     y = (x - mean) / np.sqrt(var + eps)
     return (y * weight[:, None] + bias[:, None]).astype(F32)
+
+
+def same_pad(x: np.ndarray, kernel: int, stride: int) -> np.ndarray:
+    """``x`` [C, H, W] zero-padded as TensorFlow's "SAME" convolutions pad it: ``kernel`` -
+    ``stride`` rows and columns in all (``kernel`` - the remainder where ``stride`` does not
+    divide the side), the odd one after (below, right), so that the output has ceil(side /
+    stride) pixels."""
+
+    def split(n: int) -> tuple[int, int]:
+        total = max(kernel - (stride if n % stride == 0 else n % stride), 0)
+        return total // 2, total - total // 2
+
+    rows, cols = split(x.shape[1]), split(x.shape[2])
+    if rows == cols == (0, 0):
+        return x
+    return np.pad(x, ((0, 0), rows, cols))

@@ -12,7 +12,8 @@ before the block's ReLU. Each stage but the first halves the image in its first 
 first too with downsample_in_first_stage), in the bottleneck's 3x3 convolution (its first 1x1
 with downsample_in_bottleneck). The classifier reads the average of the last stage's pixels.
 
-ConvNeXt: the stem (a patch x patch convolution of stride patch, LayerNorm over the channels),
+ConvNeXt V2 is ConvNeXt with global response normalisation (GRN) after the MLP's GELU and no
+layer scale. ConvNeXt: the stem (a patch x patch convolution of stride patch, LayerNorm over the channels),
 stages opening (all but the first) with a LayerNorm and a 2x2 convolution of stride 2, blocks
 of a depthwise 7x7 convolution, LayerNorm (channels last, eps 1e-6), a pointwise MLP with
 GELU, the layer scale, the residual add; the average of the last stage's pixels through the
@@ -27,28 +28,43 @@ from typing import Any
 
 import numpy as np
 
-from nneditor.decoder import conv_ops, ops
+from nneditor.decoder import conv_ops, efficientnet, mobilenet, ops, regnet
 from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
 from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
-from nneditor.semantic.names_convnets import CONV_FAMILIES, OTHER_CONV_FAMILIES, convnet_names
+from nneditor.semantic.names_convnets import (
+    CONV_FAMILIES,
+    DRAWN,
+    OTHER_CONV_FAMILIES,
+    convnet_names,
+)
 
 F32 = np.float32
 #: BatchNorm2d's eps (ResNet's config states none) and ConvNeXt's LayerNorms' in its stem,
 #: downsampling layers and blocks (fixed in transformers' modules)
 BN_EPS = 1e-5
 LN_EPS = 1e-6
+#: the eps under GRN's mean of the channels' norms (ConvNeXt V2, fixed in transformers)
+GRN_EPS = 1e-6
 Emit = Callable[[str, np.ndarray], None]
 
 
 def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> DecoderConfig:
-    """The forward pass of a ResNet or ConvNeXt snapshot in ``folder``, or a sentence."""
+    """The forward pass of a ResNet, ConvNeXt, MobileNetV2 (decoder/mobilenet.py),
+    EfficientNet (decoder/efficientnet.py) or RegNet (decoder/regnet.py) snapshot in
+    ``folder``, or a sentence."""
     kind = str(config.get("model_type") or "")
     if kind in OTHER_CONV_FAMILIES:
         raise DecoderUnsupported(
             f"the NumPy decoder does not run {OTHER_CONV_FAMILIES[kind]} ({kind}) snapshots; "
-            "of convolutional image classifiers it runs ResNet and ConvNeXt"
+            f"of convolutional image classifiers it runs {DRAWN}"
         )
+    if kind in ("mobilenet_v2", "mobilenet_v1"):
+        return mobilenet.from_hf(config, names, folder)
+    if kind == "efficientnet":
+        return efficientnet.from_hf(config, names, folder)
+    if kind == "regnet":
+        return regnet.from_hf(config, names, folder)
     family = CONV_FAMILIES[kind]
     found = convnet_names(kind, names)
     if found.unplaced:
@@ -119,6 +135,12 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
         )
     x = np.ascontiguousarray(pixels[0], dtype=F32)
     try:
+        if net.family in ("mobilenet_v2", "mobilenet_v1"):
+            return mobilenet.forward(w, cfg, pixels, emit)
+        if net.family == "efficientnet":
+            return efficientnet.forward(w, cfg, pixels, emit)
+        if net.family == "regnet":
+            return regnet.forward(w, cfg, pixels, emit)
         x = _resnet(w, net, x, emit) if net.family == "resnet" else _convnext(w, cfg, x, emit)
     except ValueError as exc:  # an image too small for the strides, or shapes out of place
         raise DecoderUnsupported(
@@ -126,7 +148,7 @@ def forward(w: Any, cfg: DecoderConfig, pixels: np.ndarray, emit: Emit) -> np.nd
             f"its processor makes {net.size[0]}x{net.size[1]} images"
         ) from None
     if cfg.classifier is None:
-        return x[None] if net.family == "convnext" else x[None, :, None, None]
+        return x[None] if net.family != "resnet" else x[None, :, None, None]
     labels = cfg.classifier.labels
     rows = w.ref("cls_out.weight").shape[0]
     if labels and rows != len(labels):
@@ -232,6 +254,11 @@ def _convnext_block(
     emit(f"{p}.norm", y[None])
     rows, cols = y.shape[:2]
     h = act(w.linear(f"{p}.ffn_up.weight", y.reshape(rows * cols, channels), f"{p}.ffn_up.bias"))
+    if w.has(f"{p}.grn.weight"):  # ConvNeXt V2
+        h = grn(
+            h.astype(F32).reshape(rows, cols, -1), w.get(f"{p}.grn.weight"), w.get(f"{p}.grn.bias")
+        )
+        h = h.reshape(rows * cols, -1)
     y = w.linear(f"{p}.ffn_down.weight", h.astype(F32), f"{p}.ffn_down.bias")
     y = y.reshape(rows, cols, channels).astype(F32)
     emit(f"{p}.ffn", y[None])
@@ -241,3 +268,13 @@ def _convnext_block(
     x = (x + y.transpose(2, 0, 1)).astype(F32)
     emit(f"{p}.output", x[None])
     return x
+
+
+def grn(h: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """ConvNeXt V2's global response normalisation of ``h`` [H, W, C]: each channel's L2 norm
+    over the pixels, over the channels' mean of those norms (plus 1e-6), scales ``h``; then
+    ``weight`` times that plus ``bias`` is added to ``h``."""
+    norms = np.sqrt(np.square(h, dtype=np.float64).sum(axis=(0, 1))).astype(F32)
+    scale = norms / (norms.mean(dtype=np.float64).astype(F32) + F32(GRN_EPS))
+    weight, bias = weight.reshape(-1), bias.reshape(-1)
+    return (weight * (h * scale) + bias + h).astype(F32)

@@ -73,7 +73,9 @@ class ConvNet:
     ResNet's ``bottleneck`` layers (else basic), ``first_strided``
     (downsample_in_first_stage) and ``strided_1x1`` (downsample_in_bottleneck: the
     bottleneck's 1x1 convolution strides, not its 3x3 one); ``activation``: ResNet's
-    hidden_act (ConvNeXt's GELU is DecoderConfig.activation)."""
+    hidden_act (ConvNeXt's GELU is DecoderConfig.activation); MobileNetV2's ``tf_padding``
+    (TensorFlow's "SAME" padding before every convolution) and ``bn_eps`` (its BatchNorms'
+    eps, config.layer_norm_eps)."""
 
     family: str
     stages: tuple[int, ...]
@@ -84,15 +86,46 @@ class ConvNet:
     first_strided: bool = False
     strided_1x1: bool = False
     activation: str = "relu"
+    tf_padding: bool = False
+    bn_eps: float = 1e-5
+    #: EfficientNet's MBConv blocks (names_efficientnet.Block), its pooling_type and the
+    #: pooling window (config.hidden_dim: the last hidden state may be no wider)
+    blocks: tuple[Any, ...] = ()
+    pooling: str = "mean"
+    pool_window: int = 0
 
     def describe(self) -> str:
+        height, width = self.size
+        if self.family == "efficientnet":
+            return (
+                f"efficientnet convolutional network, {len(self.stages)} MBConv blocks with "
+                f"squeeze and excitation ({self.activation}, {self.pooling} pooling), images "
+                f"of any size ({height}x{width} as its processor makes them)"
+            )
+        if self.family == "mobilenet_v1":
+            return (
+                f"mobilenet_v1 convolutional network, {len(self.stages)} depthwise and "
+                f"pointwise layers in turn ({self.widths[0]} to {self.widths[-1]} channels, "
+                f"{self.activation}), images of any size ({height}x{width} as its processor "
+                "makes them)"
+            )
+        if self.family == "mobilenet_v2":
+            pad = "TensorFlow SAME padding" if self.tf_padding else "symmetric padding"
+            return (
+                f"mobilenet_v2 convolutional network, {len(self.stages)} inverted residual "
+                f"blocks ({self.widths[0]} to {self.widths[-1]} channels, {self.activation}, "
+                f"{pad}), images of any size ({height}x{width} as its processor makes them)"
+            )
         depths = [self.stages.count(s) for s in range(len(self.widths))]
         kind = (
             f"{'bottleneck' if self.bottleneck else 'basic'} residual blocks"
             if self.family == "resnet"
+            else "X or Y residual blocks"
+            if self.family == "regnet"
+            else "ConvNeXt V2 blocks (GRN)"
+            if self.family == "convnextv2"
             else "ConvNeXt blocks"
         )
-        height, width = self.size
         return (
             f"{self.family} convolutional network, {len(self.widths)} stages of "
             f"{', '.join(map(str, depths))} {kind} ({', '.join(map(str, self.widths))} "

@@ -70,6 +70,56 @@ def model_normalization(model: str | os.PathLike[str]) -> str | None:
 
 
 @dataclass(frozen=True)
+class StatedScaling:
+    """A processor's own pixel scaling, stated in preprocessor_config.json, that no named
+    normalisation gives (EfficientNetImageProcessor's): the bytes times ``factor`` (in
+    float64, then float32), less 1 with ``offset`` (rescale_offset), then less ``mean`` over
+    ``std`` where given (do_normalize), then over ``std`` once more with ``again``
+    (include_top), each step in float32 as transformers' processor computes it."""
+
+    mean: tuple[float, ...] | None
+    std: tuple[float, ...]
+    factor: float = 1 / 255
+    offset: bool = False
+    again: bool = False
+
+    def apply(self, raw: np.ndarray) -> np.ndarray:
+        """``raw`` [H, W, C] pixel bytes scaled."""
+        pixels = (raw.astype(np.float64) * self.factor).astype(np.float32)
+        if self.offset:
+            pixels -= np.float32(1)
+        channels = pixels.shape[-1]
+        std = np.asarray(self.std[:channels], dtype=np.float32)
+        if self.mean is not None:
+            pixels = (pixels - np.asarray(self.mean[:channels], dtype=np.float32)) / std
+        if self.again:
+            pixels = (pixels - np.zeros_like(std)) / std
+        return pixels
+
+
+def stated_scaling(model: str | os.PathLike[str]) -> StatedScaling | None:
+    """EfficientNetImageProcessor's scaling where the snapshot's preprocessor_config.json
+    names that processor (its defaults where a key is absent: include_top true,
+    rescale_offset false, mean and std 0.5), None for other processors."""
+    config = _processor_config(model)
+    kind = str((config or {}).get("image_processor_type") or "")
+    if config is None or not kind.startswith("EfficientNetImageProcessor"):
+        return None
+    mean = config.get("image_mean", [0.5, 0.5, 0.5])
+    std = config.get("image_std", [0.5, 0.5, 0.5])
+    factor = config.get("rescale_factor", 1 / 255)
+    if not (isinstance(mean, list) and isinstance(std, list) and isinstance(factor, float)):
+        return None
+    return StatedScaling(
+        tuple(float(m) for m in mean) if config.get("do_normalize", True) else None,
+        tuple(float(v) for v in std),
+        factor if config.get("do_rescale", True) else 1.0,
+        bool(config.get("rescale_offset", False)),
+        bool(config.get("include_top", True)),
+    )
+
+
+@dataclass(frozen=True)
 class ImageLayout:
     """Where the image goes in a tensor: layout, height, width, channels and batch size."""
 
@@ -148,6 +198,11 @@ def _pair(value: Any) -> tuple[int, int] | None:
     return None
 
 
+#: processors whose one-number ``size`` is the shorter side's (their default_to_square is
+#: false), not a square's
+_SHORTER_SIDE = ("MobileNetV1", "MobileNetV2")
+
+
 def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
     """How the snapshot's preprocessor_config.json sizes images (resize, then centre crop),
     None when it states no sizing NNEditor follows (then an image is resized straight to the
@@ -166,6 +221,8 @@ def model_sizing(model: str | os.PathLike[str]) -> Sizing | None:
     crop = _pair(config.get("crop_size")) if config.get("do_center_crop") else None
     if config.get("do_center_crop") and crop is None:
         return None
+    if kind.startswith(_SHORTER_SIDE) and isinstance(size, int) and not isinstance(size, bool):
+        return Sizing(shortest=size, resample=resample, crop=crop)
     exact = _pair(size)
     if exact is not None:
         return Sizing(resize=exact, resample=resample, crop=crop)
@@ -201,7 +258,7 @@ def load_image(
     height: int,
     width: int,
     layout: str = "NCHW",
-    normalization: str = "imagenet",
+    normalization: str | StatedScaling = "imagenet",
     channels: int = 3,
     batch: int = 1,
     dtype: str | np.dtype = "float32",
@@ -210,10 +267,12 @@ def load_image(
     """Read an image, resize it to ``height`` x ``width`` and lay it out as a tensor.
 
     With ``sizing`` (a model's image processor) the image is resized and cropped as that
-    processor does, where that gives ``height`` x ``width``; otherwise straight to it."""
+    processor does, where that gives ``height`` x ``width``; otherwise straight to it.
+    ``normalization``: a name of :data:`NORMALIZATIONS` or a processor's
+    :class:`StatedScaling`."""
     if layout not in LAYOUTS:
         raise InputSpecError(f"unknown layout {layout!r}; choose NCHW or NHWC")
-    if normalization not in NORMALIZATIONS:
+    if not isinstance(normalization, StatedScaling) and normalization not in NORMALIZATIONS:
         raise InputSpecError(
             f"unknown normalisation {normalization!r}; choose one of {', '.join(NORMALIZATIONS)}"
         )
@@ -241,16 +300,21 @@ def load_image(
             else:
                 resample = getattr(pil, "Resampling", pil).BILINEAR
                 raw = np.asarray(img.resize((width, height), resample))
-            pixels: np.ndarray = raw.astype(np.float32) / np.float32(255.0)
+            if raw.ndim == 2:
+                raw = raw[:, :, None]
+            if isinstance(normalization, StatedScaling):
+                pixels = normalization.apply(raw)
+            else:
+                pixels = raw.astype(np.float32) / np.float32(255.0)
     except pil.DecompressionBombError:
         raise InputSpecError(
             f"{p} has more than the {MAX_PIXELS:,} pixels NNEditor decodes; downscale it first"
         ) from None
     except OSError as exc:
         raise InputSpecError(f"{p} could not be read as an image ({exc})") from exc
-    if pixels.ndim == 2:
-        pixels = pixels[:, :, None]
-    if normalization == "0..255":  # the bytes themselves, exactly
+    if isinstance(normalization, StatedScaling):
+        pass
+    elif normalization == "0..255":  # the bytes themselves, exactly
         pixels = np.rint(pixels * np.float32(255.0))
     else:
         mean, std = NORMALIZATIONS[normalization]
@@ -284,7 +348,7 @@ def _centre_crop(pixels: np.ndarray, crop: tuple[int, int] | None) -> np.ndarray
 def image_for_input(
     spec: InputSpec,
     path: str | os.PathLike[str],
-    normalization: str = "imagenet",
+    normalization: str | StatedScaling = "imagenet",
     layout: str | None = None,
     sizing: Sizing | None = None,
 ) -> np.ndarray:

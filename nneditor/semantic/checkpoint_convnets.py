@@ -1,6 +1,7 @@
-"""Graphs of convolutional image classifiers in Hugging Face snapshots (ResNet, ConvNeXt),
-synthesized from config.json and the tensor names (names_convnets.py), as transformers'
-modules run them; the NumPy decoder (decoder/convnets.py) publishes every value drawn here:
+"""Graphs of convolutional image classifiers in Hugging Face snapshots (ResNet, ConvNeXt; and
+MobileNetV1/V2, EfficientNet and RegNet through checkpoint_mobilenet.py, checkpoint_efficientnet.py
+and checkpoint_regnet.py), synthesized from config.json and the tensor names
+(names_convnets.py), as transformers' modules run them; the NumPy decoder (decoder/convnets.py) publishes every value drawn here:
 
     pixel_values → stem.conv → stem.pool (ResNet) | stem.norm (ConvNeXt)
                  → blk.{i}.conv1 … blk.{i}.output (ResNet: convolutions with BatchNorm, the
@@ -25,6 +26,7 @@ from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 from nneditor.semantic.names_convnets import (
     CONV_FAMILIES,
+    DRAWN,
     OTHER_CONV_FAMILIES,
     ConvNames,
     convnet_names,
@@ -46,10 +48,27 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
     if kind in OTHER_CONV_FAMILIES:
         return None, (
             f"this {kind} snapshot is a {OTHER_CONV_FAMILIES[kind]} convolutional image model, "
-            "whose graph NNEditor does not draw (it draws and traces ResNet and ConvNeXt "
-            "image classifiers); its weights are listed by name"
+            f"whose graph NNEditor does not draw (it draws and traces {DRAWN} image "
+            "classifiers); its weights are listed by name"
         )
-    found = convnet_names(kind, doc.tensors.keys())
+    if kind == "mobilenet_v2":
+        from nneditor.semantic.names_mobilenet import mobilenet_names
+
+        found = mobilenet_names(doc.tensors.keys())
+    elif kind == "mobilenet_v1":
+        from nneditor.semantic.names_mobilenet import mobilenet_v1_names
+
+        found = mobilenet_v1_names(doc.tensors.keys())
+    elif kind == "efficientnet":
+        from nneditor.semantic.names_efficientnet import efficientnet_names
+
+        found = efficientnet_names(doc.tensors.keys())
+    elif kind == "regnet":
+        from nneditor.semantic.names_regnet import regnet_names
+
+        found = regnet_names(doc.tensors.keys())
+    else:
+        found = convnet_names(kind, doc.tensors.keys())
     family = CONV_FAMILIES[kind]
     if found.unplaced or not found.stages:
         other = found.unplaced[0] if found.unplaced else "no numbered stage"
@@ -63,7 +82,24 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
     channels = int(config.get("num_channels") or 3)
     b = _ConvBuilder(f"{kind} {_FROM}", found, doc)
     b.input((1, channels, height, width))
-    x = b.resnet(config, height, width) if kind == "resnet" else b.convnext(height, width)
+    if kind == "mobilenet_v2":
+        from nneditor.semantic.checkpoint_mobilenet import mobilenet_v2
+
+        x = mobilenet_v2(b, config, height, width)
+    elif kind == "mobilenet_v1":
+        from nneditor.semantic.checkpoint_mobilenet import mobilenet_v1
+
+        x = mobilenet_v1(b, config, height, width)
+    elif kind == "efficientnet":
+        from nneditor.semantic.checkpoint_efficientnet import efficientnet
+
+        x = efficientnet(b, config, height, width)
+    elif kind == "regnet":
+        from nneditor.semantic.checkpoint_regnet import regnet
+
+        x = regnet(b, config, height, width)
+    else:
+        x = b.resnet(config, height, width) if kind == "resnet" else b.convnext(height, width)
     g = b.finish()
     g.opsets = {}
     g.value_info.update(b.shapes)
@@ -294,6 +330,7 @@ class _ConvBuilder(CheckpointBuilder):
             "LayerNorm over the channels, channels last (eps 1e-6).",
         )
         inner = self.width(f"{p}.ffn_up.weight")
+        grn = f"{p}.grn.weight" in self.t
         y = self.add(
             f"{scope}/ffn",
             "FeedForward",
@@ -302,12 +339,15 @@ class _ConvBuilder(CheckpointBuilder):
             [
                 f"{p}.ffn_up.weight",
                 f"{p}.ffn_up.bias",
+                *([f"{p}.grn.weight", f"{p}.grn.bias"] if grn else []),
                 f"{p}.ffn_down.weight",
                 f"{p}.ffn_down.bias",
             ],
             (1, h, w, ch),
             "ffn",
-            f"Pointwise MLP at each pixel: {ch} -> {inner} channels, GELU, back to {ch} {_FROM}.",
+            f"Pointwise MLP at each pixel: {ch} -> {inner} channels, GELU, "
+            + ("global response normalisation (GRN), " if grn else "")
+            + f"back to {ch} {_FROM}.",
         )
         if f"{p}.ls.weight" in self.t:
             y = self.add(

@@ -379,8 +379,8 @@ def _reads_other_than_text(config: Mapping[str, Any], model_type: str) -> str:
         f"NNEditor does not draw {model_type or 'this kind of'} checkpoints ({classes}): the "
         f"model works on {what}, and its graphs from tensor names cover text models and the "
         "image models it knows (ViT, DeiT, BEiT, DINOv2, CLIP's and SigLIP's vision towers "
-        "and their CLIPModel and SiglipModel pairs, ResNet, ConvNeXt, Swin) and the wav2vec2 "
-        "and HuBERT speech recognizers, so none is "
+        "and their CLIPModel and SiglipModel pairs, Swin, ResNet, ConvNeXt, MobileNet, "
+        "EfficientNet, RegNet) and the wav2vec2 and HuBERT speech recognizers, so none is "
         "drawn rather than a wrong one; the weights are listed by name and can be read"
     )
 

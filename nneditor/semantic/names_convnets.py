@@ -1,5 +1,7 @@
 """Convolutional image classifiers of Hugging Face snapshots (ResNetForImageClassification,
-ConvNextForImageClassification and their base models): their tensor names as the synthesized
+ConvNextForImageClassification, ConvNextV2ForImageClassification and their base models; the
+other drawn families' names are in names_mobilenet.py, names_efficientnet.py and
+names_regnet.py): their tensor names as the synthesized
 graph (checkpoint_convnets.py) and the NumPy decoder (decoder/convnets.py) read them.
 
 Blocks are numbered across the stages (``blk.{i}``, i counting every stage's blocks in order),
@@ -11,7 +13,7 @@ projection shortcut ``short`` / ``short_bn`` where it has one; a BatchNorm's ``w
 ``bias``, ``mean`` and ``var`` (running statistics). ConvNeXt: ``stem.conv`` and
 ``stem.norm`` (the patchify convolution and its LayerNorm), ``down.{s}.norm`` and
 ``down.{s}.conv`` (stage s's downsampling layer), each block's ``dwconv``, ``norm``,
-``ffn_up``, ``ffn_down`` and layer scale ``ls``; ``output_norm`` over the pooled features.
+``ffn_up``, ``ffn_down``, layer scale ``ls`` and ConvNeXt V2's ``grn``; ``output_norm`` over the pooled features.
 Both end in ``cls_out`` (the classifier).
 """
 
@@ -22,17 +24,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: the families drawn and traced: model_type -> the name sentences use
-CONV_FAMILIES = {"resnet": "ResNet", "convnext": "ConvNeXt"}
+CONV_FAMILIES = {
+    "resnet": "ResNet",
+    "convnext": "ConvNeXt",
+    "mobilenet_v2": "MobileNetV2",
+    "mobilenet_v1": "MobileNetV1",
+    "efficientnet": "EfficientNet",
+    "regnet": "RegNet",
+    "convnextv2": "ConvNeXt V2",
+}
+#: the drawn families, as sentences name them
+DRAWN = "ResNet, ConvNeXt, ConvNeXt V2, MobileNetV1, MobileNetV2, EfficientNet and RegNet"
 #: convolutional image families of transformers that are neither drawn nor traced (their
 #: tensor names would otherwise be read as a transformer's layers)
 OTHER_CONV_FAMILIES = {
-    "regnet": "RegNet",
-    "mobilenet_v1": "MobileNetV1",
-    "mobilenet_v2": "MobileNetV2",
     "mobilevit": "MobileViT",
     "mobilevitv2": "MobileViTV2",
-    "efficientnet": "EfficientNet",
-    "convnextv2": "ConvNeXt V2",
     "bit": "BiT",
     "poolformer": "PoolFormer",
     "van": "VAN",
@@ -74,6 +81,8 @@ _CONVNEXT_PART = {
     "pwconv2.weight": "ffn_down.weight",
     "pwconv2.bias": "ffn_down.bias",
     "layer_scale_parameter": "ls.weight",
+    "grn.weight": "grn.weight",  # (ConvNeXt V2's global response normalisation)
+    "grn.bias": "grn.bias",
 }
 #: BatchNorm's step counter: kept by torch, read by nothing in eval mode
 _COUNTER = "num_batches_tracked"
@@ -111,7 +120,7 @@ def convnet_names(model_type: str, names: Iterable[str]) -> ConvNames:
         if inner in top:
             mapped[top[inner]] = name
             continue
-        down = _CONVNEXT_DOWN.match(inner) if model_type == "convnext" else None
+        down = _CONVNEXT_DOWN.match(inner) if model_type != "resnet" else None
         if down:
             part = "norm" if down[2] == "0" else "conv"
             mapped[f"down.{down[1]}.{part}.{down[3]}"] = name
@@ -129,7 +138,7 @@ def convnet_names(model_type: str, names: Iterable[str]) -> ConvNames:
 
 
 def _block_key(model_type: str, rest: str) -> str | None:
-    if model_type == "convnext":
+    if model_type != "resnet":  # ConvNeXt and ConvNeXt V2
         return _CONVNEXT_PART.get(rest)
     m = _RESNET_PART.match(rest)
     if m is None:

@@ -286,3 +286,40 @@ def test_the_second_text_shows_only_for_models_that_read_pairs(
     open_model(realdata(SMOL))
     window.trace.show_view("Trace")
     assert not panel.text_form.isRowVisible(panel.pair)
+
+
+def test_an_efficientnet_starts_on_its_processor_s_own_scaling(
+    qtbot, window, open_model, tmp_path
+) -> None:  # noqa: ANN001
+    """An EfficientNet snapshot (EfficientNetImageProcessor: include_top's second division by
+    the std) starts on "the model's processor", whose pixels are that processor's; another
+    model's panel offers no such entry."""
+    tf = pytest.importorskip("transformers")
+    image_pil = pytest.importorskip("PIL.Image")
+    from nneditor.inputs.image import load_image, model_sizing, stated_scaling
+
+    snap = tmp_path / "eff"
+    config = tf.EfficientNetConfig(width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=128)
+    tf.EfficientNetForImageClassification(config).save_pretrained(str(snap))
+    processor = {
+        "image_processor_type": "EfficientNetImageProcessor",
+        "image_mean": [0.485, 0.456, 0.406],
+        "image_std": [0.47853944, 0.4732864, 0.47434163],
+        "include_top": True,
+        "resample": 0,
+        "size": {"height": 32, "width": 32},
+    }
+    (snap / "preprocessor_config.json").write_text(__import__("json").dumps(processor))
+    open_model(snap)
+    window.trace.show_view("Trace")
+    panel = window.trace.inputs
+    assert panel.image_norm.currentData() == "processor" and panel.scaling is not None
+    png = tmp_path / "image.png"
+    image_pil.fromarray(np.full((40, 36, 3), 200, np.uint8)).save(png)
+    panel.set_source("pixel_values", "image", str(png))
+    assert panel.generate_and_assign()
+    want = load_image(png, 32, 32, normalization=stated_scaling(snap), sizing=model_sizing(snap))
+    assert np.array_equal(panel.arrays["pixel_values"], want)
+    open_model(_model(tmp_path / "sources.onnx"))
+    window.trace.show_view("Trace")
+    assert panel.image_norm.findData("processor") < 0

@@ -21,6 +21,7 @@ from vision_refs import image_pixels, rel
 import nneditor
 from nneditor.decoder import conv_ops, convnets, decoder_config, run_forward
 from nneditor.decoder.weights import Weights
+from nneditor.semantic.names_convnets import DRAWN
 
 torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
@@ -147,17 +148,11 @@ def test_base_models_end_at_their_pooled_output(tmp_path) -> None:  # noqa: ANN0
 
 
 OTHERS = {
-    "regnet": lambda: tf.RegNetForImageClassification(
-        tf.RegNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], groups_width=4)
+    "mobilevit": lambda: tf.MobileViTForImageClassification(
+        tf.MobileViTConfig(hidden_sizes=[16, 24, 32], neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64])
     ),
-    "mobilenet_v2": lambda: tf.MobileNetV2ForImageClassification(
-        tf.MobileNetV2Config(depth_multiplier=0.25)
-    ),
-    "efficientnet": lambda: tf.EfficientNetForImageClassification(
-        tf.EfficientNetConfig(width_coefficient=0.1, depth_coefficient=0.1, hidden_dim=64)
-    ),
-    "convnextv2": lambda: tf.ConvNextV2ForImageClassification(
-        tf.ConvNextV2Config(hidden_sizes=[8, 16], depths=[1, 1], num_stages=2)
+    "poolformer": lambda: tf.PoolFormerForImageClassification(
+        tf.PoolFormerConfig(hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1])
     ),
 }
 
@@ -171,7 +166,8 @@ def test_other_conv_families_are_refused_not_drawn_as_transformers(tmp_path, kin
         reason = doc.graph_unavailable_reason
         trace = doc.capabilities["trace"]
     assert (
-        f"this {kind} snapshot is a" in reason and "draws and traces ResNet and ConvNeXt" in reason
+        f"this {kind} snapshot is a" in reason
+        and f"draws and traces {DRAWN} image classifiers" in reason
     )
     assert not trace.available and kind in trace.reason
 

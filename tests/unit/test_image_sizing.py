@@ -99,3 +99,68 @@ def test_convnext_crop_pct_images_equal_transformers_processor(tmp_path: Path, s
         want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
         got = load_image(png, size, size, sizing=model_sizing(folder))
         assert got.shape == want.shape and np.array_equal(got, want), shape
+
+
+def test_mobilenet_s_one_number_size_is_the_shorter_side(tmp_path: Path) -> None:
+    """google/mobilenet_v2_1.0_224's processor states ``size: 256`` and ``crop_size: 224``:
+    MobileNetV2ImageProcessor reads the 256 as the shorter side's (not a 256x256 square), as
+    transformers' processor itself shows."""
+    release = {
+        "crop_size": 224,
+        "do_center_crop": True,
+        "do_normalize": True,
+        "do_resize": True,
+        "feature_extractor_type": "MobileNetV2FeatureExtractor",
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "resample": 2,
+        "size": 256,
+    }
+    folder = _config(tmp_path, **release)
+    assert model_sizing(folder) == Sizing(shortest=256, resample=2, crop=(224, 224))
+    tf = pytest.importorskip("transformers")
+    processor = tf.AutoImageProcessor.from_pretrained(str(folder))
+    assert processor.size["shortest_edge"] == 256 and processor.crop_size["height"] == 224
+    square = _config(tmp_path, **{**release, "feature_extractor_type": "ViTFeatureExtractor"})
+    assert model_sizing(square) == Sizing(resize=(256, 256), resample=2, crop=(224, 224))
+
+
+EFFICIENTNET = {  # google/efficientnet-b0's preprocessor_config.json (b7's: size 600)
+    "crop_size": {"height": 289, "width": 289},
+    "do_center_crop": False,
+    "do_normalize": True,
+    "do_rescale": True,
+    "do_resize": True,
+    "image_mean": [0.485, 0.456, 0.406],
+    "image_processor_type": "EfficientNetImageProcessor",
+    "image_std": [0.47853944, 0.4732864, 0.47434163],
+    "include_top": True,
+    "resample": 0,
+    "rescale_factor": 0.00392156862745098,
+    "rescale_offset": False,
+    "size": {"height": 24, "width": 24},
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"rescale_offset": True}, {"include_top": False}, {"do_normalize": False},
+     {"resample": 3, "do_center_crop": True, "crop_size": {"height": 20, "width": 16}}],
+)  # fmt: skip
+def test_efficientnet_processor_equals_transformers(tmp_path: Path, change: dict) -> None:
+    """EfficientNetImageProcessor's own steps (rescale, rescale_offset's minus one, the
+    normalisation, include_top's second division by the std), byte-equal to transformers'."""
+    from nneditor.inputs.image import load_image, stated_scaling
+
+    tf = pytest.importorskip("transformers")
+    image_pil = pytest.importorskip("PIL.Image")
+    folder = _config(tmp_path, **{**EFFICIENTNET, **change})
+    png = tmp_path / "image.png"
+    rng = np.random.default_rng(0)
+    image_pil.fromarray((rng.random((37, 29, 3)) * 255).astype(np.uint8)).save(png)
+    processor = tf.AutoImageProcessor.from_pretrained(str(folder))
+    want = processor(image_pil.open(png), return_tensors="np")["pixel_values"]
+    sizing, scaling = model_sizing(folder), stated_scaling(folder)
+    assert sizing is not None and scaling is not None
+    got = load_image(png, *want.shape[2:], normalization=scaling, sizing=sizing)
+    assert got.shape == want.shape and np.array_equal(got, want)

@@ -52,7 +52,7 @@ from nneditor.inputs import (
 from nneditor.inputs.audio import Processing, audio_for_input, model_processing
 from nneditor.inputs.csv_source import csv_for_input
 from nneditor.inputs.generate import PATTERNS, SERIES, mask, pattern, time_series
-from nneditor.inputs.image import NORMALIZATIONS, Sizing, image_for_input
+from nneditor.inputs.image import NORMALIZATIONS, Sizing, StatedScaling, image_for_input
 from nneditor.inputs.spec import InputSpec
 from nneditor.platform.dirs import data_dir
 from nneditor.tokenize.token_inputs import notes_by_input
@@ -73,6 +73,8 @@ SOURCES: dict[str, tuple[str, bool]] = {
 TEXT_SOURCES = ("auto", "tensor")
 #: the keys of earlier versions, still accepted by set_source and source_array
 SOURCE_ALIASES = {"series": "series:sine", "pattern": "pattern:ramp"}
+#: the image normalisation entry of a processor's own scaling (inputs/image.StatedScaling)
+PROCESSOR_SCALING = "processor"
 #: image layout choices: key -> label ("" lets image_for_input infer it from the shape)
 IMAGE_LAYOUTS = {"": "from the input's shape", "NCHW": "NCHW", "NHWC": "NHWC"}
 #: what write_input_set writes (the panel has no format choice: it always writes all of it)
@@ -93,7 +95,7 @@ def source_array(
     kind: str,
     path: str | None,
     plan: InputPlan,
-    normalization: str = "imagenet",
+    normalization: str | StatedScaling = "imagenet",
     layout: str | None = None,
     sizing: Sizing | None = None,
     processing: Processing | None = None,
@@ -142,6 +144,7 @@ class InputsPanel(QWidget):
         self.doc: Any = None
         self.plan: InputPlan | None = None
         self.sizing: Sizing | None = None  # the model's image processor's resize and crop
+        self.scaling: StatedScaling | None = None  # its own pixel scaling (EfficientNet's)
         self.processing: Processing | None = None  # its feature extractor's rate and norm
         self.sources: dict[str, tuple[str, str | None]] = {}
         self.arrays: dict[str, np.ndarray] | None = None
@@ -416,11 +419,23 @@ class InputsPanel(QWidget):
         self._fill()
         self._show_pair()
         self._show_image_options()
-        from nneditor.inputs.image import model_normalization, model_sizing
+        from nneditor.inputs.image import model_normalization, model_sizing, stated_scaling
 
-        stated = model_normalization(doc.path)  # (preprocessor_config.json's, where stated)
+        stated: str | None = model_normalization(doc.path)  # (preprocessor_config.json's)
         self.sizing = model_sizing(doc.path)
         self.processing = model_processing(doc.path)
+        self.scaling = stated_scaling(doc.path)  # EfficientNet's processor: its own steps
+        at = self.image_norm.findData(PROCESSOR_SCALING)
+        if at >= 0:
+            self.image_norm.removeItem(at)
+        if self.scaling is not None:
+            self.image_norm.addItem("the model's processor", PROCESSOR_SCALING)
+            self.image_norm.setItemData(
+                self.image_norm.count() - 1,
+                "as its image processor scales pixels (preprocessor_config.json)",
+                Qt.ItemDataRole.ToolTipRole,
+            )
+            stated = PROCESSOR_SCALING
         self.image_norm.setCurrentIndex(self.image_norm.findData(stated or "imagenet"))
         self.image_norm.setToolTip(
             "How pixel values of image inputs are scaled"
@@ -497,7 +512,9 @@ class InputsPanel(QWidget):
         """Build every input from its source, write and validate the set, assign it."""
         if self.plan is None:
             return False
-        norm = str(self.image_norm.currentData())
+        norm: str | StatedScaling = str(self.image_norm.currentData())
+        if norm == PROCESSOR_SCALING and self.scaling is not None:
+            norm = self.scaling
         layout = str(self.image_layout.currentData()) or None
         notes: dict[str, dict[str, Any]] = {}
         try:
