@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import conv_ops, efficientnet, mobilenet, ops, regnet
-from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
+from nneditor.decoder.image_config import staged_image_config
+from nneditor.decoder.vision import ConvNet
 from nneditor.semantic.names_convnets import (
     CONV_FAMILIES,
     DRAWN,
@@ -99,27 +99,16 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         strided_1x1=bool(config.get("downsample_in_bottleneck")),
         activation=act,
     )
-    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
-    return DecoderConfig(
-        arch=kind,
-        source="huggingface",
-        n_layers=len(found.stages),
+    return staged_image_config(
+        kind,
+        config,
+        found.names,
+        found.stages,
         hidden=widths[-1] if widths else 0,
-        n_heads=0,
-        n_kv_heads=0,
-        head_dim=0,
-        vocab=len(classifier.labels) if classifier else 0,
         norm="layer",
         norm_eps=float(config.get("layer_norm_eps") or 1e-12),
-        rope="none",
         activation=act,
-        gated=False,
-        causal=False,
-        head=False,
-        classifier=classifier,
         convnet=net,
-        names=found.names,
-        notes=(PIXELS_NOTE,),
     )
 
 

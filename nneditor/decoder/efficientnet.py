@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import conv_ops, ops
-from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
+from nneditor.decoder.image_config import staged_image_config
+from nneditor.decoder.vision import ConvNet
 from nneditor.semantic.names_efficientnet import Block, efficientnet_names, schedule
 
 F32 = np.float32
@@ -70,27 +70,15 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         pooling=pooling,
         pool_window=int(config.get("hidden_dim") or 0),
     )
-    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
-    return DecoderConfig(
-        arch="efficientnet",
-        source="huggingface",
-        n_layers=len(found.stages),
-        hidden=0,
-        n_heads=0,
-        n_kv_heads=0,
-        head_dim=0,
-        vocab=len(classifier.labels) if classifier else 0,
+    return staged_image_config(
+        "efficientnet",
+        config,
+        found.names,
+        found.stages,
         norm="batch",
         norm_eps=net.bn_eps,
-        rope="none",
         activation=act,
-        gated=False,
-        causal=False,
-        head=False,
-        classifier=classifier,
         convnet=net,
-        names=found.names,
-        notes=(PIXELS_NOTE,),
     )
 
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import conv_ops, ops
-from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
+from nneditor.decoder.image_config import staged_image_config
+from nneditor.decoder.vision import ConvNet
 from nneditor.semantic.names_mobilenet import (
     STRIDES,
     V1_STRIDES,
@@ -111,27 +111,15 @@ def _config(
         tf_padding=bool(config.get("tf_padding", True)),
         bn_eps=float(config.get("layer_norm_eps") or 1e-3),
     )
-    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
-    return DecoderConfig(
-        arch=kind,
-        source="huggingface",
-        n_layers=len(found.stages),
-        hidden=0,
-        n_heads=0,
-        n_kv_heads=0,
-        head_dim=0,
-        vocab=len(classifier.labels) if classifier else 0,
+    return staged_image_config(
+        kind,
+        config,
+        found.names,
+        found.stages,
         norm="batch",
         norm_eps=net.bn_eps,
-        rope="none",
         activation=act,
-        gated=False,
-        causal=False,
-        head=False,
-        classifier=classifier,
         convnet=net,
-        names=found.names,
-        notes=(PIXELS_NOTE,),
     )
 
 

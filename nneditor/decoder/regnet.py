@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import conv_ops, ops
-from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import PIXELS_NOTE, ConvNet
+from nneditor.decoder.image_config import staged_image_config
+from nneditor.decoder.vision import ConvNet
 from nneditor.semantic.names_regnet import regnet_names
 
 F32 = np.float32
@@ -63,27 +63,16 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         activation=act,
         bn_eps=BN_EPS,
     )
-    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
-    return DecoderConfig(
-        arch="regnet",
-        source="huggingface",
-        n_layers=len(found.stages),
+    return staged_image_config(
+        "regnet",
+        config,
+        found.names,
+        found.stages,
         hidden=net.widths[-1] if net.widths else 0,
-        n_heads=0,
-        n_kv_heads=0,
-        head_dim=0,
-        vocab=len(classifier.labels) if classifier else 0,
         norm="batch",
         norm_eps=BN_EPS,
-        rope="none",
         activation=act,
-        gated=False,
-        causal=False,
-        head=False,
-        classifier=classifier,
         convnet=net,
-        names=found.names,
-        notes=(PIXELS_NOTE,),
     )
 
 

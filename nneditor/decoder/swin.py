@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from nneditor.decoder import conv_ops, ops
-from nneditor.decoder.classify import classifier_head
 from nneditor.decoder.config import DecoderConfig, DecoderUnsupported
-from nneditor.decoder.vision import PIXELS_NOTE, Swin
+from nneditor.decoder.image_config import staged_image_config
+from nneditor.decoder.vision import Swin
 from nneditor.semantic.names_swin import SWIN_FAMILIES, patch_grid, stage_grids, swin_names
 
 F32 = np.float32
@@ -103,27 +103,19 @@ def from_hf(config: Mapping[str, Any], names: Sequence[str], folder: Path) -> De
         v2=v2,
         pretrained=tuple(pretrained),
     )
-    classifier = classifier_head(config, found.names) if "cls_out.weight" in found.names else None
-    return DecoderConfig(
-        arch=kind,
-        source="huggingface",
-        n_layers=len(found.stages),
+    return staged_image_config(
+        kind,
+        config,
+        found.names,
+        found.stages,
         hidden=net.widths[-1] if net.widths else 0,
         n_heads=heads[-1] if heads else 0,
         n_kv_heads=heads[-1] if heads else 0,
         head_dim=net.widths[-1] // heads[-1] if heads else 0,
-        vocab=len(classifier.labels) if classifier else 0,
         norm="layer",
         norm_eps=float(config.get("layer_norm_eps") or 1e-5),
-        rope="none",
         activation=act,
-        gated=False,
-        causal=False,
-        head=False,
-        classifier=classifier,
         swin=net,
-        names=found.names,
-        notes=(PIXELS_NOTE,),
     )
 
 

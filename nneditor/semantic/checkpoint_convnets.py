@@ -22,17 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from nneditor.model.document import Document
-from nneditor.model.graph import Graph, ValueInfo
-from nneditor.semantic.checkpoint_builder import CheckpointBuilder
+from nneditor.model.graph import Graph
+from nneditor.semantic.image_builder import ShapedBuilder
 from nneditor.semantic.names_convnets import (
     CONV_FAMILIES,
     DRAWN,
     OTHER_CONV_FAMILIES,
-    ConvNames,
     convnet_names,
 )
 
-Shape = tuple[int, ...]
 _FROM = "(from config.json and tensor names)"
 
 
@@ -125,38 +123,8 @@ def _out(n: int, kernel: int, stride: int, pad: int) -> int:
     return (n + 2 * pad - kernel) // stride + 1
 
 
-class _ConvBuilder(CheckpointBuilder):
-    """CheckpointBuilder's nodes with each value's NCHW (or channels-last) shape."""
-
-    def __init__(self, title: str, found: ConvNames, doc: Document) -> None:
-        super().__init__(title)
-        self.t = found.names
-        self.stages = found.stages
-        self.shapes: dict[str, ValueInfo] = {}
-        self._doc = doc
-
-    def input(self, shape: Shape) -> None:
-        vi = ValueInfo("pixel_values", "float32", shape)
-        self.graph.inputs.append(vi)
-        self.shapes["pixel_values"] = vi
-
-    def width(self, key: str) -> int:
-        ref = self._doc.tensors.get(self.t.get(key, ""))
-        return int(ref.shape[0]) if ref is not None and ref.shape else 0
-
-    def add(
-        self, scope: str, op: str, x: list[str], out: str, keys: list[str], shape: Shape, *text: str
-    ) -> str:
-        """A node whose weights are ``keys`` (those stored), its output ``out`` of ``shape``;
-        ``text``: the pattern and the explanation."""
-        pattern, explanation = text if len(text) == 2 else ("", text[0])
-        weights = [self.t[k] for k in keys if k in self.t]
-        self.node(scope, op, x, out, weights, pattern or "", explanation)
-        node = self.graph.nodes[-1]
-        if not pattern:  # (no declared role: the explanation is still shown)
-            node.info = {"pattern": "", "explanation": explanation}
-        self.shapes[out] = ValueInfo(out, "float32", shape)
-        return out
+class _ConvBuilder(ShapedBuilder):
+    """ShapedBuilder's nodes (NCHW, or channels-last in ConvNeXt's blocks) for conv nets."""
 
     def _bn(self, key: str) -> list[str]:
         return [f"{key}.{s}" for s in ("weight", "bias", "mean", "var")]

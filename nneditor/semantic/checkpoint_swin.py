@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from nneditor.model.document import Document
-from nneditor.model.graph import Graph, ValueInfo
-from nneditor.semantic.checkpoint_builder import CheckpointBuilder
+from nneditor.model.graph import Graph
+from nneditor.semantic.image_builder import ShapedBuilder
 from nneditor.semantic.names_swin import (
     SWIN_FAMILIES,
     SwinNames,
@@ -36,7 +36,6 @@ from nneditor.semantic.names_swin import (
     swin_names,
 )
 
-Shape = tuple[int, ...]
 _FROM = "(from config.json and tensor names)"
 
 
@@ -64,9 +63,7 @@ def swin_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
     channels = int(config.get("num_channels") or 3)
     b = _SwinBuilder(f"{kind} {_FROM}", found, doc)
     b.v2 = kind == "swinv2"
-    vi = ValueInfo("pixel_values", "float32", (1, channels, height, width))
-    b.graph.inputs.append(vi)
-    b.shapes["pixel_values"] = vi
+    b.input((1, channels, height, width))
     x = b.swin(config, height, width)
     g = b.finish()
     g.opsets = {}
@@ -76,34 +73,12 @@ def swin_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
     return g, ""
 
 
-class _SwinBuilder(CheckpointBuilder):
-    """CheckpointBuilder's nodes with each value's shape."""
+class _SwinBuilder(ShapedBuilder):
+    """ShapedBuilder's nodes (tokens [1, rows * cols, channels]) for Swin and Swinv2."""
 
     def __init__(self, title: str, found: SwinNames, doc: Document) -> None:
-        super().__init__(title)
-        self.t = found.names
-        self.stages = found.stages
-        self.shapes: dict[str, ValueInfo] = {}
-        self._doc = doc
+        super().__init__(title, found, doc)
         self.v2 = False
-
-    def width(self, key: str) -> int:
-        ref = self._doc.tensors.get(self.t.get(key, ""))
-        return int(ref.shape[0]) if ref is not None and ref.shape else 0
-
-    def add(
-        self, scope: str, op: str, x: list[str], out: str, keys: list[str], shape: Shape, *text: str
-    ) -> str:
-        """A node whose weights are ``keys`` (those stored), its output ``out`` of ``shape``;
-        ``text``: the pattern and the explanation."""
-        pattern, explanation = text if len(text) == 2 else ("", text[0])
-        weights = [self.t[k] for k in keys if k in self.t]
-        self.node(scope, op, x, out, weights, pattern or "", explanation)
-        node = self.graph.nodes[-1]
-        if not pattern:  # (no declared role: the explanation is still shown)
-            node.info = {"pattern": "", "explanation": explanation}
-        self.shapes[out] = ValueInfo(out, "float32", shape)
-        return out
 
     def swin(self, config: Mapping[str, Any], height: int, width: int) -> str:
         patch = config.get("patch_size") or 4

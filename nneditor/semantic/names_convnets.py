@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+from nneditor.semantic.image_builder import StagedNames
 
 #: the families drawn and traced: model_type -> the name sentences use
 CONV_FAMILIES = {
@@ -88,19 +89,7 @@ _CONVNEXT_PART = {
 _COUNTER = "num_batches_tracked"
 
 
-@dataclass(frozen=True)
-class ConvNames:
-    """``names``: key -> the snapshot's tensor name; ``stages``: each block's stage, in block
-    order; ``unplaced``: tensors with no place (a head or layout not laid out here)."""
-
-    names: dict[str, str]
-    stages: tuple[int, ...]
-    unplaced: tuple[str, ...]
-
-    def depths(self) -> list[int]:
-        """Blocks per stage, as the names number them."""
-        count = max(self.stages, default=-1) + 1
-        return [self.stages.count(s) for s in range(count)]
+ConvNames = StagedNames  # (image_builder.py: the names of a staged network)
 
 
 def convnet_names(model_type: str, names: Iterable[str]) -> ConvNames:
