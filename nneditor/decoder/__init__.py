@@ -209,6 +209,7 @@ def decoder_config(doc: Document) -> DecoderConfig:
             check_tensors(cfg.pair.text)
             _check_readable(doc, cfg)
             _check_readable(doc, cfg.pair.text)
+            clip_pair.check_widths(cfg, {n: doc.tensors[n].shape for n in names})
             return cfg
         multimodal = str(config.get("model_type") or "")
         projection = multimodal == "clip_text_model" and clip_text.PROJECTION in names

@@ -132,6 +132,22 @@ def from_hf(
     return dataclasses.replace(vcfg, pair=pair, notes=notes)
 
 
+def check_widths(cfg: DecoderConfig, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """Refuse a pair whose towers embed into spaces of different widths (their cosine
+    similarities could not be computed), before anything runs."""
+    pair: Pair = cfg.pair
+    text_width = shapes.get(pair.projection, (0,))[0]
+    visual = shapes.get("visual_projection.weight") if pair.kind == "clip" else None
+    image_width = visual[0] if visual else cfg.hidden
+    if text_width != image_width:
+        raise DecoderUnsupported(
+            f"this {PAIRS[pair.kind]} snapshot's towers embed into different widths: the text "
+            f"tower's {pair.projection} makes {text_width} values, the image tower "
+            f"{image_width}; their similarities cannot be computed (check the snapshot's "
+            "config.json, e.g. text_config.projection_size, against its weights)"
+        )
+
+
 def pooled_positions(pair: Pair, ids: np.ndarray) -> np.ndarray:
     """Each prompt's pooled position: SigLIP's last; CLIP's first end-of-text token (its
     largest id where the config states the old eos id 2)."""

@@ -228,3 +228,21 @@ def test_siglip_probabilities_through_the_cli(tmp_path) -> None:  # noqa: ANN001
     assert [p["text"] for p in out["prompts"]] == ["prompt 0", "prompt 1"]
     got = np.array([p["prob"] for p in out["prompts"]])
     assert np.abs(got - want).max() < 1e-5 and "sigmoid" in out["scoring"]
+
+
+def test_towers_of_different_widths_are_refused_before_running(tmp_path) -> None:  # noqa: ANN001
+    """A text head wider than the image tower (a config.json whose projection_size disagrees
+    with the vision tower, which transformers cannot run either) is refused by name."""
+    config = tf.SiglipConfig(
+        text_config={**SMALL, "num_attention_heads": 4, "vocab_size": 99, "projection_size": 24},
+        vision_config={**SMALL, "num_attention_heads": 4, "image_size": 16, "patch_size": 4},
+    )
+    torch.manual_seed(0)
+    model = tf.SiglipModel(config).eval()
+    with pytest.raises(RuntimeError):  # (transformers' own pair cannot compare them)
+        model(input_ids=torch.ones(1, 64, dtype=torch.long), pixel_values=torch.zeros(1, 3, 16, 16))
+    model.save_pretrained(str(tmp_path))
+    with nneditor.open(tmp_path) as doc:
+        trace = doc.capabilities["trace"]
+    assert not trace.available
+    assert "embed into different widths" in trace.reason and "makes 24 values" in trace.reason
