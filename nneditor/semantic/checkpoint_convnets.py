@@ -23,15 +23,13 @@ from typing import Any
 
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
-from nneditor.semantic.image_builder import ShapedBuilder
+from nneditor.semantic.image_builder import FROM, ShapedBuilder
 from nneditor.semantic.names_convnets import (
     CONV_FAMILIES,
     DRAWN,
     OTHER_CONV_FAMILIES,
     convnet_names,
 )
-
-_FROM = "(from config.json and tensor names)"
 
 
 def is_convnet(config: Mapping[str, Any]) -> bool:
@@ -78,7 +76,7 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
     folder = Path(doc.path)
     height, width = sized(folder if folder.is_dir() else folder.parent)
     channels = int(config.get("num_channels") or 3)
-    b = _ConvBuilder(f"{kind} {_FROM}", found, doc)
+    b = _ConvBuilder(f"{kind} {FROM}", found, doc)
     b.input((1, channels, height, width))
     if kind == "mobilenet_v2":
         from nneditor.semantic.checkpoint_mobilenet import mobilenet_v2
@@ -98,12 +96,7 @@ def convnet_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | Non
         x = regnet(b, config, height, width)
     else:
         x = b.resnet(config, height, width) if kind == "resnet" else b.convnext(height, width)
-    g = b.finish()
-    g.opsets = {}
-    g.value_info.update(b.shapes)
-    g.outputs[0] = b.shapes[x]
-    g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
-    return g, ""
+    return b.shaped_graph(x), ""
 
 
 def sized(folder: Path) -> tuple[int, int]:
@@ -143,7 +136,7 @@ class _ConvBuilder(ShapedBuilder):
             (1, stem, h, w),
             "conv",
             f"The stem: a 7x7 convolution, stride 2, no bias, to {stem} channels; BatchNorm "
-            f"with its running statistics; ReLU {_FROM}.",
+            f"with its running statistics; ReLU {FROM}.",
         )
         h, w = _out(h, 3, 2, 1), _out(w, 3, 2, 1)
         x = self.add(
@@ -188,7 +181,7 @@ class _ConvBuilder(ShapedBuilder):
                     + (f", stride {st}" if st > 1 else "")
                     + f", to {ch} channels; BatchNorm"
                     + ("" if last else "; ReLU")
-                    + f" {_FROM}.",
+                    + f" {FROM}.",
                 )
             skip = x
             if f"{p}.short.weight" in self.t:
@@ -202,7 +195,7 @@ class _ConvBuilder(ShapedBuilder):
                     (1, out, hs, ws),
                     "conv",
                     f"The projection shortcut: a 1x1 convolution, stride {stride}, to {out} "
-                    f"channels; BatchNorm {_FROM}.",
+                    f"channels; BatchNorm {FROM}.",
                 )
             x = self.add(
                 f"stage.{s}/{p}/residual",
@@ -234,7 +227,7 @@ class _ConvBuilder(ShapedBuilder):
             (1, ch, h, w),
             "conv",
             f"The stem: a {patch}x{patch} convolution, stride {patch} (each patch projected), "
-            f"to {ch} channels {_FROM}.",
+            f"to {ch} channels {FROM}.",
         )
         x = self.add(
             "stem/norm",
@@ -271,7 +264,7 @@ class _ConvBuilder(ShapedBuilder):
                     (1, ch, h, w),
                     "conv",
                     f"A 2x2 convolution, stride 2, to {ch} channels: the stage's downsampling "
-                    f"{_FROM}.",
+                    f"{FROM}.",
                 )
             x = self._convnext_block(f"stage.{s}/{p}", p, x, ch, h, w)
         return self._head(x, "convnext", ch)
@@ -285,7 +278,7 @@ class _ConvBuilder(ShapedBuilder):
             [f"{p}.dwconv.weight", f"{p}.dwconv.bias"],
             (1, ch, h, w),
             "conv",
-            f"Depthwise 7x7 convolution (one filter per channel), padding 3 {_FROM}.",
+            f"Depthwise 7x7 convolution (one filter per channel), padding 3 {FROM}.",
         )
         y = self.add(
             f"{scope}/norm",
@@ -315,7 +308,7 @@ class _ConvBuilder(ShapedBuilder):
             "ffn",
             f"Pointwise MLP at each pixel: {ch} -> {inner} channels, GELU, "
             + ("global response normalisation (GRN), " if grn else "")
-            + f"back to {ch} {_FROM}.",
+            + f"back to {ch} {FROM}.",
         )
         if f"{p}.ls.weight" in self.t:
             y = self.add(
@@ -371,16 +364,4 @@ class _ConvBuilder(ShapedBuilder):
                 "norm",
                 "The final LayerNorm over the averaged features: the pooled output.",
             )
-        if "cls_out.weight" not in self.t:
-            return x
-        labels = self.width("cls_out.weight")
-        return self.add(
-            "classifier",
-            "Linear",
-            [x],
-            "result_output",
-            ["cls_out.weight", "cls_out.bias"],
-            (1, 1, labels),
-            "head",
-            f"The classifier: a linear layer to {labels} class logits {_FROM}.",
-        )
+        return self.classifier(x)

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.semantic.image_builder import FROM
 from nneditor.semantic.names_efficientnet import schedule
-
-_FROM = "(from config.json and tensor names)"
 
 
 def efficientnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> str:  # noqa: ANN401 - checkpoint_convnets._ConvBuilder
@@ -30,7 +29,7 @@ def efficientnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         keys = [f"{key}.weight", *(f"{key}_bn.{s}" for s in ("weight", "bias", "mean", "var"))]
         return b.add(
             scope, "ConvBN" if last else "ConvBNAct", [x], out, keys, shape, "conv",
-            f"{what}; {bn}" + ("" if last else f"; {act}") + f" {_FROM}.",
+            f"{what}; {bn}" + ("" if last else f"; {act}") + f" {FROM}.",
         )  # fmt: skip
 
     h, w = (height + 1 - 3) // 2 + 1, (width + 1 - 3) // 2 + 1
@@ -61,7 +60,7 @@ def efficientnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
             [f"{p}.se_{a}.{s}" for a in ("reduce", "expand") for s in ("weight", "bias")],
             (1, ch, h, w), "",
             f"Squeeze and excitation: the pixels' mean through 1x1 convolutions to {inner} "
-            f"channels ({act}) and back, a sigmoid scaling each channel {_FROM}.",
+            f"channels ({act}) and back, a sigmoid scaling each channel {FROM}.",
         )  # fmt: skip
         out = b.width(f"{p}.project.weight")
         y = conv(f"{scope}/project", f"{p}.project", y,
@@ -89,5 +88,5 @@ def efficientnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         "classifier", "Linear", [x], "result_output", ["cls_out.weight", "cls_out.bias"],
         (1, 1, labels), "head",
         f"The classifier (dropout is the identity in eval): a linear layer to {labels} class "
-        f"logits {_FROM}.",
+        f"logits {FROM}.",
     )  # fmt: skip

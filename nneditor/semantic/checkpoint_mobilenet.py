@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from nneditor.semantic.image_builder import FROM
 from nneditor.semantic.names_mobilenet import STRIDES
-
-_FROM = "(from config.json and tensor names)"
 
 
 def _side(n: int, stride: int) -> int:
@@ -42,7 +41,7 @@ def mobilenet_v2(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         keys = [f"{key}.weight", *(f"{key}_bn.{s}" for s in ("weight", "bias", "mean", "var"))]
         return b.add(
             scope, "ConvBN" + ("" if act_text == "" else "Act"), [x], out, keys, shape,
-            "conv", f"{what}, {pad}; {bn}{act_text} {_FROM}.",
+            "conv", f"{what}, {pad}; {bn}{act_text} {FROM}.",
         )  # fmt: skip
 
     h, w = _side(height, 2), _side(width, 2)
@@ -88,7 +87,7 @@ def mobilenet_v2(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         "classifier", "Linear", [x], "result_output", ["cls_out.weight", "cls_out.bias"],
         (1, 1, labels), "head",
         f"The classifier (dropout is the identity in eval): a linear layer to {labels} class "
-        f"logits {_FROM}.",
+        f"logits {FROM}.",
     )  # fmt: skip
 
 
@@ -117,7 +116,7 @@ def mobilenet_v1(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         x = b.add(
             "stem/conv" if i < 0 else f"layer.{i}/conv", "ConvBNAct", [x],
             "stem.conv" if i < 0 else f"blk.{i}.output", keys, (1, ch, h, w), "conv",
-            what + (f", stride {stride}" if stride > 1 else "") + f", {pad}; {bn} {_FROM}.",
+            what + (f", stride {stride}" if stride > 1 else "") + f", {pad}; {bn} {FROM}.",
         )  # fmt: skip
     x = b.add("pooler", "GlobalAveragePool", [x], "pooler_output", [], (1, ch),
               "Average over every pixel: the pooled output.")  # fmt: skip
@@ -128,5 +127,5 @@ def mobilenet_v1(b: Any, config: Mapping[str, Any], height: int, width: int) -> 
         "classifier", "Linear", [x], "result_output", ["cls_out.weight", "cls_out.bias"],
         (1, 1, labels), "head",
         f"The classifier (dropout is the identity in eval): a linear layer to {labels} class "
-        f"logits {_FROM}.",
+        f"logits {FROM}.",
     )  # fmt: skip

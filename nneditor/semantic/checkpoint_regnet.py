@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_FROM = "(from config.json and tensor names)"
+from nneditor.semantic.image_builder import FROM
 
 
 def _side(n: int, kernel: int, stride: int) -> int:
@@ -35,7 +35,7 @@ def regnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> str:  
         out = f"{p}.shortcut" if k == "short" else f"{p}.conv{k}"
         return b.add(
             scope, "ConvBN" if last else "ConvBNAct", [x], out, keys, shape, "conv",
-            f"{what}; {bn}" + ("" if last else f"; {act}") + f" {_FROM}.",
+            f"{what}; {bn}" + ("" if last else f"; {act}") + f" {FROM}.",
         )  # fmt: skip
 
     h, w = _side(height, 3, 2), _side(width, 3, 2)
@@ -63,7 +63,7 @@ def regnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> str:  
                 [f"{p}.se_{a}.{t}" for a in ("reduce", "expand") for t in ("weight", "bias")],
                 (1, out, h, w), "",
                 f"Squeeze and excitation: the pixels' mean through 1x1 convolutions to {inner} "
-                f"channels (ReLU) and back, a sigmoid scaling each channel {_FROM}.",
+                f"channels (ReLU) and back, a sigmoid scaling each channel {FROM}.",
             )  # fmt: skip
         y = conv(f"{scope}/conv3", p, "3", y, (1, out, h, w), "1x1 convolution, no activation")
         skip = x
@@ -77,10 +77,4 @@ def regnet(b: Any, config: Mapping[str, Any], height: int, width: int) -> str:  
         )  # fmt: skip
     x = b.add("pooler", "GlobalAveragePool", [x], "pooler_output", [], (1, out, 1, 1),
               "Average over every pixel of the last stage: the pooled output.")  # fmt: skip
-    if "cls_out.weight" not in b.t:
-        return x
-    labels = b.width("cls_out.weight")
-    return b.add(
-        "classifier", "Linear", [x], "result_output", ["cls_out.weight", "cls_out.bias"],
-        (1, 1, labels), "head", f"The classifier: a linear layer to {labels} class logits {_FROM}.",
-    )  # fmt: skip
+    return b.classifier(x)

@@ -26,7 +26,7 @@ from typing import Any
 
 from nneditor.model.document import Document
 from nneditor.model.graph import Graph
-from nneditor.semantic.image_builder import ShapedBuilder
+from nneditor.semantic.image_builder import FROM, ShapedBuilder
 from nneditor.semantic.names_swin import (
     SWIN_FAMILIES,
     SwinNames,
@@ -35,8 +35,6 @@ from nneditor.semantic.names_swin import (
     stage_grids,
     swin_names,
 )
-
-_FROM = "(from config.json and tensor names)"
 
 
 def is_swin(config: Mapping[str, Any]) -> bool:
@@ -61,16 +59,11 @@ def swin_graph(doc: Document, config: Mapping[str, Any]) -> tuple[Graph | None, 
     folder = Path(doc.path)
     height, width = sized(folder if folder.is_dir() else folder.parent)
     channels = int(config.get("num_channels") or 3)
-    b = _SwinBuilder(f"{kind} {_FROM}", found, doc)
+    b = _SwinBuilder(f"{kind} {FROM}", found, doc)
     b.v2 = kind == "swinv2"
     b.input((1, channels, height, width))
     x = b.swin(config, height, width)
-    g = b.finish()
-    g.opsets = {}
-    g.value_info.update(b.shapes)
-    g.outputs[0] = b.shapes[x]
-    g.initializers.extend(n for n in doc.tensors if n not in set(g.initializers))
-    return g, ""
+    return b.shaped_graph(x), ""
 
 
 class _SwinBuilder(ShapedBuilder):
@@ -100,7 +93,7 @@ class _SwinBuilder(ShapedBuilder):
             (1, dim, rows, cols),
             "conv",
             f"The patch embedding: a {patch}x{patch} convolution, stride {patch} (each patch "
-            f"projected; the image padded to whole patches), to {dim} channels {_FROM}.",
+            f"projected; the image padded to whole patches), to {dim} channels {FROM}.",
         )
         positions = " plus the absolute positions" if "pos_embd.weight" in self.t else ""
         x = self.add(
@@ -166,7 +159,7 @@ class _SwinBuilder(ShapedBuilder):
                 "merge",
                 f"A linear map (no bias) from {4 * dim} to {2 * dim} channels"
                 + ("" if self.v2 else f": {out}")
-                + f" {_FROM}.",
+                + f" {FROM}.",
             )
 
         if self.v2:  # (Swinv2 normalises the reduction's output)
@@ -236,7 +229,7 @@ class _SwinBuilder(ShapedBuilder):
             tokens,
             "attention",
             f"Self-attention within {windows} windows of {window}x{window} tokens ({heads} "
-            f"heads; the grid padded to whole windows), {scores}; {shifted} {_FROM}.",
+            f"heads; the grid padded to whole windows), {scores}; {shifted} {FROM}.",
         )
         if self.v2:
             y = norm("attn_norm", y, "over the attention's output, before the residual add")
@@ -265,7 +258,7 @@ class _SwinBuilder(ShapedBuilder):
             ],
             tokens,
             "ffn",
-            f"The MLP at each token: {dim} -> {inner} channels, GELU, back to {dim} {_FROM}.",
+            f"The MLP at each token: {dim} -> {inner} channels, GELU, back to {dim} {FROM}.",
         )
         if self.v2:
             y = norm("ffn_norm", y, "over the MLP's output, before the residual add")
@@ -300,16 +293,4 @@ class _SwinBuilder(ShapedBuilder):
             (1, dim),
             "The mean of every token: the pooled output.",
         )
-        if "cls_out.weight" not in self.t:
-            return x
-        labels = self.width("cls_out.weight")
-        return self.add(
-            "classifier",
-            "Linear",
-            [x],
-            "result_output",
-            ["cls_out.weight", "cls_out.bias"],
-            (1, 1, labels),
-            "head",
-            f"The classifier: a linear layer to {labels} class logits {_FROM}.",
-        )
+        return self.classifier(x)

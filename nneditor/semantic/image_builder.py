@@ -7,10 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nneditor.model.document import Document
-from nneditor.model.graph import ValueInfo
+from nneditor.model.graph import Graph, ValueInfo
 from nneditor.semantic.checkpoint_builder import CheckpointBuilder
 
 Shape = tuple[int, ...]
+#: how every node of these graphs was found
+FROM = "(from config.json and tensor names)"
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,29 @@ class ShapedBuilder(CheckpointBuilder):
             node.info = {"pattern": "", "explanation": explanation}
         self.shapes[out] = ValueInfo(out, "float32", shape)
         return out
+
+    def classifier(self, x: str) -> str:
+        """The linear head to the class logits where stored (``x`` itself otherwise)."""
+        if "cls_out.weight" not in self.t:
+            return x
+        labels = self.width("cls_out.weight")
+        return self.add(
+            "classifier",
+            "Linear",
+            [x],
+            "result_output",
+            ["cls_out.weight", "cls_out.bias"],
+            (1, 1, labels),
+            "head",
+            f"The classifier: a linear layer to {labels} class logits {FROM}.",
+        )
+
+    def shaped_graph(self, x: str) -> Graph:
+        """The finished graph ending at ``x``: every value with its shape, every stored
+        tensor listed (the unplaced ones too)."""
+        g = self.finish()
+        g.opsets = {}
+        g.value_info.update(self.shapes)
+        g.outputs[0] = self.shapes[x]
+        g.initializers.extend(n for n in self._doc.tensors if n not in set(g.initializers))
+        return g
