@@ -11,7 +11,8 @@ from typing import Any
 
 from nneditor.decoder import beit, deberta, llama4
 from nneditor.decoder.classify import classifier_head
-from nneditor.decoder.config import (
+from nneditor.decoder.config import DecoderConfig, Mla, Moe
+from nneditor.decoder.presets import (
     BERT,
     BERT_MLM,
     BLOOM,
@@ -21,9 +22,6 @@ from nneditor.decoder.config import (
     LAYER_NORM_FAMILIES,
     MPT,
     NOMIC_BERT,
-    DecoderConfig,
-    Mla,
-    Moe,
     exaone4_layers,
     group_routing,
     is_moe,

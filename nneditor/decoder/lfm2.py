@@ -78,7 +78,7 @@ def check_moe_layers(cfg: DecoderConfig) -> None:
 
 def _moe(config: Mapping[str, Any], common: dict[str, Any]) -> dict[str, Any]:
     """LFM2-MoE's routing from config.json (the GGUF's comes through gguf_common)."""
-    from nneditor.decoder.config import group_routing, moe_config
+    from nneditor.decoder.presets import group_routing, moe_config
 
     if common["arch"] != ARCH_MOE:
         return {}

@@ -13,8 +13,8 @@ from nneditor.decoder.config import (
     XIELU_PARTS,
     DecoderConfig,
     DecoderUnsupported,
-    is_moe,
 )
+from nneditor.decoder.presets import is_moe
 from nneditor.semantic.names_vision import TOWER_KEYS
 
 _BLK = re.compile(r"^blk\.(\d+)\.(.+)$")
